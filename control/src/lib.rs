@@ -1,0 +1,10 @@
+//! The ironclos control plane: configuration, the `ironclos` command, reports, and the
+//! trace tools used by the demo, the benchmarks and the tests. It never touches packets on
+//! the forwarding path; that is `dataplane`'s job.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod pcap;
+pub mod report;
+pub mod tracegen;

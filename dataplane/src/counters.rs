@@ -1,0 +1,170 @@
+//! Packet and drop counters. Each worker owns one `WorkerCounters` block and is its only
+//! writer, so increments are plain relaxed load+store (no locked instructions on the hot
+//! path); readers on the control lcore sum the blocks of all workers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why a packet was dropped. Every drop in the switch has exactly one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(usize)]
+pub enum DropReason {
+    /// The egress device's TX ring was full.
+    TxRingFull,
+    /// The packet arrived on a port that has no forwarding peer.
+    NoEgressPort,
+    /// A chained (multi-segment) mbuf, which the pipeline does not process.
+    MultiSegment,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 3] = [
+        DropReason::TxRingFull,
+        DropReason::NoEgressPort,
+        DropReason::MultiSegment,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Stable snake_case name used in counters output and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::TxRingFull => "tx_ring_full",
+            DropReason::NoEgressPort => "no_egress_port",
+            DropReason::MultiSegment => "multi_segment",
+        }
+    }
+}
+
+/// A counter with one writer: `add` is a relaxed load and store, not a read-modify-write.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline]
+    pub fn add(&self, amount: u64) {
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(amount),
+            Ordering::Relaxed,
+        );
+    }
+
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Per-port counters kept by the switch itself (the PMD keeps its own, see `PortStats`).
+#[derive(Debug, Default)]
+pub struct PortCounters {
+    pub rx_packets: Counter,
+    pub tx_packets: Counter,
+}
+
+/// All counters one worker writes.
+#[derive(Debug)]
+pub struct WorkerCounters {
+    ports: Vec<PortCounters>,
+    drops: [Counter; DropReason::COUNT],
+}
+
+impl WorkerCounters {
+    pub fn new(port_count: usize) -> Self {
+        Self {
+            ports: (0..port_count).map(|_| PortCounters::default()).collect(),
+            drops: Default::default(),
+        }
+    }
+
+    #[inline]
+    pub fn port(&self, index: usize) -> &PortCounters {
+        &self.ports[index]
+    }
+
+    #[inline]
+    pub fn drop_packets(&self, reason: DropReason, count: u64) {
+        self.drops[reason as usize].add(count);
+    }
+
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.drops[reason as usize].get()
+    }
+
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+}
+
+/// A point-in-time sum over workers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CounterSnapshot {
+    /// Per port: (rx_packets, tx_packets).
+    pub ports: Vec<(u64, u64)>,
+    /// Per reason, in `DropReason::ALL` order.
+    pub drops: Vec<(DropReason, u64)>,
+}
+
+impl CounterSnapshot {
+    pub fn sum(workers: &[impl AsRef<WorkerCounters>]) -> Self {
+        let port_count = workers.first().map_or(0, |w| w.as_ref().port_count());
+        let ports = (0..port_count)
+            .map(|port| {
+                workers.iter().fold((0, 0), |(rx, tx), w| {
+                    let c = w.as_ref().port(port);
+                    (rx + c.rx_packets.get(), tx + c.tx_packets.get())
+                })
+            })
+            .collect();
+        let drops = DropReason::ALL
+            .iter()
+            .map(|&reason| {
+                (
+                    reason,
+                    workers.iter().map(|w| w.as_ref().dropped(reason)).sum(),
+                )
+            })
+            .collect();
+        Self { ports, drops }
+    }
+
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().map(|(_, n)| n).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn snapshot_sums_workers_per_port_and_reason() {
+        let a = Arc::new(WorkerCounters::new(2));
+        let b = Arc::new(WorkerCounters::new(2));
+        a.port(0).rx_packets.add(3);
+        b.port(0).rx_packets.add(4);
+        b.port(1).tx_packets.add(5);
+        a.drop_packets(DropReason::TxRingFull, 2);
+        b.drop_packets(DropReason::TxRingFull, 1);
+        b.drop_packets(DropReason::MultiSegment, 7);
+        let snap = CounterSnapshot::sum(&[a, b]);
+        assert_eq!(snap.ports, vec![(7, 0), (0, 5)]);
+        assert_eq!(snap.total_drops(), 10);
+        assert!(snap.drops.contains(&(DropReason::TxRingFull, 3)));
+        assert!(snap.drops.contains(&(DropReason::NoEgressPort, 0)));
+    }
+
+    #[test]
+    fn drop_reason_names_are_unique_snake_case() {
+        let names: Vec<_> = DropReason::ALL.iter().map(|r| r.as_str()).collect();
+        for (i, name) in names.iter().enumerate() {
+            assert!(
+                name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{name}"
+            );
+            assert!(!names[i + 1..].contains(name), "duplicate {name}");
+        }
+        for (i, reason) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(*reason as usize, i, "ALL must be in discriminant order");
+        }
+    }
+}

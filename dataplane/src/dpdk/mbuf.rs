@@ -1,0 +1,304 @@
+//! Packet buffers: an owned `Mbuf` (freed on drop) and `MbufBurst`, a fixed array that RX
+//! fills and TX drains without per-packet calls into DPDK.
+
+use super::eal::rx_timestamp_field;
+use dpdk_sys::rte_mbuf;
+use std::ptr::NonNull;
+
+/// The largest burst the engine moves at once.
+pub const MAX_BURST: usize = 64;
+
+/// One packet buffer, owned: it goes back to its pool when dropped unless handed to TX.
+#[derive(Debug)]
+pub struct Mbuf {
+    raw: NonNull<rte_mbuf>,
+}
+
+// SAFETY: an mbuf is exclusively owned by whoever holds the pointer; moving that ownership to
+// another lcore (e.g. through a ring) is how DPDK is meant to be used.
+unsafe impl Send for Mbuf {}
+
+impl Mbuf {
+    /// Views this packet.
+    #[inline]
+    pub fn packet(&self) -> PacketRef<'_> {
+        PacketRef {
+            raw: self.raw.as_ptr(),
+            _owner: std::marker::PhantomData,
+        }
+    }
+
+    /// Views this packet mutably.
+    #[inline]
+    pub fn packet_mut(&mut self) -> PacketMut<'_> {
+        PacketMut {
+            raw: self.raw.as_ptr(),
+            _owner: std::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn into_raw(self) -> *mut rte_mbuf {
+        let raw = self.raw.as_ptr();
+        std::mem::forget(self);
+        raw
+    }
+}
+
+impl Drop for Mbuf {
+    fn drop(&mut self) {
+        // SAFETY: we own the mbuf (it came from a pool and was never handed to TX).
+        unsafe { dpdk_sys::rte_pktmbuf_free(self.raw.as_ptr()) }
+    }
+}
+
+/// A read-only view of one packet inside an `Mbuf` or a `MbufBurst`.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketRef<'a> {
+    raw: *const rte_mbuf,
+    _owner: std::marker::PhantomData<&'a rte_mbuf>,
+}
+
+/// A mutable view of one packet.
+#[derive(Debug)]
+pub struct PacketMut<'a> {
+    raw: *mut rte_mbuf,
+    _owner: std::marker::PhantomData<&'a mut rte_mbuf>,
+}
+
+macro_rules! read_accessors {
+    () => {
+        /// The first segment's bytes (ironclos configures ports for single-segment packets).
+        #[inline]
+        pub fn data(&self) -> &[u8] {
+            // SAFETY: the view borrows a live, exclusively owned mbuf; buf_addr + data_off is
+            // the start of data_len initialised bytes inside the mbuf's buffer (DPDK's mtod).
+            unsafe {
+                let m = &*self.raw;
+                std::slice::from_raw_parts(
+                    m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                    usize::from(m.data_len),
+                )
+            }
+        }
+
+        /// Length of the whole packet (all segments).
+        #[inline]
+        pub fn len(&self) -> usize {
+            // SAFETY: reading a plain field of a live mbuf we borrow.
+            unsafe { (*self.raw).pkt_len as usize }
+        }
+
+        /// True for a zero-length packet.
+        #[inline]
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Number of segments; more than one means a chained (jumbo or scattered) packet.
+        #[inline]
+        pub fn segments(&self) -> u16 {
+            // SAFETY: reading a plain field of a live mbuf we borrow.
+            unsafe { (*self.raw).nb_segs }
+        }
+
+        /// The DPDK port the packet was received on.
+        #[inline]
+        pub fn rx_port(&self) -> u16 {
+            // SAFETY: reading a plain field of a live mbuf we borrow.
+            unsafe { (*self.raw).port }
+        }
+
+        /// The receive timestamp a PMD stored (pcap: microseconds since the epoch), if set.
+        #[inline]
+        pub fn rx_timestamp(&self) -> Option<u64> {
+            let field = rx_timestamp_field()?;
+            // SAFETY: the dynfield offset was registered with the EAL and lies inside the mbuf
+            // structure, 8-byte aligned, holding a u64; we read it only when the PMD set the
+            // flag that says it is valid.
+            unsafe {
+                if (*self.raw).ol_flags & field.flag == 0 {
+                    return None;
+                }
+                Some(self.raw.cast::<u8>().add(field.offset).cast::<u64>().read())
+            }
+        }
+    };
+}
+
+impl PacketRef<'_> {
+    read_accessors!();
+}
+
+impl PacketMut<'_> {
+    read_accessors!();
+
+    /// The first segment's bytes, writable.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `data`, and the view holds the only mutable borrow of the mbuf.
+        unsafe {
+            let m = &*self.raw;
+            std::slice::from_raw_parts_mut(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
+        }
+    }
+
+    /// Adds `len` bytes in front of the data (from the headroom) and returns them, or `None`
+    /// when the headroom is too small.
+    #[inline]
+    pub fn prepend(&mut self, len: u16) -> Option<&mut [u8]> {
+        // SAFETY: rte_pktmbuf_prepend checks the headroom and returns NULL when it is short;
+        // otherwise the returned pointer is the start of `len` bytes inside the buffer.
+        unsafe {
+            let start = dpdk_sys::rte_pktmbuf_prepend(self.raw, len);
+            if start.is_null() {
+                return None;
+            }
+            Some(std::slice::from_raw_parts_mut(
+                start.cast::<u8>(),
+                usize::from(len),
+            ))
+        }
+    }
+
+    /// Removes `len` bytes from the front. False (nothing changed) if the packet is shorter.
+    #[inline]
+    pub fn adj(&mut self, len: u16) -> bool {
+        // SAFETY: rte_pktmbuf_adj checks the length against the first segment and returns
+        // NULL without changing anything when it is too long.
+        unsafe { !dpdk_sys::rte_pktmbuf_adj(self.raw, len).is_null() }
+    }
+
+    /// Removes `len` bytes from the end. False (nothing changed) if the packet is shorter.
+    #[inline]
+    pub fn trim(&mut self, len: u16) -> bool {
+        // SAFETY: rte_pktmbuf_trim checks the length against the last segment and returns -1
+        // without changing anything when it is too long.
+        unsafe { dpdk_sys::rte_pktmbuf_trim(self.raw, len) == 0 }
+    }
+}
+
+/// Up to `MAX_BURST` owned mbufs. RX appends, TX takes from the front; whatever is left when
+/// the burst is cleared or dropped goes back to its pool in one bulk call.
+pub struct MbufBurst {
+    mbufs: [*mut rte_mbuf; MAX_BURST],
+    len: usize,
+}
+
+impl Default for MbufBurst {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for MbufBurst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MbufBurst").field("len", &self.len).finish()
+    }
+}
+
+impl MbufBurst {
+    pub fn new() -> Self {
+        Self {
+            mbufs: [std::ptr::null_mut(); MAX_BURST],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Views packet `index`.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<PacketRef<'_>> {
+        (index < self.len).then(|| PacketRef {
+            raw: self.mbufs[index],
+            _owner: std::marker::PhantomData,
+        })
+    }
+
+    /// Views packet `index` mutably.
+    #[inline]
+    pub fn get_mut(&mut self, index: usize) -> Option<PacketMut<'_>> {
+        (index < self.len).then(|| PacketMut {
+            raw: self.mbufs[index],
+            _owner: std::marker::PhantomData,
+        })
+    }
+
+    /// Appends an owned mbuf; gives it back if the burst is full.
+    #[inline]
+    pub fn push(&mut self, mbuf: Mbuf) -> Result<(), Mbuf> {
+        if self.len == MAX_BURST {
+            return Err(mbuf);
+        }
+        self.mbufs[self.len] = mbuf.into_raw();
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Takes every packet out as owned mbufs, in order.
+    pub fn drain(&mut self) -> impl Iterator<Item = Mbuf> + '_ {
+        let len = std::mem::replace(&mut self.len, 0);
+        self.mbufs[..len].iter().map(|&raw| Mbuf {
+            // The burst only ever stores non-null pointers below `len`.
+            raw: NonNull::new(raw).expect("burst slots below len are non-null"),
+        })
+    }
+
+    /// Returns every packet to its pool.
+    #[inline]
+    pub fn clear(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the first `len` slots are owned mbufs; free_bulk returns each to its
+            // own pool and tolerates mixed pools; we then forget them by resetting len.
+            unsafe {
+                dpdk_sys::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), self.len as u32);
+            }
+            self.len = 0;
+        }
+    }
+
+    /// Room for `rx_burst` to append into: (pointer to the first free slot, free count).
+    #[inline]
+    pub(crate) fn spare(&mut self) -> (*mut *mut rte_mbuf, usize) {
+        // The pointer stays inside the array (len <= MAX_BURST).
+        (self.mbufs[self.len..].as_mut_ptr(), MAX_BURST - self.len)
+    }
+
+    /// Records that `count` slots after `len` were filled by DPDK.
+    #[inline]
+    pub(crate) fn commit(&mut self, count: usize) {
+        debug_assert!(self.len + count <= MAX_BURST);
+        self.len += count;
+    }
+
+    /// The owned pointers, for handing to `tx_burst`.
+    #[inline]
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut *mut rte_mbuf {
+        self.mbufs.as_mut_ptr()
+    }
+
+    /// Forgets the first `count` packets (TX took them) and moves the rest to the front.
+    #[inline]
+    pub(crate) fn consume_front(&mut self, count: usize) {
+        debug_assert!(count <= self.len);
+        self.mbufs.copy_within(count..self.len, 0);
+        self.len -= count;
+    }
+}
+
+impl Drop for MbufBurst {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}

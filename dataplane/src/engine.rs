@@ -1,0 +1,431 @@
+//! The poll-mode engine: brings up the EAL, the mempool and the ports from a plain
+//! `EngineConfig`, runs workers on their lcores, and keeps the main lcore as the control
+//! loop (link state, stop conditions, the caller's periodic hook). Returns a report of every
+//! counter when the run ends.
+
+use crate::counters::{CounterSnapshot, DropReason, WorkerCounters};
+use crate::dpdk::{
+    self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, MbufBurst, Mempool, Port, PortConfig,
+    PortStats, RxQueue, StopSignal, TxQueue,
+};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// One port as the engine needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The operator's name for the port (used in every message and counter).
+    pub name: String,
+    /// DPDK devargs: a vdev (`net_pcap0,rx_pcap=...`) or a PCI address.
+    pub devargs: String,
+    pub mtu: Option<u16>,
+}
+
+/// What the workers do with packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForwardingMode {
+    /// Ports in pairs (0<->1, 2<->3, ...; an odd last port loops back to itself); packets are
+    /// moved without being looked at. The baseline every benchmark is compared with.
+    Io,
+}
+
+/// Everything the engine needs, already validated by the control plane.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Complete EAL argument list, program name first.
+    pub eal_args: Vec<String>,
+    pub ports: Vec<PortSpec>,
+    /// Lcores that run workers (the EAL main lcore runs the control loop).
+    pub worker_lcores: Vec<u32>,
+    pub mode: ForwardingMode,
+    pub mbufs: u32,
+    pub mbuf_cache: u32,
+    pub mbuf_data_room: u16,
+    pub burst: usize,
+    pub rx_descriptors: u16,
+    pub tx_descriptors: u16,
+    /// Stop once every input is exhausted (pcap end of file).
+    pub exit_when_idle: bool,
+    /// Stop after this long (benchmarks).
+    pub duration: Option<Duration>,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    Signal,
+    Duration,
+    InputsExhausted,
+}
+
+impl StopCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopCause::Signal => "signal",
+            StopCause::Duration => "duration",
+            StopCause::InputsExhausted => "inputs_exhausted",
+        }
+    }
+}
+
+/// Something the control loop noticed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineEvent {
+    LinkChanged { port: String, status: LinkStatus },
+}
+
+/// A port once it is up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    pub name: String,
+    pub dpdk_port_id: u16,
+    pub mac: [u8; 6],
+    pub link: LinkStatus,
+}
+
+/// One port's counters at the end of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortReport {
+    pub info: PortInfo,
+    /// Counted by the switch.
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    /// Counted by the PMD.
+    pub device: PortStats,
+}
+
+/// Everything a run counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    pub ports: Vec<PortReport>,
+    pub drops: Vec<(DropReason, u64)>,
+    /// Longest time a worker spent forwarding.
+    pub forwarding_time: Duration,
+    pub stop_cause: StopCause,
+}
+
+impl RunReport {
+    pub fn rx_nombuf(&self) -> u64 {
+        self.ports.iter().map(|p| p.device.rx_nombuf).sum()
+    }
+}
+
+/// Why the engine could not start or run.
+#[derive(Debug)]
+pub enum EngineError {
+    Eal(DpdkError),
+    Mempool(DpdkError),
+    Port { port: String, error: DpdkError },
+    Launch(LaunchError),
+    NoWorkers,
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Eal(e) => write!(f, "DPDK EAL initialisation: {e}"),
+            EngineError::Mempool(e) => write!(f, "mbuf pool: {e}"),
+            EngineError::Port { port, error } => write!(f, "port {port}: {error}"),
+            EngineError::Launch(e) => write!(f, "worker launch: {e}"),
+            EngineError::NoWorkers => write!(f, "no worker lcore configured"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// Callbacks from the control loop on the main lcore.
+pub trait EngineHooks {
+    /// Every port is up and workers are about to start.
+    fn ready(&mut self, _ports: &[PortInfo]) {}
+    fn event(&mut self, _event: &EngineEvent) {}
+    /// Called about every 10 ms while running.
+    fn tick(&mut self) {}
+}
+
+/// Hooks that do nothing.
+pub struct NoHooks;
+impl EngineHooks for NoHooks {}
+
+const CONTROL_PERIOD: Duration = Duration::from_millis(10);
+const LINK_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+/// Runs the switch until a signal, the duration, or the end of every input.
+pub fn run(config: &EngineConfig, hooks: &mut dyn EngineHooks) -> Result<RunReport, EngineError> {
+    if config.worker_lcores.is_empty() {
+        return Err(EngineError::NoWorkers);
+    }
+    let eal = Eal::init(&config.eal_args).map_err(EngineError::Eal)?;
+    let result = run_with_eal(config, hooks);
+    // Ports and pool are dropped inside run_with_eal, before the EAL goes away.
+    eal.cleanup();
+    result
+}
+
+fn run_with_eal(
+    config: &EngineConfig,
+    hooks: &mut dyn EngineHooks,
+) -> Result<RunReport, EngineError> {
+    let stop = dpdk::install_stop_signal_handlers();
+    let pool = Arc::new(
+        Mempool::new(
+            "ironclos_mbufs",
+            config.mbufs,
+            config.mbuf_cache,
+            config.mbuf_data_room,
+        )
+        .map_err(EngineError::Mempool)?,
+    );
+    let workers = config.worker_lcores.len();
+    let port_config = |spec: &PortSpec| PortConfig {
+        rx_queues: 1,
+        tx_queues: u16::try_from(workers).unwrap_or(u16::MAX),
+        rx_descriptors: config.rx_descriptors,
+        tx_descriptors: config.tx_descriptors,
+        mtu: spec.mtu,
+        promiscuous: true,
+    };
+    let mut ports = Vec::with_capacity(config.ports.len());
+    for spec in &config.ports {
+        let port_error = |error| EngineError::Port {
+            port: spec.name.clone(),
+            error,
+        };
+        let mut port = Port::probe(&spec.name, &spec.devargs).map_err(port_error)?;
+        port.configure_and_start(&port_config(spec), &pool)
+            .map_err(port_error)?;
+        ports.push(port);
+    }
+    let infos: Vec<PortInfo> = ports
+        .iter()
+        .map(|port| PortInfo {
+            name: port.label().to_owned(),
+            dpdk_port_id: port.id(),
+            mac: port.mac(),
+            link: port.link(),
+        })
+        .collect();
+
+    let lanes = io_lanes(&mut ports, workers);
+    let shared = Arc::new(WorkerShared {
+        running: AtomicUsize::new(workers),
+        longest_forwarding_nanos: AtomicU64::new(0),
+    });
+    let counters: Vec<Arc<WorkerCounters>> = (0..workers)
+        .map(|_| Arc::new(WorkerCounters::new(ports.len())))
+        .collect();
+
+    hooks.ready(&infos);
+    let burst = config.burst.clamp(1, MAX_BURST);
+    for ((worker, lanes), lcore) in lanes.into_iter().enumerate().zip(&config.worker_lcores) {
+        let job = IoWorker {
+            lanes,
+            counters: Arc::clone(&counters[worker]),
+            shared: Arc::clone(&shared),
+            pool: Arc::clone(&pool),
+            stop,
+            burst,
+            exit_when_idle: config.exit_when_idle,
+        };
+        if let Err(error) = dpdk::launch_on_lcore(*lcore, move || job.run()) {
+            stop.request();
+            dpdk::wait_all_workers();
+            return Err(EngineError::Launch(error));
+        }
+    }
+
+    let stop_cause = control_loop(config, &ports, &infos, &shared, stop, hooks);
+    stop.request();
+    dpdk::wait_all_workers();
+
+    let snapshot = CounterSnapshot::sum(&counters);
+    let reports = ports
+        .iter()
+        .zip(infos)
+        .enumerate()
+        .map(|(index, (port, info))| PortReport {
+            info: PortInfo {
+                link: port.link(),
+                ..info
+            },
+            rx_packets: snapshot.ports[index].0,
+            tx_packets: snapshot.ports[index].1,
+            device: port.stats(),
+        })
+        .collect();
+    // Close every port (flushing pcap outputs) before the pool they draw from is freed.
+    drop(ports);
+    drop(pool);
+    Ok(RunReport {
+        ports: reports,
+        drops: snapshot.drops,
+        forwarding_time: Duration::from_nanos(
+            shared.longest_forwarding_nanos.load(Ordering::Relaxed),
+        ),
+        stop_cause,
+    })
+}
+
+fn control_loop(
+    config: &EngineConfig,
+    ports: &[Port],
+    infos: &[PortInfo],
+    shared: &WorkerShared,
+    stop: StopSignal,
+    hooks: &mut dyn EngineHooks,
+) -> StopCause {
+    let started = Instant::now();
+    let mut last_links: Vec<LinkStatus> = infos.iter().map(|info| info.link).collect();
+    let mut last_link_poll = started;
+    loop {
+        std::thread::sleep(CONTROL_PERIOD);
+        if stop.is_requested() {
+            return StopCause::Signal;
+        }
+        if shared.running.load(Ordering::Acquire) == 0 {
+            return StopCause::InputsExhausted;
+        }
+        if config
+            .duration
+            .is_some_and(|limit| started.elapsed() >= limit)
+        {
+            return StopCause::Duration;
+        }
+        if last_link_poll.elapsed() >= LINK_POLL_PERIOD {
+            last_link_poll = Instant::now();
+            for (port, last) in ports.iter().zip(last_links.iter_mut()) {
+                let now = port.link();
+                if now != *last {
+                    *last = now;
+                    hooks.event(&EngineEvent::LinkChanged {
+                        port: port.label().to_owned(),
+                        status: now,
+                    });
+                }
+            }
+        }
+        hooks.tick();
+    }
+}
+
+struct WorkerShared {
+    /// Workers still polling; the control loop ends the run when it reaches zero.
+    running: AtomicUsize,
+    longest_forwarding_nanos: AtomicU64,
+}
+
+/// One RX queue and where its packets go.
+struct IoLane {
+    rx: RxQueue,
+    rx_index: usize,
+    tx: TxQueue,
+    tx_index: usize,
+    exhausted: bool,
+}
+
+/// The io-mode peer of port `index`: pairs (0,1), (2,3), ...; an odd last port is its own.
+pub fn io_peer(index: usize, port_count: usize) -> usize {
+    let peer = index ^ 1;
+    if peer < port_count { peer } else { index }
+}
+
+/// Port i's RX queue goes to worker i % workers, which transmits on its own TX queue of the
+/// peer port.
+fn io_lanes(ports: &mut [Port], workers: usize) -> Vec<Vec<IoLane>> {
+    let mut lanes: Vec<Vec<IoLane>> = (0..workers).map(|_| Vec::new()).collect();
+    let count = ports.len();
+    for index in 0..count {
+        let worker = index % workers;
+        let peer = io_peer(index, count);
+        let rx = ports[index]
+            .take_rx_queue(0)
+            .expect("each RX queue is taken once");
+        let tx = ports[peer]
+            .take_tx_queue(u16::try_from(worker).expect("worker count fits the TX queue count"))
+            .expect("each worker takes one TX queue per peer port");
+        lanes[worker].push(IoLane {
+            rx,
+            rx_index: index,
+            tx,
+            tx_index: peer,
+            exhausted: false,
+        });
+    }
+    lanes
+}
+
+struct IoWorker {
+    lanes: Vec<IoLane>,
+    counters: Arc<WorkerCounters>,
+    shared: Arc<WorkerShared>,
+    pool: Arc<Mempool>,
+    stop: StopSignal,
+    burst: usize,
+    exit_when_idle: bool,
+}
+
+impl IoWorker {
+    fn run(mut self) {
+        let hz = dpdk::tsc_hz().max(1);
+        let start = dpdk::tsc();
+        let mut burst = MbufBurst::new();
+        let mut live_lanes = self.lanes.len();
+        while !self.stop.is_requested() && live_lanes > 0 {
+            for lane in self.lanes.iter_mut() {
+                let received = lane.rx.rx_burst(&mut burst, self.burst);
+                if received == 0 {
+                    // The pcap PMD also returns 0 when it cannot allocate; only a 0 with
+                    // mbufs to spare means the input is really exhausted.
+                    if self.exit_when_idle
+                        && !lane.exhausted
+                        && self.pool.available() as usize >= self.burst
+                    {
+                        lane.exhausted = true;
+                        live_lanes -= 1;
+                    }
+                    continue;
+                }
+                self.counters
+                    .port(lane.rx_index)
+                    .rx_packets
+                    .add(received as u64);
+                let (sent, freed) = lane.tx.tx_burst_or_free(&mut burst);
+                self.counters
+                    .port(lane.tx_index)
+                    .tx_packets
+                    .add(sent as u64);
+                if freed > 0 {
+                    self.counters
+                        .drop_packets(DropReason::TxRingFull, freed as u64);
+                }
+            }
+        }
+        let nanos =
+            (u128::from(dpdk::tsc().wrapping_sub(start)) * 1_000_000_000 / u128::from(hz)) as u64;
+        self.shared
+            .longest_forwarding_nanos
+            .fetch_max(nanos, Ordering::Relaxed);
+        // Release: the counters written above are visible to whoever sees running == 0.
+        self.shared.running.fetch_sub(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::io_peer;
+
+    #[test]
+    fn io_ports_pair_up_and_an_odd_last_port_loops_back() {
+        assert_eq!(
+            (0..4).map(|i| io_peer(i, 4)).collect::<Vec<_>>(),
+            vec![1, 0, 3, 2]
+        );
+        assert_eq!(
+            (0..3).map(|i| io_peer(i, 3)).collect::<Vec<_>>(),
+            vec![1, 0, 2]
+        );
+        assert_eq!(io_peer(0, 1), 0);
+    }
+}

@@ -1,0 +1,10 @@
+//! The ironclos packet path. Everything here is safe Rust except `dpdk`, the one module that
+//! wraps DPDK's EAL, mempools, mbufs and ethdev ports behind safe types.
+
+#![deny(unsafe_code)]
+
+pub mod clock;
+pub mod counters;
+#[allow(unsafe_code)]
+pub mod dpdk;
+pub mod engine;

@@ -1,0 +1,169 @@
+//! End to end: bad configs exit 2 naming file, line and field; a port that cannot start
+//! names the port, exits non-zero and leaves nothing running; signals stop the switch with
+//! its final counters.
+
+mod common;
+
+use common::{TestDir, dpdk_lock, ironclos, run_ironclos, wait_with_timeout};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+fn write_config(dir: &TestDir, text: &str) -> String {
+    let path = dir.file("ironclos.toml");
+    std::fs::write(&path, text).expect("write config");
+    path.to_str().expect("utf-8").to_owned()
+}
+
+#[test]
+fn a_bad_field_exits_2_with_file_line_and_field() {
+    let dir = TestDir::new("bad-field");
+    let path = write_config(
+        &dir,
+        "[dataplane]\nburst = 32\n\n[[port]]\nname = \"p0\"\ndevargs = \"net_null0\"\n\n[[port]]\nname = \"p1\"\ndevargs = \"nul1\"\n",
+    );
+    for args in [
+        vec!["check-config", path.as_str()],
+        vec!["run", "--config", path.as_str()],
+    ] {
+        let out = run_ironclos(&args, Duration::from_secs(20));
+        assert_eq!(out.status, Some(2), "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("{path}:10:")) && out.stderr.contains("port[1].devargs"),
+            "{args:?} must name file, line 10 and the field: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_missing_config_exits_2_naming_the_file() {
+    let out = run_ironclos(
+        &["run", "--config", "/nonexistent/leaf.toml"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status, Some(2));
+    assert!(
+        out.stderr.contains("/nonexistent/leaf.toml"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
+
+#[test]
+fn a_good_config_checks_without_dpdk() {
+    let dir = TestDir::new("check-ok");
+    let path = write_config(
+        &dir,
+        &format!(
+            "[dataplane]\n{}\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n[[port]]\nname = \"b\"\ndevargs = \"net_null1\"\n",
+            dir.eal_toml()
+        ),
+    );
+    let out = ironclos()
+        .args(["check-config", &path])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("port a = net_null0 (io peer: b)"),
+        "{stdout}"
+    );
+    assert!(
+        !dir.dpdk_runtime_dir().exists(),
+        "check-config must not start DPDK"
+    );
+}
+
+#[test]
+fn a_port_that_cannot_start_is_named_and_nothing_is_left_running() {
+    let dir = TestDir::new("bad-port");
+    for (devargs, hint) in [
+        ("net_nosuchdriver0".to_owned(), "nosuchdriver"),
+        (
+            format!("net_pcap0,rx_pcap={}", dir.file("missing.pcap").display()),
+            "missing.pcap",
+        ),
+    ] {
+        let path = write_config(
+            &dir,
+            &format!(
+                "[dataplane]\n{}\n[[port]]\nname = \"good\"\ndevargs = \"net_null0\"\n[[port]]\nname = \"uplink7\"\ndevargs = \"{devargs}\"\n",
+                dir.eal_toml()
+            ),
+        );
+        let out = run_ironclos(&["run", "--config", &path], Duration::from_secs(30));
+        assert_eq!(out.status, Some(1), "{devargs}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("port uplink7"),
+            "names the port: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(hint),
+            "shows the devargs: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        assert!(
+            !dir.dpdk_runtime_dir().exists(),
+            "DPDK runtime dir left behind"
+        );
+    }
+}
+
+#[test]
+fn sigterm_stops_a_live_switch_and_prints_final_counters() {
+    let dir = TestDir::new("sigterm");
+    let path = write_config(
+        &dir,
+        &format!(
+            "[dataplane]\n{}\n[[port]]\nname = \"src\"\ndevargs = \"net_null0\"\n[[port]]\nname = \"sink\"\ndevargs = \"net_null1,no-rx=1\"\n",
+            dir.eal_toml()
+        ),
+    );
+    let stats = dir.file("stats.json");
+    let _lock = dpdk_lock();
+    let mut child = ironclos()
+        .args([
+            "run",
+            "--config",
+            &path,
+            "--stats-json",
+            stats.to_str().expect("utf-8"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).expect("read ready line");
+    assert!(ready.starts_with("ironclos ready: 2 ports"), "{ready}");
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read rest");
+    let out = wait_with_timeout(child, Duration::from_secs(20));
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert!(rest.contains("ironclos stopped (signal)"), "{rest}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    // net_null0 produced packets for 300 ms; io mode moved them to sink.
+    let forwarded = json["ports"][1]["tx_packets"].as_u64().expect("tx_packets");
+    assert!(forwarded > 0, "{json}");
+    assert_eq!(
+        json["ports"][0]["rx_packets"].as_u64(),
+        Some(forwarded + json["drops"]["tx_ring_full"].as_u64().unwrap())
+    );
+    assert!(
+        !dir.dpdk_runtime_dir().exists(),
+        "DPDK runtime dir left behind"
+    );
+}
