@@ -8,3 +8,4 @@ pub mod counters;
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod engine;
+pub mod wire;
