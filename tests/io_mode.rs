@@ -96,6 +96,23 @@ fn io_mode_forwards_every_packet_unchanged_and_in_order_both_ways() {
     assert_eq!(u64_at(p1, "/device/rx_bytes"), total_bytes(&b));
     assert_eq!(u64_at(p0, "/device/tx_bytes"), total_bytes(&out0));
     assert_eq!(stats["stop_cause"], "inputs_exhausted");
+    // The pcap PMD's timestamps reach the switch through the mbuf dynamic field (microseconds).
+    assert_eq!(
+        u64_at(p0, "/first_rx_timestamp_us"),
+        a[0].timestamp_ns / 1_000
+    );
+    assert_eq!(
+        u64_at(p0, "/last_rx_timestamp_us"),
+        a[a.len() - 1].timestamp_ns / 1_000
+    );
+    assert_eq!(
+        u64_at(p1, "/first_rx_timestamp_us"),
+        b[0].timestamp_ns / 1_000
+    );
+    assert_eq!(
+        u64_at(p1, "/last_rx_timestamp_us"),
+        b[b.len() - 1].timestamp_ns / 1_000
+    );
     for (reason, count) in stats["drops"].as_object().expect("drops") {
         assert_eq!(count, 0, "drop reason {reason}");
     }

@@ -25,6 +25,8 @@ pub fn to_json(report: &RunReport) -> Value {
                 "speed_mbps": p.info.link.speed_mbps,
                 "rx_packets": p.rx_packets,
                 "tx_packets": p.tx_packets,
+                "first_rx_timestamp_us": p.first_rx_timestamp,
+                "last_rx_timestamp_us": p.last_rx_timestamp,
                 "device": {
                     "rx_packets": p.device.rx_packets,
                     "rx_bytes": p.device.rx_bytes,

@@ -51,6 +51,11 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    #[inline]
+    pub fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed);
+    }
 }
 
 /// Per-port counters kept by the switch itself (the PMD keeps its own, see `PortStats`).
@@ -58,6 +63,10 @@ impl Counter {
 pub struct PortCounters {
     pub rx_packets: Counter,
     pub tx_packets: Counter,
+    /// Receive timestamps (pcap: microseconds) of the first and last packet seen, 0 if none
+    /// carried one. Sampled once per burst, so replay can tell where in the trace it is.
+    pub first_rx_timestamp: Counter,
+    pub last_rx_timestamp: Counter,
 }
 
 /// All counters one worker writes.
@@ -94,11 +103,19 @@ impl WorkerCounters {
     }
 }
 
+/// One port's counters summed over workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortSnapshot {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub first_rx_timestamp: Option<u64>,
+    pub last_rx_timestamp: Option<u64>,
+}
+
 /// A point-in-time sum over workers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CounterSnapshot {
-    /// Per port: (rx_packets, tx_packets).
-    pub ports: Vec<(u64, u64)>,
+    pub ports: Vec<PortSnapshot>,
     /// Per reason, in `DropReason::ALL` order.
     pub drops: Vec<(DropReason, u64)>,
 }
@@ -108,10 +125,18 @@ impl CounterSnapshot {
         let port_count = workers.first().map_or(0, |w| w.as_ref().port_count());
         let ports = (0..port_count)
             .map(|port| {
-                workers.iter().fold((0, 0), |(rx, tx), w| {
-                    let c = w.as_ref().port(port);
-                    (rx + c.rx_packets.get(), tx + c.tx_packets.get())
-                })
+                let each = || workers.iter().map(|w| w.as_ref().port(port));
+                let nonzero = |v: u64| (v != 0).then_some(v);
+                PortSnapshot {
+                    rx_packets: each().map(|c| c.rx_packets.get()).sum(),
+                    tx_packets: each().map(|c| c.tx_packets.get()).sum(),
+                    first_rx_timestamp: each()
+                        .filter_map(|c| nonzero(c.first_rx_timestamp.get()))
+                        .min(),
+                    last_rx_timestamp: each()
+                        .filter_map(|c| nonzero(c.last_rx_timestamp.get()))
+                        .max(),
+                }
             })
             .collect();
         let drops = DropReason::ALL
@@ -143,11 +168,22 @@ mod tests {
         a.port(0).rx_packets.add(3);
         b.port(0).rx_packets.add(4);
         b.port(1).tx_packets.add(5);
+        a.port(0).first_rx_timestamp.set(20);
+        b.port(0).first_rx_timestamp.set(10);
+        a.port(0).last_rx_timestamp.set(90);
         a.drop_packets(DropReason::TxRingFull, 2);
         b.drop_packets(DropReason::TxRingFull, 1);
         b.drop_packets(DropReason::MultiSegment, 7);
         let snap = CounterSnapshot::sum(&[a, b]);
-        assert_eq!(snap.ports, vec![(7, 0), (0, 5)]);
+        assert_eq!((snap.ports[0].rx_packets, snap.ports[0].tx_packets), (7, 0));
+        assert_eq!((snap.ports[1].rx_packets, snap.ports[1].tx_packets), (0, 5));
+        assert_eq!(
+            snap.ports[0].first_rx_timestamp,
+            Some(10),
+            "earliest over workers"
+        );
+        assert_eq!(snap.ports[0].last_rx_timestamp, Some(90));
+        assert_eq!(snap.ports[1].first_rx_timestamp, None, "0 means never seen");
         assert_eq!(snap.total_drops(), 10);
         assert!(snap.drops.contains(&(DropReason::TxRingFull, 3)));
         assert!(snap.drops.contains(&(DropReason::NoEgressPort, 0)));

@@ -92,6 +92,9 @@ pub struct PortReport {
     /// Counted by the switch.
     pub rx_packets: u64,
     pub tx_packets: u64,
+    /// PMD receive timestamps (pcap: microseconds) of the first and last packet received.
+    pub first_rx_timestamp: Option<u64>,
+    pub last_rx_timestamp: Option<u64>,
     /// Counted by the PMD.
     pub device: PortStats,
 }
@@ -250,8 +253,10 @@ fn run_with_eal(
                 link: port.link(),
                 ..info
             },
-            rx_packets: snapshot.ports[index].0,
-            tx_packets: snapshot.ports[index].1,
+            rx_packets: snapshot.ports[index].rx_packets,
+            tx_packets: snapshot.ports[index].tx_packets,
+            first_rx_timestamp: snapshot.ports[index].first_rx_timestamp,
+            last_rx_timestamp: snapshot.ports[index].last_rx_timestamp,
             device: port.stats(),
         })
         .collect();
@@ -387,10 +392,16 @@ impl IoWorker {
                     }
                     continue;
                 }
-                self.counters
-                    .port(lane.rx_index)
-                    .rx_packets
-                    .add(received as u64);
+                let rx_counters = self.counters.port(lane.rx_index);
+                rx_counters.rx_packets.add(received as u64);
+                // One timestamp read per burst: where in the trace this port is.
+                if let Some(ts) = burst.get(received - 1).and_then(|p| p.rx_timestamp()) {
+                    if rx_counters.first_rx_timestamp.get() == 0 {
+                        let first = burst.get(0).and_then(|p| p.rx_timestamp()).unwrap_or(ts);
+                        rx_counters.first_rx_timestamp.set(first);
+                    }
+                    rx_counters.last_rx_timestamp.set(ts);
+                }
                 let (sent, freed) = lane.tx.tx_burst_or_free(&mut burst);
                 self.counters
                     .port(lane.tx_index)
