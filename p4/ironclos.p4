@@ -6,7 +6,7 @@
  * ironclos itself is Rust on DPDK; this program is its contract with the
  * control plane. The table and action names below are the names the Rust
  * dataplane uses, and the `p4` crate parses this file at compile time so a
- * test can hold the two together (see p4/src/lib.rs).
+ * test can hold the two together (see p4/src/lib.rs: SWITCH_TABLES).
  *
  * What lives outside P4:
  *   v1model places a fixed-function traffic manager between Ingress and
@@ -15,16 +15,33 @@
  *   (egress port, TC), the eight queues per egress port, ECN marking on
  *   enqueue, PFC generation and reception (and its watchdog), the scheduler
  *   (strict priority + DWRR) and the per-port shaper at line rate. Port I/O,
- *   RX/TX bursts and the poll-mode engine are DPDK, also outside P4.
+ *   RX/TX bursts and the poll-mode engine are DPDK, also outside P4. So are
+ *   link state (flood copies skip ports that are down, ECMP members behind a
+ *   down port leave their groups), MAC aging and the rate limit on
+ *   neighbour-resolution requests: the control plane does them here.
  *
- * What this program describes today:
+ * What this program describes:
  *   - the parser: Ethernet, one or two 802.1Q/802.1ad tags (TPID 0x8100 or
- *     0x88a8), IPv4 (with options), IPv6, UDP and TCP;
+ *     0x88a8), ARP, IPv4 (with options), IPv6, ICMPv6 with the Neighbor
+ *     Solicitation/Advertisement target, UDP and TCP;
  *   - the IPv4 header checksum;
- *   - the one forwarding mode that exists, `io`: every packet received on a
- *     port leaves, unchanged, through its paired port (table `io_forward`).
- * The L2/L3/ECMP/SRv6 tables of DESIGN.md are added here as the Rust
- * pipeline grows them.
+ *   - forwarding mode `io`: every packet received on a port leaves,
+ *     unchanged, through its paired port (table `io_forward`);
+ *   - forwarding mode `switch` (Rust: dataplane/src/pipeline/forward.rs,
+ *     `Forwarder::process`): VLAN classification per port role, MAC learning
+ *     and bridging with flooding, the router MAC, IPv4/IPv6 LPM per VRF,
+ *     ECMP, nexthop rewrite with TTL/hop limit, egress VLAN tagging, and
+ *     punts of ARP/ND/local traffic to the CPU.
+ * The control plane picks the mode by what it installs: in `switch` mode
+ * every port has a `port_vlan` entry, in `io` mode none has one.
+ *
+ * Comments of the form `Rust: A -> B` name the Rust function (in
+ * dataplane/src/pipeline/forward.rs unless another file is named) that does
+ * what the P4 table or action next to them does. Drops name the Rust
+ * `DropReason` (counters.rs) by its counter name, e.g. `ttl_expired`.
+ *
+ * SRv6 (my-SID table, H.Encaps) and flowlet ECMP are not in the Rust
+ * pipeline yet and so are not here either.
  */
 
 #include <core.p4>
@@ -35,12 +52,86 @@
  *************************************************************************/
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_ARP  = 0x0806;
 const bit<16> ETHERTYPE_VLAN = 0x8100;  // 802.1Q C-tag
 const bit<16> ETHERTYPE_QINQ = 0x88a8;  // 802.1ad S-tag
 const bit<16> ETHERTYPE_IPV6 = 0x86dd;
+const bit<16> ETHERTYPE_MAC_CONTROL = 0x8808;  // PAUSE and PFC frames
 
-const bit<8> IP_PROTO_TCP = 6;
-const bit<8> IP_PROTO_UDP = 17;
+const bit<8> IP_PROTO_TCP    = 6;
+const bit<8> IP_PROTO_UDP    = 17;
+const bit<8> IP_PROTO_ICMPV6 = 58;
+
+const bit<8> ICMPV6_NEIGHBOR_SOLICIT = 135;
+const bit<8> ICMPV6_NEIGHBOR_ADVERT  = 136;
+
+const bit<16> ARP_OP_REQUEST = 1;
+
+const bit<48> BROADCAST_MAC = 0xffffffffffff;
+
+/* The port through which the switch hands packets to its control plane.
+ * BMv2 drops what is sent to port 511, so the CPU port is the one below.
+ * In Rust a punted frame is not sent anywhere: the engine gives it to the
+ * slow path (Verdict::Punt, engine/switch.rs). */
+const bit<9> CPU_PORT = 510;
+
+/* Receivers of the digests, i.e. messages to the control plane that carry
+ * no packet. A packet may ask for two (a new source MAC, then a neighbour
+ * to resolve); BMv2 keeps only the last digest of a packet, so such a
+ * source MAC is learned from the host's next frame. */
+const bit<32> MAC_LEARN_RECEIVER = 1;  // mac_learn_digest_t
+const bit<32> RESOLVE_RECEIVER   = 2;  // resolve_digest_t
+const bit<32> GLEAN_RECEIVER     = 3;  // glean_digest_t
+
+/* Port roles, set by the actions of `port_vlan` (Rust: spec::PortRole). */
+const bit<2> PORT_MODE_ACCESS = 1;
+const bit<2> PORT_MODE_TRUNK  = 2;
+const bit<2> PORT_MODE_ROUTED = 3;
+
+/* What an LPM entry points at (Rust: spec::RouteTarget). ROUTE_NONE is a
+ * miss: no route. */
+const bit<3> ROUTE_NONE      = 0;
+const bit<3> ROUTE_NEXTHOP   = 1;  // RouteTarget::Nexthop
+const bit<3> ROUTE_GROUP     = 2;  // RouteTarget::Group
+const bit<3> ROUTE_CONNECTED = 3;  // RouteTarget::Connected
+const bit<3> ROUTE_LOCAL     = 4;  // RouteTarget::Local
+const bit<3> ROUTE_BLACKHOLE = 5;  // RouteTarget::Blackhole
+
+/* Which address the LPM tables look up, and why. */
+const bit<2> LOOKUP_NONE = 0;
+const bit<2> LOOKUP_IPV4 = 1;
+const bit<2> LOOKUP_IPV6 = 2;
+const bit<1> PURPOSE_ROUTE = 0;       // the destination of a routed packet
+const bit<1> PURPOSE_PUNT_CHECK = 1;  // the target of an ARP request or ND
+
+/* Why a packet goes to the CPU (Rust: pipeline::PuntReason). */
+const bit<8> PUNT_NONE  = 0;
+const bit<8> PUNT_ARP   = 1;  // PuntReason::Arp
+const bit<8> PUNT_ND    = 2;  // PuntReason::NeighborDiscovery
+const bit<8> PUNT_LOCAL = 3;  // PuntReason::Local
+
+/* Drop reasons, named after Rust's DropReason counter names
+ * (DropReason::as_str in dataplane/src/counters.rs). The numbers are this
+ * program's own: they index `drop_counter`. */
+const bit<8> DROP_NO_EGRESS_PORT         = 1;   // no_egress_port
+const bit<8> DROP_TRUNCATED              = 2;   // truncated
+const bit<8> DROP_UNSUPPORTED_VLAN_STACK = 3;   // unsupported_vlan_stack
+const bit<8> DROP_VLAN_NOT_ALLOWED       = 4;   // vlan_not_allowed
+const bit<8> DROP_INVALID_SOURCE_MAC     = 5;   // invalid_source_mac
+const bit<8> DROP_MAC_CONTROL            = 6;   // mac_control
+const bit<8> DROP_SAME_PORT              = 7;   // same_port
+const bit<8> DROP_NOT_FOR_US             = 8;   // not_for_us
+const bit<8> DROP_BAD_IPV4_HEADER        = 9;   // bad_ipv4_header
+const bit<8> DROP_BAD_IPV4_CHECKSUM      = 10;  // bad_ipv4_checksum
+const bit<8> DROP_BAD_IPV6_HEADER        = 11;  // bad_ipv6_header
+const bit<8> DROP_NOT_IP                 = 12;  // not_ip
+const bit<8> DROP_TTL_EXPIRED            = 13;  // ttl_expired
+const bit<8> DROP_NO_ROUTE               = 14;  // no_route
+const bit<8> DROP_BLACKHOLE              = 15;  // blackhole
+const bit<8> DROP_NEIGHBOR_UNRESOLVED    = 16;  // neighbor_unresolved
+const bit<8> DROP_LINK_LOCAL             = 17;  // link_local
+const bit<8> DROP_ECMP_NO_LIVE_MEMBER    = 18;  // ecmp_no_live_member
+const bit<32> DROP_REASONS = 32;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
 typedef bit<32>  ipv4_addr_t;
@@ -55,6 +146,16 @@ error {
 /*************************************************************************
  * Headers
  *************************************************************************/
+
+/* Prepended to every packet sent to CPU_PORT (P4Runtime PacketIn). Rust:
+ * the fields of Verdict::Punt plus the ingress port the engine knows. */
+@controller_header("packet_in")
+header packet_in_t {
+    bit<9>  ingress_port;
+    bit<7>  padding;
+    bit<16> interface;  // the L3 interface the packet arrived on
+    bit<8>  reason;     // PUNT_*
+}
 
 header ethernet_t {
     mac_addr_t dst_addr;
@@ -71,6 +172,21 @@ header vlan_tag_t {
     bit<16> ether_type;
 }
 
+/* ARP for IPv4 over Ethernet (28 bytes). Like Rust, the hardware and
+ * protocol types are not checked: the opcode and the target address are
+ * what the punt decision reads. */
+header arp_t {
+    bit<16>     hw_type;
+    bit<16>     proto_type;
+    bit<8>      hw_addr_len;
+    bit<8>      proto_addr_len;
+    bit<16>     opcode;
+    mac_addr_t  sender_hw_addr;
+    ipv4_addr_t sender_ip;
+    mac_addr_t  target_hw_addr;
+    ipv4_addr_t target_ip;
+}
+
 /* The fixed 20 bytes of an IPv4 header. */
 header ipv4_t {
     bit<4>      version;
@@ -79,7 +195,7 @@ header ipv4_t {
     bit<2>      ecn;
     bit<16>     total_len;
     bit<16>     identification;
-    bit<3>      flags;
+    bit<3>      flags;  // reserved, DF, MF (flags[0:0] is MF)
     bit<13>     frag_offset;
     bit<8>      ttl;
     bit<8>      protocol;
@@ -105,6 +221,21 @@ header ipv6_t {
     ipv6_addr_t dst_addr;
 }
 
+/* The first four bytes of every ICMPv6 message. Like Rust, only an ICMPv6
+ * header right after the IPv6 header is seen (no extension-header walk). */
+header icmpv6_t {
+    bit<8>  icmp_type;
+    bit<8>  icmp_code;
+    bit<16> checksum;
+}
+
+/* The body of a Neighbor Solicitation (reserved) or Advertisement (R, S, O
+ * flags, reserved) up to the target address; options stay in the payload. */
+header ndp_t {
+    bit<32>     flags;
+    ipv6_addr_t target_addr;
+}
+
 header udp_t {
     bit<16> src_port;
     bit<16> dst_port;
@@ -127,21 +258,83 @@ header tcp_t {
 }
 
 struct headers_t {
+    packet_in_t    packet_in;
     ethernet_t     ethernet;
     vlan_tag_t     vlan_outer;
     vlan_tag_t     vlan_inner;
+    arp_t          arp;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
     ipv6_t         ipv6;
+    icmpv6_t       icmpv6;
+    ndp_t          ndp;
     udp_t          udp;
     tcp_t          tcp;
 }
 
+/* Digest: a source MAC to learn, or one that moved (Rust:
+ * tables::mac::MacTable::learn). */
+struct mac_learn_digest_t {
+    mac_addr_t src_addr;
+    bit<12>    vid;
+    bit<9>     ingress_port;
+}
+
+/* Digest: resolve this nexthop's MAC (Rust: ControlRequest::Resolve with
+ * the nexthop's interface and address). */
+struct resolve_digest_t {
+    bit<32> nexthop;
+}
+
+/* Digest: resolve a host on a connected subnet (Rust: Forwarder::glean,
+ * which sends ControlRequest::Resolve { interface, ip }). An IPv4 address
+ * is in the low 32 bits of `ip`. */
+struct glean_digest_t {
+    bit<16>     interface;
+    bit<8>      ip_version;  // 4 or 6
+    ipv6_addr_t ip;
+}
+
 struct metadata_t {
-    /* Set by a stage that rewrites the IPv4 header (none exists yet: `io`
-     * sends packets unchanged). The checksum is only recomputed then, so a
-     * packet that arrived with a bad checksum leaves exactly as it came. */
-    bit<1> ipv4_rewritten;
+    /* Set when a stage rewrote the IPv4 header (TTL). The checksum is only
+     * recomputed then, so a packet forwarded in `io` mode with a bad
+     * checksum leaves exactly as it came. */
+    bit<1>  ipv4_rewritten;
+    /* 1 once `port_vlan` knows the port: the packet takes the switch
+     * pipeline, not `io`. */
+    bit<1>  switch_mode;
+    bit<2>  port_mode;          // PORT_MODE_*
+    bit<16> ether_type;         // after the tag, if any
+    bit<32> l2_len;             // 14, or 18 with a tag
+    /* The VLAN of a bridged frame after classification; for a routed
+     * packet, the VLAN it leaves in (0 for a routed port). */
+    bit<12> vid;
+    bit<16> port_interface;     // set_routed_interface: the port's interface
+    bit<16> l3_interface;       // route_packet: the receiving L3 interface
+    bit<16> vrf;
+    bit<1>  flooded;
+    bit<1>  routed;
+    /* LPM lookup: which table, which address, and why. */
+    bit<2>  lookup;             // LOOKUP_*
+    bit<1>  purpose;            // PURPOSE_*
+    ipv4_addr_t lookup_ipv4;
+    ipv6_addr_t lookup_ipv6;
+    bit<3>  route_kind;         // ROUTE_*
+    bit<32> ecmp_group_id;
+    bit<32> nexthop_id;
+    /* The ECMP flow key (Rust: tables::flowhash::FlowKey). IPv4 addresses
+     * are zero-extended; ports are 0 for other protocols and fragments. */
+    ipv6_addr_t flow_src;
+    ipv6_addr_t flow_dst;
+    bit<8>  flow_protocol;
+    bit<16> flow_src_port;
+    bit<16> flow_dst_port;
+    bit<20> flow_label;         // IPv6 only, 0 for IPv4
+    bit<8>  punt_reason;        // PUNT_*
+    bit<8>  drop_reason;        // DROP_*
+    mac_learn_digest_t learn;
+    resolve_digest_t   resolve;
+    glean_digest_t     glean;
 }
 
 /*************************************************************************
@@ -162,6 +355,7 @@ parser IroncParser(packet_in packet,
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_VLAN: parse_vlan_outer;
             ETHERTYPE_QINQ: parse_vlan_outer;
+            ETHERTYPE_ARP: parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
@@ -173,20 +367,29 @@ parser IroncParser(packet_in packet,
         transition select(hdr.vlan_outer.ether_type) {
             ETHERTYPE_VLAN: parse_vlan_inner;
             ETHERTYPE_QINQ: parse_vlan_inner;
+            ETHERTYPE_ARP: parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
     }
 
-    /* At most two tags are parsed; a third one is left in the payload. */
+    /* At most two tags are parsed; a third one is left in the payload. The
+     * switch pipeline drops double-tagged frames (unsupported_vlan_stack);
+     * `io` forwards them. */
     state parse_vlan_inner {
         packet.extract(hdr.vlan_inner);
         transition select(hdr.vlan_inner.ether_type) {
+            ETHERTYPE_ARP: parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
             default: accept;
         }
+    }
+
+    state parse_arp {
+        packet.extract(hdr.arp);
+        transition accept;
     }
 
     state parse_ipv4 {
@@ -221,8 +424,25 @@ parser IroncParser(packet_in packet,
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_TCP: parse_tcp;
             IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;
             default: accept;
         }
+    }
+
+    state parse_icmpv6 {
+        packet.extract(hdr.icmpv6);
+        transition select(hdr.icmpv6.icmp_type) {
+            ICMPV6_NEIGHBOR_SOLICIT: parse_ndp;
+            ICMPV6_NEIGHBOR_ADVERT: parse_ndp;
+            default: accept;
+        }
+    }
+
+    /* Rust reads the target at bytes 24..40 after the IPv6 header and does
+     * not punt a shorter message; here a short one leaves `ndp` invalid. */
+    state parse_ndp {
+        packet.extract(hdr.ndp);
+        transition accept;
     }
 
     state parse_udp {
@@ -241,7 +461,9 @@ parser IroncParser(packet_in packet,
  *************************************************************************/
 
 /* The IPv4 header checksum, with and without options. A mismatch sets
- * standard_metadata.checksum_error; `io` forwards such packets anyway. */
+ * standard_metadata.checksum_error: `io` forwards such packets anyway, the
+ * switch pipeline drops them when it would route them (bad_ipv4_checksum),
+ * and bridges them unchanged like Rust. */
 control IroncVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
         verify_checksum(
@@ -288,18 +510,53 @@ control IroncIngress(inout headers_t hdr,
                      inout metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
 
+    /* Packets dropped by the switch pipeline, per reason (Rust:
+     * counters::WorkerCounters::drop_packets, one counter per DropReason). */
+    counter(DROP_REASONS, CounterType.packets) drop_counter;
+
+    /* ----------------------------------------------------------------
+     * Common actions
+     * ---------------------------------------------------------------- */
+
     /* Send the packet out of `port`. */
     action forward(bit<9> port) {
         standard_metadata.egress_spec = port;
     }
 
-    /* Drop the packet. */
+    /* Drop the packet. As a table's default it is the miss: the apply
+     * block names the reason. */
     action drop_packet() {
         mark_to_drop(standard_metadata);
     }
 
+    /* Drop the packet and count it under `reason` (DROP_*). Rust: a
+     * Verdict::Drop(reason), counted by the engine. */
+    action drop_with_reason(bit<8> reason) {
+        meta.drop_reason = reason;
+        drop_counter.count((bit<32>)reason);
+        mark_to_drop(standard_metadata);
+    }
+
+    /* Hand the packet to the control plane through CPU_PORT, with the
+     * reason (meta.punt_reason, set before) and the L3 interface it arrived
+     * on in a packet_in header. The packet is not forwarded.
+     * Rust: Verdict::Punt { reason, interface }. */
+    action punt_to_cpu() {
+        standard_metadata.egress_spec = CPU_PORT;
+        hdr.packet_in.setValid();
+        hdr.packet_in.ingress_port = standard_metadata.ingress_port;
+        hdr.packet_in.padding = 0;
+        hdr.packet_in.interface = meta.l3_interface;
+        hdr.packet_in.reason = meta.punt_reason;
+    }
+
+    /* ----------------------------------------------------------------
+     * Forwarding mode `io`
+     * ---------------------------------------------------------------- */
+
     /* Forwarding mode `io`: one entry per port, ingress port -> its paired
-     * port. A port without a pair drops what it receives. */
+     * port. A port without a pair drops what it receives.
+     * Rust: engine/io.rs (ports in pairs, frames not looked at). */
     table io_forward {
         key = {
             standard_metadata.ingress_port : exact;
@@ -312,9 +569,706 @@ control IroncIngress(inout headers_t hdr,
         size = 512;
     }
 
+    /* ----------------------------------------------------------------
+     * VLAN classification
+     * ---------------------------------------------------------------- */
+
+    /* Rust: Forwarder::process -> match port.mode, PortMode::Access. */
+    action set_access_vlan(bit<12> vid) {
+        meta.port_mode = PORT_MODE_ACCESS;
+        meta.vid = vid;
+    }
+
+    /* Rust: Forwarder::process -> match port.mode, PortMode::Trunk. The VID
+     * comes from the tag; `vlan_membership` checks it. */
+    action set_trunk() {
+        meta.port_mode = PORT_MODE_TRUNK;
+    }
+
+    /* Rust: Forwarder::process -> match port.mode, PortMode::Routed ->
+     * Forwarder::routed_port_ingress. */
+    action set_routed_interface(bit<16> interface) {
+        meta.port_mode = PORT_MODE_ROUTED;
+        meta.port_interface = interface;
+    }
+
+    /* The role of each port (Rust: spec::PortRole, kept in
+     * Forwarder::ports). A port without an entry is not a switch port: the
+     * packet takes `io_forward`, whose default drops it (Rust: a port the
+     * forwarder does not know drops with no_egress_port). */
+    table port_vlan {
+        key = {
+            standard_metadata.ingress_port : exact;
+        }
+        actions = {
+            set_access_vlan;
+            set_trunk;
+            set_routed_interface;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    /* The tagged VLAN is allowed on this trunk.
+     * Rust: Forwarder::process -> `allowed` bitmap of PortMode::Trunk. */
+    action allow_vlan() {
+    }
+
+    /* An untagged or priority-tagged (VID 0) frame on a trunk belongs to
+     * its native VLAN. Installed with key (port, 0).
+     * Rust: Forwarder::process -> PortMode::Trunk `native`. */
+    action set_native_vlan(bit<12> vid) {
+        meta.vid = vid;
+    }
+
+    /* Trunk membership: (port, vid) -> allow_vlan for each allowed VLAN,
+     * (port, 0) -> set_native_vlan(native) if the trunk has one. A miss
+     * drops: vlan_not_allowed. */
+    table vlan_membership {
+        key = {
+            standard_metadata.ingress_port : exact;
+            meta.vid                       : exact;
+        }
+        actions = {
+            allow_vlan;
+            set_native_vlan;
+            drop_packet;
+        }
+        default_action = drop_packet();
+        size = 16384;
+    }
+
+    /* ----------------------------------------------------------------
+     * MAC learning and bridging
+     * ---------------------------------------------------------------- */
+
+    /* The source MAC is known on this VLAN.
+     * Rust: Forwarder::process -> macs.learn (LearnOutcome::Refreshed). */
+    action mac_known() {
+    }
+
+    /* Tell the control plane to learn (vid, src MAC) -> ingress port: it
+     * installs a `mac_table` entry and a `mac_learn` entry.
+     * Rust: Forwarder::process -> macs.learn (LearnOutcome::Learned; a full
+     * table counts mac_learn_failures). */
+    action learn_mac() {
+        meta.learn.src_addr = hdr.ethernet.src_addr;
+        meta.learn.vid = meta.vid;
+        meta.learn.ingress_port = standard_metadata.ingress_port;
+        digest<mac_learn_digest_t>(MAC_LEARN_RECEIVER, meta.learn);
+    }
+
+    /* Source MACs already learned. Hits refresh the entry's idle time,
+     * which is how the control plane ages MACs (Rust:
+     * Forwarder::age_macs). The key has no port, so a station that moves
+     * to another port is relearned when its entry ages out; Rust
+     * relearns at once (LearnOutcome::Moved, counted in mac_moves).
+     * Static MACs (Rust: spec::StaticMac) are entries that never age. */
+    table mac_learn {
+        key = {
+            meta.vid               : exact;
+            hdr.ethernet.src_addr  : exact;
+        }
+        actions = {
+            mac_known;
+            learn_mac;
+        }
+        default_action = learn_mac();
+        support_timeout = true;
+        size = 65536;
+    }
+
+    /* The destination is behind `port`.
+     * Rust: Forwarder::process -> macs.lookup -> Verdict::Forward. */
+    action l2_forward(bit<9> port) {
+        standard_metadata.egress_spec = port;
+    }
+
+    /* Copy to every member of the VLAN but the ingress port: multicast
+     * group N holds the ports of VLAN N (egress drops the copy to the
+     * ingress port and tags each copy per its port).
+     * Rust: Verdict::Flood { vlan, .. } -> SwitchWorker::flood
+     * (engine/switch.rs). */
+    action flood() {
+        standard_metadata.mcast_grp = (bit<16>)meta.vid;
+        meta.flooded = 1;
+    }
+
+    /* (vid, dst MAC) -> port. Also looked up for a packet routed into a
+     * VLAN (after `nexthop` set meta.vid and the destination MAC).
+     * Rust: Forwarder::process -> macs.lookup, Forwarder::egress_l2 ->
+     * macs.lookup. */
+    table mac_table {
+        key = {
+            meta.vid              : exact;
+            hdr.ethernet.dst_addr : exact;
+        }
+        actions = {
+            l2_forward;
+            flood;
+        }
+        default_action = flood();
+        size = 65536;
+    }
+
+    /* ----------------------------------------------------------------
+     * Router MAC and L3 interfaces
+     * ---------------------------------------------------------------- */
+
+    /* The frame is for L3 interface `interface`: the VLAN's SVI or the
+     * routed port's interface.
+     * Rust: Forwarder::process -> self.vlans[vlan].interface with
+     * dst == router_mac -> Forwarder::route; Forwarder::routed_port_ingress. */
+    action route_packet(bit<16> interface) {
+        meta.l3_interface = interface;
+    }
+
+    /* Which frames an L3 interface receives. Key: the VLAN (bridged ports,
+     * port_interface 0) or the routed port's interface (vid 0), and the
+     * destination MAC. Per L3 interface two entries:
+     *   - the router MAC, exact: route the packet;
+     *   - multicast (01:00:00:00:00:00 &&& 01:00:00:00:00:00): look for
+     *     ARP/ND for the switch (Rust: Forwarder::punt_if_for_us), flood the
+     *     rest in a VLAN, drop it on a routed port (not_for_us).
+     * A miss bridges (VLAN) or drops (routed port: not_for_us). */
+    table router_mac {
+        key = {
+            meta.vid              : exact;
+            meta.port_interface   : exact;
+            hdr.ethernet.dst_addr : ternary;
+        }
+        actions = {
+            route_packet;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = 8192;
+    }
+
+    /* Rust: InterfaceSpec::vrf, read in Forwarder::route. */
+    action set_vrf(bit<16> vrf) {
+        meta.vrf = vrf;
+    }
+
+    /* L3 interface -> VRF. An interface without an entry is in VRF 0. */
+    table l3_interface {
+        key = {
+            meta.l3_interface : exact;
+        }
+        actions = {
+            set_vrf;
+        }
+        default_action = set_vrf(0);
+        size = 4096;
+    }
+
+    /* ----------------------------------------------------------------
+     * Routing: LPM per VRF, ECMP, nexthops
+     *
+     * The LPM actions only record the target (Rust: route_value::decode);
+     * the apply block acts on it in Rust's order
+     * (Forwarder::route_ipv4/route_ipv6, then Forwarder::resolve_target).
+     * ---------------------------------------------------------------- */
+
+    /* Rust: RouteTarget::Nexthop(id). Also the action of `ecmp_group`
+     * members (Rust: EcmpGroup::select returns a nexthop id). */
+    action set_nexthop(bit<32> nexthop) {
+        meta.route_kind = ROUTE_NEXTHOP;
+        meta.nexthop_id = nexthop;
+    }
+
+    /* Rust: RouteTarget::Group(id). */
+    action set_ecmp_group(bit<32> group) {
+        meta.route_kind = ROUTE_GROUP;
+        meta.ecmp_group_id = group;
+    }
+
+    /* A connected subnet on `interface`: a host in it whose MAC is not
+     * known (no host route yet) is resolved on demand.
+     * Rust: RouteTarget::Connected(interface) -> Forwarder::glean. */
+    action glean(bit<16> interface) {
+        meta.route_kind = ROUTE_CONNECTED;
+        meta.glean.interface = interface;
+    }
+
+    /* One of the switch's own addresses (a /32 or /128 per interface
+     * address). Rust: RouteTarget::Local -> PuntReason::Local. */
+    action punt_local() {
+        meta.route_kind = ROUTE_LOCAL;
+    }
+
+    /* A null route. Rust: RouteTarget::Blackhole -> blackhole. */
+    action blackhole() {
+        meta.route_kind = ROUTE_BLACKHOLE;
+    }
+
+    /* Rust: Forwarder::route_ipv4 -> self.fib4[vrf].lookup (tables::Lpm4).
+     * A miss is no_route (default drop_packet). Also looked up with the
+     * target of an ARP request: a punt_local hit means "for the switch". */
+    table ipv4_lpm {
+        key = {
+            meta.vrf         : exact;
+            meta.lookup_ipv4 : lpm;
+        }
+        actions = {
+            set_nexthop;
+            set_ecmp_group;
+            glean;
+            punt_local;
+            blackhole;
+            drop_packet;
+        }
+        default_action = drop_packet();
+        size = 65536;
+    }
+
+    /* Rust: Forwarder::route_ipv6 -> self.fib6[vrf].lookup (tables::Lpm6).
+     * A miss is no_route. Also looked up with the target of a Neighbor
+     * Solicitation/Advertisement. */
+    table ipv6_lpm {
+        key = {
+            meta.vrf         : exact;
+            meta.lookup_ipv6 : lpm;
+        }
+        actions = {
+            set_nexthop;
+            set_ecmp_group;
+            glean;
+            punt_local;
+            blackhole;
+            drop_packet;
+        }
+        default_action = drop_packet();
+        size = 16384;
+    }
+
+    /* Group -> one member nexthop, chosen by a hash of the flow.
+     * Rust: Forwarder::resolve_target -> EcmpGroup::select(flow_hash(..)).
+     * Rust hashes the same fields (tables::flowhash::FlowKey: addresses,
+     * protocol, ports, and the IPv6 flow label) with its own seeded hash
+     * into weighted buckets; here the target hashes them with CRC32 and a
+     * weight is a member repeated in the group. A group with no live member
+     * misses: ecmp_no_live_member. No default_action: p4c's BMv2 back end
+     * ignores it (with a warning) on tables with an action selector. */
+    table ecmp_group {
+        key = {
+            meta.ecmp_group_id : exact;
+            meta.flow_src      : selector;
+            meta.flow_dst      : selector;
+            meta.flow_protocol : selector;
+            meta.flow_src_port : selector;
+            meta.flow_dst_port : selector;
+            meta.flow_label    : selector;
+        }
+        actions = {
+            set_nexthop;
+        }
+        implementation = action_selector(HashAlgorithm.crc32, 32w1024, 32w16);
+        size = 1024;
+    }
+
+    /* The nexthop is a neighbour on a routed port: send it there.
+     * The new source MAC is the router MAC, which is the destination the
+     * packet arrived with (router_mac matched it).
+     * Rust: Forwarder::egress_l2 with Attachment::Port (TagOp::Pop if the
+     * frame came tagged, done at egress here). */
+    action rewrite_to_port(bit<9> port, bit<48> dst_mac) {
+        standard_metadata.egress_spec = port;
+        meta.vid = 0;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = dst_mac;
+    }
+
+    /* The nexthop is a neighbour in VLAN `vid` (behind an SVI): the port
+     * comes from `mac_table`.
+     * Rust: Forwarder::egress_l2 with Attachment::Vlan -> macs.lookup. */
+    action rewrite_to_vlan(bit<12> vid, bit<48> dst_mac) {
+        meta.vid = vid;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = dst_mac;
+    }
+
+    /* The nexthop's MAC is not known: ask the control plane to resolve it
+     * and drop the packet (neighbor_unresolved), which is what Rust does:
+     * it never holds or forwards the packet while resolving. Rust sends the
+     * request at most once per RESOLVE_INTERVAL per nexthop; the control
+     * plane rate-limits digests the same way.
+     * Rust: Forwarder::resolve_target -> ControlRequest::Resolve. */
+    action resolve_nexthop() {
+        meta.resolve.nexthop = meta.nexthop_id;
+        digest<resolve_digest_t>(RESOLVE_RECEIVER, meta.resolve);
+        mark_to_drop(standard_metadata);
+    }
+
+    /* Nexthop id -> where and to which MAC. An entry exists once the
+     * neighbour is resolved (Rust: Forwarder::neighbor_resolved; removed by
+     * neighbor_lost).
+     * Rust: Forwarder::resolve_target -> self.nexthops[id].mac. */
+    table nexthop {
+        key = {
+            meta.nexthop_id : exact;
+        }
+        actions = {
+            rewrite_to_port;
+            rewrite_to_vlan;
+            resolve_nexthop;
+        }
+        default_action = resolve_nexthop();
+        size = 16384;
+    }
+
     apply {
         meta.ipv4_rewritten = 0;
-        io_forward.apply();
+        meta.switch_mode = 0;
+        meta.port_mode = 0;
+        meta.vid = 0;
+        meta.port_interface = 0;
+        meta.l3_interface = 0;
+        meta.vrf = 0;
+        meta.flooded = 0;
+        meta.routed = 0;
+        meta.lookup = LOOKUP_NONE;
+        meta.purpose = PURPOSE_ROUTE;
+        meta.route_kind = ROUTE_NONE;
+        meta.punt_reason = PUNT_NONE;
+        meta.drop_reason = 0;
+
+        /* -- Forwarding mode ------------------------------------------ */
+        /* Rust: engine::ForwardingMode. A port with a role is a switch
+         * port; any other port is an `io` port. */
+        if (!port_vlan.apply().hit) {
+            io_forward.apply();
+            return;
+        }
+        meta.switch_mode = 1;
+
+        /* -- Frames no port takes ------------------------------------- */
+        /* Rust: Forwarder::process, before the port's role. */
+        if (!hdr.ethernet.isValid()) {
+            drop_with_reason(DROP_TRUNCATED);
+            return;
+        }
+        if (hdr.ethernet.ether_type == ETHERTYPE_QINQ) {
+            drop_with_reason(DROP_UNSUPPORTED_VLAN_STACK);
+            return;
+        }
+        if (hdr.ethernet.ether_type == ETHERTYPE_VLAN) {
+            if (!hdr.vlan_outer.isValid()) {
+                drop_with_reason(DROP_TRUNCATED);
+                return;
+            }
+            if (hdr.vlan_outer.ether_type == ETHERTYPE_VLAN
+                    || hdr.vlan_outer.ether_type == ETHERTYPE_QINQ) {
+                drop_with_reason(DROP_UNSUPPORTED_VLAN_STACK);
+                return;
+            }
+        }
+        if (hdr.ethernet.ether_type == ETHERTYPE_MAC_CONTROL) {
+            /* PAUSE/PFC are consumed by the port (QoS, outside P4). */
+            drop_with_reason(DROP_MAC_CONTROL);
+            return;
+        }
+        if (hdr.ethernet.src_addr[40:40] == 1) {
+            /* The group bit of the first octet. */
+            drop_with_reason(DROP_INVALID_SOURCE_MAC);
+            return;
+        }
+        meta.ether_type = hdr.ethernet.ether_type;
+        meta.l2_len = 14;
+        if (hdr.vlan_outer.isValid()) {
+            meta.ether_type = hdr.vlan_outer.ether_type;
+            meta.l2_len = 18;
+        }
+
+        /* -- Port role ------------------------------------------------ */
+        if (meta.port_mode == PORT_MODE_ROUTED) {
+            /* Rust: PortMode::Routed: untagged only. */
+            if (hdr.vlan_outer.isValid()) {
+                drop_with_reason(DROP_VLAN_NOT_ALLOWED);
+                return;
+            }
+        } else {
+            if (meta.port_mode == PORT_MODE_ACCESS) {
+                /* Rust: PortMode::Access: untagged or priority-tagged. */
+                if (hdr.vlan_outer.isValid() && hdr.vlan_outer.vid != 0) {
+                    drop_with_reason(DROP_VLAN_NOT_ALLOWED);
+                    return;
+                }
+            } else {
+                /* Rust: PortMode::Trunk: an allowed VID, or the native
+                 * VLAN for untagged and priority-tagged frames. */
+                if (hdr.vlan_outer.isValid()) {
+                    meta.vid = hdr.vlan_outer.vid;
+                }
+                switch (vlan_membership.apply().action_run) {
+                    drop_packet: {
+                        drop_with_reason(DROP_VLAN_NOT_ALLOWED);
+                        return;
+                    }
+                }
+            }
+            /* Rust: Forwarder::process -> macs.learn. */
+            mac_learn.apply();
+        }
+
+        /* -- Router MAC ----------------------------------------------- */
+        if (router_mac.apply().hit) {
+            /* Rust: Forwarder::route -> self.interfaces[in_iface].vrf. */
+            l3_interface.apply();
+            if (hdr.ethernet.dst_addr[40:40] == 0) {
+                /* To the router MAC. Rust: Forwarder::route. */
+                if (meta.ether_type == ETHERTYPE_IPV4) {
+                    /* Rust: Forwarder::route_ipv4, header checks. */
+                    if (!hdr.ipv4.isValid()) {
+                        drop_with_reason(DROP_TRUNCATED);
+                        return;
+                    }
+                    /* Bad version, header length < 20, total length <
+                     * header length, or options cut short. */
+                    if (standard_metadata.parser_error == error.IPv4IncorrectVersion
+                            || standard_metadata.parser_error == error.IPv4HeaderTooShort
+                            || hdr.ipv4.total_len < ((bit<16>)hdr.ipv4.ihl << 2)
+                            || (hdr.ipv4.ihl > 5 && !hdr.ipv4_options.isValid())) {
+                        drop_with_reason(DROP_BAD_IPV4_HEADER);
+                        return;
+                    }
+                    if ((bit<32>)hdr.ipv4.total_len + meta.l2_len
+                            > standard_metadata.packet_length) {
+                        drop_with_reason(DROP_TRUNCATED);
+                        return;
+                    }
+                    if (standard_metadata.checksum_error == 1) {
+                        drop_with_reason(DROP_BAD_IPV4_CHECKSUM);
+                        return;
+                    }
+                    meta.lookup = LOOKUP_IPV4;
+                    meta.lookup_ipv4 = hdr.ipv4.dst_addr;
+                } else if (meta.ether_type == ETHERTYPE_IPV6) {
+                    /* Rust: Forwarder::route_ipv6, header checks. */
+                    if (!hdr.ipv6.isValid()) {
+                        drop_with_reason(DROP_TRUNCATED);
+                        return;
+                    }
+                    if (standard_metadata.parser_error == error.IPv6IncorrectVersion) {
+                        drop_with_reason(DROP_BAD_IPV6_HEADER);
+                        return;
+                    }
+                    if (40 + (bit<32>)hdr.ipv6.payload_len + meta.l2_len
+                            > standard_metadata.packet_length) {
+                        drop_with_reason(DROP_TRUNCATED);
+                        return;
+                    }
+                    meta.lookup = LOOKUP_IPV6;
+                    meta.lookup_ipv6 = hdr.ipv6.dst_addr;
+                } else if (meta.ether_type == ETHERTYPE_ARP) {
+                    /* Any ARP to the router MAC (e.g. a reply).
+                     * Rust: Forwarder::route -> PuntReason::Arp. */
+                    meta.punt_reason = PUNT_ARP;
+                    punt_to_cpu();
+                    return;
+                } else {
+                    drop_with_reason(DROP_NOT_IP);
+                    return;
+                }
+            } else {
+                /* Multicast to an L3 interface: ARP requests and ND for
+                 * one of the switch's addresses go to the CPU.
+                 * Rust: Forwarder::punt_if_for_us. Rust compares the
+                 * target with the receiving interface's own addresses;
+                 * here it is looked up among the VRF's local routes. */
+                meta.purpose = PURPOSE_PUNT_CHECK;
+                if (hdr.arp.isValid() && hdr.ethernet.dst_addr == BROADCAST_MAC
+                        && hdr.arp.opcode == ARP_OP_REQUEST) {
+                    meta.punt_reason = PUNT_ARP;
+                    meta.lookup = LOOKUP_IPV4;
+                    meta.lookup_ipv4 = hdr.arp.target_ip;
+                } else if (hdr.ndp.isValid()) {
+                    meta.punt_reason = PUNT_ND;
+                    meta.lookup = LOOKUP_IPV6;
+                    meta.lookup_ipv6 = hdr.ndp.target_addr;
+                }
+            }
+        } else if (meta.port_mode == PORT_MODE_ROUTED) {
+            /* Rust: Forwarder::routed_port_ingress -> not_for_us. */
+            drop_with_reason(DROP_NOT_FOR_US);
+            return;
+        }
+
+        /* -- LPM ------------------------------------------------------ */
+        if (meta.lookup == LOOKUP_IPV4) {
+            ipv4_lpm.apply();
+        } else if (meta.lookup == LOOKUP_IPV6) {
+            ipv6_lpm.apply();
+        }
+
+        if (meta.purpose == PURPOSE_PUNT_CHECK) {
+            if (meta.route_kind == ROUTE_LOCAL) {
+                /* PuntReason::Arp or PuntReason::NeighborDiscovery. */
+                punt_to_cpu();
+                return;
+            }
+            if (meta.port_mode == PORT_MODE_ROUTED) {
+                /* Rust: Forwarder::routed_port_ingress -> not_for_us. */
+                drop_with_reason(DROP_NOT_FOR_US);
+                return;
+            }
+            /* In a VLAN it is bridged (flooded) below. If the lookup
+             * missed, its default drop_packet ran; flood() sets mcast_grp
+             * afterwards, which v1model lets override mark_to_drop. */
+            meta.punt_reason = PUNT_NONE;
+        } else if (meta.lookup != LOOKUP_NONE) {
+            /* Routing. Rust: Forwarder::route_ipv4 / route_ipv6 after the
+             * lookup, then Forwarder::resolve_target. */
+            if (meta.route_kind == ROUTE_NONE) {
+                drop_with_reason(DROP_NO_ROUTE);
+                return;
+            }
+            if (meta.route_kind == ROUTE_LOCAL) {
+                /* Before the TTL check: the switch answers a ping with
+                 * TTL 1. */
+                meta.punt_reason = PUNT_LOCAL;
+                punt_to_cpu();
+                return;
+            }
+            if (meta.lookup == LOOKUP_IPV6) {
+                /* fe80::/10 is never routed (Rust: is_link_local). */
+                if (hdr.ipv6.src_addr[127:118] == 0x3fa
+                        || hdr.ipv6.dst_addr[127:118] == 0x3fa) {
+                    drop_with_reason(DROP_LINK_LOCAL);
+                    return;
+                }
+                /* Rust drop reason `ttl_expired` (DropReason::TtlExpired):
+                 * a hop limit of 0 or 1 would reach 0 here. No ICMPv6
+                 * Time Exceeded is sent. */
+                if (hdr.ipv6.hop_limit <= 1) {
+                    drop_with_reason(DROP_TTL_EXPIRED);
+                    return;
+                }
+            } else {
+                /* Rust drop reason `ttl_expired` (DropReason::TtlExpired):
+                 * a TTL of 0 or 1 would reach 0 here. No ICMP Time
+                 * Exceeded is sent. */
+                if (hdr.ipv4.ttl <= 1) {
+                    drop_with_reason(DROP_TTL_EXPIRED);
+                    return;
+                }
+            }
+
+            if (meta.route_kind == ROUTE_GROUP) {
+                /* The flow key. Rust: route_ipv4/route_ipv6 `hash`
+                 * closures, l4_ports. */
+                meta.flow_src_port = 0;
+                meta.flow_dst_port = 0;
+                if (meta.lookup == LOOKUP_IPV4) {
+                    meta.flow_src = (bit<128>)hdr.ipv4.src_addr;
+                    meta.flow_dst = (bit<128>)hdr.ipv4.dst_addr;
+                    meta.flow_protocol = hdr.ipv4.protocol;
+                    meta.flow_label = 0;
+                    /* Fragments (MF set or an offset) hash without ports. */
+                    if (hdr.ipv4.flags[0:0] == 0 && hdr.ipv4.frag_offset == 0) {
+                        if (hdr.tcp.isValid()) {
+                            meta.flow_src_port = hdr.tcp.src_port;
+                            meta.flow_dst_port = hdr.tcp.dst_port;
+                        } else if (hdr.udp.isValid()) {
+                            meta.flow_src_port = hdr.udp.src_port;
+                            meta.flow_dst_port = hdr.udp.dst_port;
+                        }
+                    }
+                } else {
+                    meta.flow_src = hdr.ipv6.src_addr;
+                    meta.flow_dst = hdr.ipv6.dst_addr;
+                    meta.flow_protocol = hdr.ipv6.next_hdr;
+                    meta.flow_label = hdr.ipv6.flow_label;
+                    if (hdr.tcp.isValid()) {
+                        meta.flow_src_port = hdr.tcp.src_port;
+                        meta.flow_dst_port = hdr.tcp.dst_port;
+                    } else if (hdr.udp.isValid()) {
+                        meta.flow_src_port = hdr.udp.src_port;
+                        meta.flow_dst_port = hdr.udp.dst_port;
+                    }
+                }
+                /* A hit runs set_nexthop: route_kind becomes NEXTHOP. */
+                if (!ecmp_group.apply().hit) {
+                    drop_with_reason(DROP_ECMP_NO_LIVE_MEMBER);
+                    return;
+                }
+            }
+            if (meta.route_kind == ROUTE_CONNECTED) {
+                /* Rust: Forwarder::glean: ask for the host's MAC (the
+                 * control plane then installs a host route to a nexthop)
+                 * and drop the packet. */
+                if (meta.lookup == LOOKUP_IPV4) {
+                    meta.glean.ip_version = 4;
+                    meta.glean.ip = (bit<128>)meta.lookup_ipv4;
+                } else {
+                    meta.glean.ip_version = 6;
+                    meta.glean.ip = meta.lookup_ipv6;
+                }
+                digest<glean_digest_t>(GLEAN_RECEIVER, meta.glean);
+                drop_with_reason(DROP_NEIGHBOR_UNRESOLVED);
+                return;
+            }
+            if (meta.route_kind == ROUTE_BLACKHOLE) {
+                drop_with_reason(DROP_BLACKHOLE);
+                return;
+            }
+
+            /* ROUTE_NEXTHOP, directly or from the group. TTL / hop limit
+             * minus one. Rust changes them only when the packet really
+             * leaves; here a later drop discards the change, which is the
+             * same. Rust updates the IPv4 checksum incrementally (RFC 1624,
+             * wire::checksum::update_u16); IroncComputeChecksum recomputes
+             * it, which gives the same value since a packet with a bad
+             * checksum was dropped above. */
+            if (meta.lookup == LOOKUP_IPV4) {
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                meta.ipv4_rewritten = 1;
+            } else {
+                hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+            }
+            meta.routed = 1;
+            switch (nexthop.apply().action_run) {
+                rewrite_to_port: {
+                    /* The port is chosen: no MAC lookup. */
+                    return;
+                }
+                resolve_nexthop: {
+                    drop_with_reason(DROP_NEIGHBOR_UNRESOLVED);
+                    return;
+                }
+            }
+            /* rewrite_to_vlan: the port comes from mac_table below. */
+        }
+
+        /* -- Bridging (and routing into a VLAN) ----------------------- */
+        if (meta.routed == 0 && hdr.ethernet.dst_addr[40:40] == 1) {
+            /* Broadcast and multicast flood without a lookup.
+             * Rust: Forwarder::process -> Verdict::Flood. */
+            flood();
+            return;
+        }
+        switch (mac_table.apply().action_run) {
+            l2_forward: {
+                if (meta.routed == 0
+                        && standard_metadata.egress_spec == standard_metadata.ingress_port) {
+                    /* Rust: Forwarder::process -> same_port. */
+                    drop_with_reason(DROP_SAME_PORT);
+                    return;
+                }
+            }
+            flood: {
+                if (meta.routed == 1) {
+                    /* A routed packet is never flooded: flooding lossless
+                     * traffic risks PFC deadlocks. Re-resolve the nexthop,
+                     * which relearns its port, and drop.
+                     * Rust: Forwarder::egress_l2 -> glean, neighbor_unresolved. */
+                    resolve_nexthop();
+                    drop_with_reason(DROP_NEIGHBOR_UNRESOLVED);
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -323,11 +1277,75 @@ control IroncIngress(inout headers_t hdr,
  *************************************************************************/
 
 /* Between Ingress and Egress sits the traffic manager, which in ironclos is
- * Rust (see the top of this file). Nothing is done at egress today. */
+ * Rust (see the top of this file). Egress gives each copy the VLAN tagging
+ * of its port. */
 control IroncEgress(inout headers_t hdr,
                     inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
-    apply { }
+
+    /* Frames of meta.vid leave this port tagged.
+     * Rust: Forwarder::egress_tagged is true (a trunk, not its native). */
+    action egress_tagged() {
+    }
+
+    /* Frames of meta.vid leave this port untagged: access ports, a trunk's
+     * native VLAN, routed ports. */
+    action egress_untagged() {
+    }
+
+    /* (egress port, VLAN) -> tagged, for each trunk and each VLAN it
+     * carries but its native one. Everything else is untagged. */
+    table egress_vlan {
+        key = {
+            standard_metadata.egress_port : exact;
+            meta.vid                      : exact;
+        }
+        actions = {
+            egress_tagged;
+            egress_untagged;
+        }
+        default_action = egress_untagged();
+        size = 16384;
+    }
+
+    apply {
+        /* `io` packets leave unchanged; punted ones carry packet_in. */
+        if (meta.switch_mode == 0 || standard_metadata.egress_port == CPU_PORT) {
+            return;
+        }
+        /* Flood copies go to every member but the ingress port (Rust:
+         * SwitchWorker::flood makes no copy for it). */
+        if (meta.flooded == 1
+                && standard_metadata.egress_port == standard_metadata.ingress_port) {
+            mark_to_drop(standard_metadata);
+            return;
+        }
+        /* Rust: Forwarder::tag_op and SwitchWorker::flood (TagOp). */
+        switch (egress_vlan.apply().action_run) {
+            egress_tagged: {
+                if (hdr.vlan_outer.isValid()) {
+                    /* Rewrite the VID (a priority tag gets the VLAN's);
+                     * PCP and DEI stay. */
+                    hdr.vlan_outer.vid = meta.vid;
+                } else {
+                    /* TagOp::Push: PCP 0, DEI 0 (dpdk::mbuf::PacketMut::push_vlan). */
+                    hdr.vlan_outer.setValid();
+                    hdr.vlan_outer.pcp = 0;
+                    hdr.vlan_outer.dei = 0;
+                    hdr.vlan_outer.vid = meta.vid;
+                    hdr.vlan_outer.ether_type = hdr.ethernet.ether_type;
+                    hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+                }
+            }
+            egress_untagged: {
+                if (hdr.vlan_outer.isValid()) {
+                    /* TagOp::Pop. */
+                    hdr.ethernet.ether_type = hdr.vlan_outer.ether_type;
+                    hdr.vlan_outer.setInvalid();
+                }
+            }
+        }
+    }
 }
 
 /*************************************************************************
@@ -379,15 +1397,20 @@ control IroncComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
  *************************************************************************/
 
 /* emit() writes a header only if it is valid, so one order covers every
- * combination the parser produces. */
+ * combination the parser produces (and packet_in, valid only toward the
+ * CPU port). */
 control IroncDeparser(packet_out packet, in headers_t hdr) {
     apply {
+        packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.vlan_outer);
         packet.emit(hdr.vlan_inner);
+        packet.emit(hdr.arp);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.ipv6);
+        packet.emit(hdr.icmpv6);
+        packet.emit(hdr.ndp);
         packet.emit(hdr.udp);
         packet.emit(hdr.tcp);
     }

@@ -14,13 +14,73 @@ pub enum DropReason {
     NoEgressPort,
     /// A chained (multi-segment) mbuf, which the pipeline does not process.
     MultiSegment,
+    /// Shorter than the headers it announces.
+    Truncated,
+    /// Double-tagged (QinQ) or S-tagged frames; ports take at most one 802.1Q tag.
+    UnsupportedVlanStack,
+    /// Tagged with a VLAN the port is not a member of, or untagged on a trunk without a native VLAN, or tagged on a routed port.
+    VlanNotAllowed,
+    /// A multicast or broadcast source MAC.
+    InvalidSourceMac,
+    /// MAC Control frames (PAUSE/PFC) are consumed by the port, never forwarded.
+    MacControl,
+    /// The destination MAC is on the port the frame came from.
+    SamePort,
+    /// A unicast frame on a routed port addressed to another MAC, or non-ARP/ND broadcast there.
+    NotForUs,
+    /// IPv4 header with a bad version, header length or total length.
+    BadIpv4Header,
+    /// IPv4 header checksum does not verify (RFC 1812 5.2.2).
+    BadIpv4Checksum,
+    /// IPv6 header with a bad version or payload length.
+    BadIpv6Header,
+    /// Addressed to the router MAC but neither IPv4, IPv6 nor ARP.
+    NotIp,
+    /// TTL or hop limit would reach zero.
+    TtlExpired,
+    /// No route to the destination in the VRF.
+    NoRoute,
+    /// Matched a null route.
+    Blackhole,
+    /// The nexthop's MAC is not known yet (resolution was requested).
+    NeighborUnresolved,
+    /// IPv6 link-local source or destination must not be routed.
+    LinkLocal,
+    /// Every member of the ECMP group is down.
+    EcmpNoLiveMember,
+    /// The queue to the control plane was full.
+    PuntQueueFull,
+    /// No mbuf to copy a flooded frame into.
+    FloodCopyFailed,
+    /// No headroom left in the mbuf to insert a VLAN tag.
+    NoHeadroom,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 3] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
+        DropReason::Truncated,
+        DropReason::UnsupportedVlanStack,
+        DropReason::VlanNotAllowed,
+        DropReason::InvalidSourceMac,
+        DropReason::MacControl,
+        DropReason::SamePort,
+        DropReason::NotForUs,
+        DropReason::BadIpv4Header,
+        DropReason::BadIpv4Checksum,
+        DropReason::BadIpv6Header,
+        DropReason::NotIp,
+        DropReason::TtlExpired,
+        DropReason::NoRoute,
+        DropReason::Blackhole,
+        DropReason::NeighborUnresolved,
+        DropReason::LinkLocal,
+        DropReason::EcmpNoLiveMember,
+        DropReason::PuntQueueFull,
+        DropReason::FloodCopyFailed,
+        DropReason::NoHeadroom,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -30,6 +90,26 @@ impl DropReason {
             DropReason::TxRingFull => "tx_ring_full",
             DropReason::NoEgressPort => "no_egress_port",
             DropReason::MultiSegment => "multi_segment",
+            DropReason::Truncated => "truncated",
+            DropReason::UnsupportedVlanStack => "unsupported_vlan_stack",
+            DropReason::VlanNotAllowed => "vlan_not_allowed",
+            DropReason::InvalidSourceMac => "invalid_source_mac",
+            DropReason::MacControl => "mac_control",
+            DropReason::SamePort => "same_port",
+            DropReason::NotForUs => "not_for_us",
+            DropReason::BadIpv4Header => "bad_ipv4_header",
+            DropReason::BadIpv4Checksum => "bad_ipv4_checksum",
+            DropReason::BadIpv6Header => "bad_ipv6_header",
+            DropReason::NotIp => "not_ip",
+            DropReason::TtlExpired => "ttl_expired",
+            DropReason::NoRoute => "no_route",
+            DropReason::Blackhole => "blackhole",
+            DropReason::NeighborUnresolved => "neighbor_unresolved",
+            DropReason::LinkLocal => "link_local",
+            DropReason::EcmpNoLiveMember => "ecmp_no_live_member",
+            DropReason::PuntQueueFull => "punt_queue_full",
+            DropReason::FloodCopyFailed => "flood_copy_failed",
+            DropReason::NoHeadroom => "no_headroom",
         }
     }
 }
@@ -74,6 +154,10 @@ pub struct PortCounters {
 pub struct WorkerCounters {
     ports: Vec<PortCounters>,
     drops: [Counter; DropReason::COUNT],
+    /// Frames consumed by the slow path (not drops: they were answered or learned from).
+    pub punted: Counter,
+    /// Frames the slow path built and sent (ARP/ND replies and requests, echo replies).
+    pub generated: Counter,
 }
 
 impl WorkerCounters {
@@ -81,6 +165,8 @@ impl WorkerCounters {
         Self {
             ports: (0..port_count).map(|_| PortCounters::default()).collect(),
             drops: Default::default(),
+            punted: Counter::default(),
+            generated: Counter::default(),
         }
     }
 
@@ -118,6 +204,8 @@ pub struct CounterSnapshot {
     pub ports: Vec<PortSnapshot>,
     /// Per reason, in `DropReason::ALL` order.
     pub drops: Vec<(DropReason, u64)>,
+    pub punted: u64,
+    pub generated: u64,
 }
 
 impl CounterSnapshot {
@@ -148,7 +236,12 @@ impl CounterSnapshot {
                 )
             })
             .collect();
-        Self { ports, drops }
+        Self {
+            ports,
+            drops,
+            punted: workers.iter().map(|w| w.as_ref().punted.get()).sum(),
+            generated: workers.iter().map(|w| w.as_ref().generated.get()).sum(),
+        }
     }
 
     pub fn total_drops(&self) -> u64 {
@@ -194,7 +287,8 @@ mod tests {
         let names: Vec<_> = DropReason::ALL.iter().map(|r| r.as_str()).collect();
         for (i, name) in names.iter().enumerate() {
             assert!(
-                name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
                 "{name}"
             );
             assert!(!names[i + 1..].contains(name), "duplicate {name}");

@@ -8,4 +8,7 @@ pub mod counters;
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod engine;
+pub mod pipeline;
+pub mod slowpath;
+pub mod tables;
 pub mod wire;

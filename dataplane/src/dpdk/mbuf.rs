@@ -1,6 +1,7 @@
 //! Packet buffers: an owned `Mbuf` (freed on drop) and `MbufBurst`, a fixed array that RX
 //! fills and TX drains without per-packet calls into DPDK.
 
+use super::Mempool;
 use super::eal::rx_timestamp_field;
 use dpdk_sys::rte_mbuf;
 use std::ptr::NonNull;
@@ -19,6 +20,25 @@ pub struct Mbuf {
 unsafe impl Send for Mbuf {}
 
 impl Mbuf {
+    /// A new single-segment packet holding a copy of `bytes`, or `None` if the pool is empty
+    /// or the bytes do not fit one mbuf.
+    pub fn from_bytes(pool: &Mempool, bytes: &[u8]) -> Option<Mbuf> {
+        let len = u16::try_from(bytes.len()).ok()?;
+        // SAFETY: alloc returns an exclusively owned mbuf or NULL.
+        let raw = NonNull::new(unsafe { dpdk_sys::rte_pktmbuf_alloc(pool.as_ptr()) })?;
+        let mbuf = Mbuf { raw };
+        // SAFETY: append checks the tailroom and returns NULL when it is short; otherwise the
+        // returned pointer is the start of `len` writable bytes inside this mbuf's buffer.
+        let dst = unsafe { dpdk_sys::rte_pktmbuf_append(raw.as_ptr(), len) };
+        if dst.is_null() {
+            return None; // mbuf freed by drop
+        }
+        // SAFETY: `dst` has room for `len` bytes (checked above) and cannot overlap `bytes`,
+        // which lives outside DPDK memory owned by this fresh mbuf.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), bytes.len()) };
+        Some(mbuf)
+    }
+
     /// Views this packet.
     #[inline]
     pub fn packet(&self) -> PacketRef<'_> {
@@ -67,6 +87,16 @@ pub struct PacketMut<'a> {
 
 macro_rules! read_accessors {
     () => {
+        /// A deep copy of the whole packet in a new mbuf from `pool` (flooding), or `None`
+        /// when the pool is empty.
+        #[inline]
+        pub fn copy_into(&self, pool: &Mempool) -> Option<Mbuf> {
+            // SAFETY: the source mbuf is live and borrowed; rte_pktmbuf_copy reads it and
+            // returns a new, exclusively owned mbuf from `pool` or NULL.
+            let raw = unsafe { dpdk_sys::rte_pktmbuf_copy(self.raw, pool.as_ptr(), 0, u32::MAX) };
+            NonNull::new(raw).map(|raw| Mbuf { raw })
+        }
+
         /// The first segment's bytes (ironclos configures ports for single-segment packets).
         #[inline]
         pub fn data(&self) -> &[u8] {
@@ -171,6 +201,31 @@ impl PacketMut<'_> {
         unsafe { !dpdk_sys::rte_pktmbuf_adj(self.raw, len).is_null() }
     }
 
+    /// Inserts an 802.1Q tag (TPID 0x8100, PCP 0) with `vid` after the MAC addresses. False
+    /// (nothing changed) without headroom or for a frame shorter than two MACs.
+    #[inline]
+    pub fn push_vlan(&mut self, vid: u16) -> bool {
+        if self.data().len() < 12 || self.prepend(4).is_none() {
+            return false;
+        }
+        let data = self.data_mut();
+        data.copy_within(4..16, 0);
+        data[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+        data[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+        true
+    }
+
+    /// Removes the 802.1Q tag after the MAC addresses. False (nothing changed) if the frame
+    /// is too short to hold one.
+    #[inline]
+    pub fn pop_vlan(&mut self) -> bool {
+        if self.data().len() < 18 {
+            return false;
+        }
+        self.data_mut().copy_within(0..12, 4);
+        self.adj(4)
+    }
+
     /// Removes `len` bytes from the end. False (nothing changed) if the packet is shorter.
     #[inline]
     pub fn trim(&mut self, len: u16) -> bool {
@@ -186,6 +241,10 @@ pub struct MbufBurst {
     mbufs: [*mut rte_mbuf; MAX_BURST],
     len: usize,
 }
+
+// SAFETY: the burst exclusively owns the mbufs below `len` (as `Mbuf` does); moving it to
+// another lcore moves that ownership, which is how DPDK hands packets between lcores.
+unsafe impl Send for MbufBurst {}
 
 impl Default for MbufBurst {
     fn default() -> Self {

@@ -3,14 +3,17 @@
 //! loop (link state, stop conditions, the caller's periodic hook). Returns a report of every
 //! counter when the run ends.
 
+mod io;
+mod switch;
+
 use crate::counters::{CounterSnapshot, DropReason, WorkerCounters};
 use crate::dpdk::{
-    self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, MbufBurst, Mempool, Port, PortConfig,
-    PortStats, RxQueue, StopSignal, TxQueue,
+    self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, Port, PortConfig, PortStats,
+    StopSignal,
 };
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// One port as the engine needs it.
@@ -24,11 +27,13 @@ pub struct PortSpec {
 }
 
 /// What the workers do with packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ForwardingMode {
     /// Ports in pairs (0<->1, 2<->3, ...; an odd last port loops back to itself); packets are
     /// moved without being looked at. The baseline every benchmark is compared with.
     Io,
+    /// A leaf/spine switch: VLAN bridging, IPv4/IPv6 routing, ECMP (one worker).
+    Switch(Box<crate::pipeline::spec::SwitchSpec>),
 }
 
 /// Everything the engine needs, already validated by the control plane.
@@ -104,6 +109,9 @@ pub struct PortReport {
 pub struct RunReport {
     pub ports: Vec<PortReport>,
     pub drops: Vec<(DropReason, u64)>,
+    /// Frames handed to the slow path (ARP/ND/ICMP for the switch) and frames it sent.
+    pub punted: u64,
+    pub generated: u64,
     /// Longest time a worker spent forwarding.
     pub forwarding_time: Duration,
     pub stop_cause: StopCause,
@@ -120,9 +128,14 @@ impl RunReport {
 pub enum EngineError {
     Eal(DpdkError),
     Mempool(DpdkError),
-    Port { port: String, error: DpdkError },
+    Port {
+        port: String,
+        error: DpdkError,
+    },
     Launch(LaunchError),
     NoWorkers,
+    /// The configuration cannot run (e.g. the switch spec does not build).
+    Config(String),
 }
 
 impl fmt::Display for EngineError {
@@ -133,6 +146,7 @@ impl fmt::Display for EngineError {
             EngineError::Port { port, error } => write!(f, "port {port}: {error}"),
             EngineError::Launch(e) => write!(f, "worker launch: {e}"),
             EngineError::NoWorkers => write!(f, "no worker lcore configured"),
+            EngineError::Config(e) => write!(f, "configuration: {e}"),
         }
     }
 }
@@ -211,28 +225,64 @@ fn run_with_eal(
         })
         .collect();
 
-    let lanes = io_lanes(&mut ports, workers);
     let shared = Arc::new(WorkerShared {
         running: AtomicUsize::new(workers),
         longest_forwarding_nanos: AtomicU64::new(0),
+        link_up: infos.iter().map(|i| AtomicBool::new(i.link.up)).collect(),
+        link_generation: AtomicU64::new(0),
     });
     let counters: Vec<Arc<WorkerCounters>> = (0..workers)
         .map(|_| Arc::new(WorkerCounters::new(ports.len())))
         .collect();
+    let burst = config.burst.clamp(1, MAX_BURST);
+
+    let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::with_capacity(workers);
+    match &config.mode {
+        ForwardingMode::Io => {
+            for (worker, lanes) in io::io_lanes(&mut ports, workers).into_iter().enumerate() {
+                let job = io::IoWorker {
+                    lanes,
+                    counters: Arc::clone(&counters[worker]),
+                    shared: Arc::clone(&shared),
+                    pool: Arc::clone(&pool),
+                    stop,
+                    burst,
+                    exit_when_idle: config.exit_when_idle,
+                };
+                jobs.push(Box::new(move || job.run()));
+            }
+        }
+        ForwardingMode::Switch(spec) => {
+            if workers != 1 {
+                return Err(EngineError::Config(
+                    "switch mode runs on exactly one worker lcore for now".to_owned(),
+                ));
+            }
+            if spec.ports.len() != ports.len() {
+                return Err(EngineError::Config(format!(
+                    "the switch spec describes {} ports but {} are configured",
+                    spec.ports.len(),
+                    ports.len()
+                )));
+            }
+            let job = switch::SwitchWorker::new(
+                spec,
+                &mut ports,
+                Arc::clone(&counters[0]),
+                Arc::clone(&shared),
+                Arc::clone(&pool),
+                stop,
+                burst,
+                config.exit_when_idle,
+            )
+            .map_err(|e| EngineError::Config(e.to_string()))?;
+            jobs.push(Box::new(move || job.run()));
+        }
+    }
 
     hooks.ready(&infos);
-    let burst = config.burst.clamp(1, MAX_BURST);
-    for ((worker, lanes), lcore) in lanes.into_iter().enumerate().zip(&config.worker_lcores) {
-        let job = IoWorker {
-            lanes,
-            counters: Arc::clone(&counters[worker]),
-            shared: Arc::clone(&shared),
-            pool: Arc::clone(&pool),
-            stop,
-            burst,
-            exit_when_idle: config.exit_when_idle,
-        };
-        if let Err(error) = dpdk::launch_on_lcore(*lcore, move || job.run()) {
+    for (job, lcore) in jobs.into_iter().zip(&config.worker_lcores) {
+        if let Err(error) = dpdk::launch_on_lcore(*lcore, job) {
             stop.request();
             dpdk::wait_all_workers();
             return Err(EngineError::Launch(error));
@@ -266,6 +316,8 @@ fn run_with_eal(
     Ok(RunReport {
         ports: reports,
         drops: snapshot.drops,
+        punted: snapshot.punted,
+        generated: snapshot.generated,
         forwarding_time: Duration::from_nanos(
             shared.longest_forwarding_nanos.load(Ordering::Relaxed),
         ),
@@ -300,10 +352,12 @@ fn control_loop(
         }
         if last_link_poll.elapsed() >= LINK_POLL_PERIOD {
             last_link_poll = Instant::now();
-            for (port, last) in ports.iter().zip(last_links.iter_mut()) {
+            for (index, (port, last)) in ports.iter().zip(last_links.iter_mut()).enumerate() {
                 let now = port.link();
                 if now != *last {
                     *last = now;
+                    shared.link_up[index].store(now.up, Ordering::Relaxed);
+                    shared.link_generation.fetch_add(1, Ordering::Release);
                     hooks.event(&EngineEvent::LinkChanged {
                         port: port.label().to_owned(),
                         status: now,
@@ -315,112 +369,20 @@ fn control_loop(
     }
 }
 
-struct WorkerShared {
-    /// Workers still polling; the control loop ends the run when it reaches zero.
-    running: AtomicUsize,
-    longest_forwarding_nanos: AtomicU64,
-}
-
-/// One RX queue and where its packets go.
-struct IoLane {
-    rx: RxQueue,
-    rx_index: usize,
-    tx: TxQueue,
-    tx_index: usize,
-    exhausted: bool,
-}
-
 /// The io-mode peer of port `index`: pairs (0,1), (2,3), ...; an odd last port is its own.
 pub fn io_peer(index: usize, port_count: usize) -> usize {
     let peer = index ^ 1;
     if peer < port_count { peer } else { index }
 }
 
-/// Port i's RX queue goes to worker i % workers, which transmits on its own TX queue of the
-/// peer port.
-fn io_lanes(ports: &mut [Port], workers: usize) -> Vec<Vec<IoLane>> {
-    let mut lanes: Vec<Vec<IoLane>> = (0..workers).map(|_| Vec::new()).collect();
-    let count = ports.len();
-    for index in 0..count {
-        let worker = index % workers;
-        let peer = io_peer(index, count);
-        let rx = ports[index]
-            .take_rx_queue(0)
-            .expect("each RX queue is taken once");
-        let tx = ports[peer]
-            .take_tx_queue(u16::try_from(worker).expect("worker count fits the TX queue count"))
-            .expect("each worker takes one TX queue per peer port");
-        lanes[worker].push(IoLane {
-            rx,
-            rx_index: index,
-            tx,
-            tx_index: peer,
-            exhausted: false,
-        });
-    }
-    lanes
-}
-
-struct IoWorker {
-    lanes: Vec<IoLane>,
-    counters: Arc<WorkerCounters>,
-    shared: Arc<WorkerShared>,
-    pool: Arc<Mempool>,
-    stop: StopSignal,
-    burst: usize,
-    exit_when_idle: bool,
-}
-
-impl IoWorker {
-    fn run(mut self) {
-        let hz = dpdk::tsc_hz().max(1);
-        let start = dpdk::tsc();
-        let mut burst = MbufBurst::new();
-        let mut live_lanes = self.lanes.len();
-        while !self.stop.is_requested() && live_lanes > 0 {
-            for lane in self.lanes.iter_mut() {
-                let received = lane.rx.rx_burst(&mut burst, self.burst);
-                if received == 0 {
-                    // The pcap PMD also returns 0 when it cannot allocate; only a 0 with
-                    // mbufs to spare means the input is really exhausted.
-                    if self.exit_when_idle
-                        && !lane.exhausted
-                        && self.pool.available() as usize >= self.burst
-                    {
-                        lane.exhausted = true;
-                        live_lanes -= 1;
-                    }
-                    continue;
-                }
-                let rx_counters = self.counters.port(lane.rx_index);
-                rx_counters.rx_packets.add(received as u64);
-                // One timestamp read per burst: where in the trace this port is.
-                if let Some(ts) = burst.get(received - 1).and_then(|p| p.rx_timestamp()) {
-                    if rx_counters.first_rx_timestamp.get() == 0 {
-                        let first = burst.get(0).and_then(|p| p.rx_timestamp()).unwrap_or(ts);
-                        rx_counters.first_rx_timestamp.set(first);
-                    }
-                    rx_counters.last_rx_timestamp.set(ts);
-                }
-                let (sent, freed) = lane.tx.tx_burst_or_free(&mut burst);
-                self.counters
-                    .port(lane.tx_index)
-                    .tx_packets
-                    .add(sent as u64);
-                if freed > 0 {
-                    self.counters
-                        .drop_packets(DropReason::TxRingFull, freed as u64);
-                }
-            }
-        }
-        let nanos =
-            (u128::from(dpdk::tsc().wrapping_sub(start)) * 1_000_000_000 / u128::from(hz)) as u64;
-        self.shared
-            .longest_forwarding_nanos
-            .fetch_max(nanos, Ordering::Relaxed);
-        // Release: the counters written above are visible to whoever sees running == 0.
-        self.shared.running.fetch_sub(1, Ordering::Release);
-    }
+pub(crate) struct WorkerShared {
+    /// Workers still polling; the control loop ends the run when it reaches zero.
+    pub(crate) running: AtomicUsize,
+    pub(crate) longest_forwarding_nanos: AtomicU64,
+    /// Link state per port as the control loop last saw it, and a generation bumped on every
+    /// change so workers notice with one load per poll.
+    pub(crate) link_up: Vec<AtomicBool>,
+    pub(crate) link_generation: AtomicU64,
 }
 
 #[cfg(test)]

@@ -1,0 +1,356 @@
+//! Switch mode: every frame goes through the `Forwarder`; verdicts become TX bursts, flood
+//! copies, slow-path work (answered inline, on this worker, so learning takes effect before
+//! the next frame) or counted drops.
+//!
+//! Live mode polls ports in turn and stamps each burst with the TSC. Replay mode (inputs that
+//! end: pcap files) merges all inputs into one stream in pcap-timestamp order and runs on trace
+//! time, so the same traces give the same outputs on any machine.
+
+use super::WorkerShared;
+use crate::clock::{PICOS_PER_MICRO, PICOS_PER_SECOND, Picos, TscClock};
+use crate::counters::{DropReason, WorkerCounters};
+use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
+use crate::pipeline::spec::SwitchSpec;
+use crate::pipeline::{ControlRequest, Forwarder, ForwarderError, TagOp, Verdict};
+use crate::slowpath::{Learned, Outgoing, SlowPath};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// Learned MACs are aged this often (in the run's own time).
+const AGING_PERIOD: Picos = PICOS_PER_SECOND;
+/// Flooding copies to at most this many ports (DPDK's RTE_MAX_ETHPORTS).
+const MAX_FLOOD_PORTS: usize = 32;
+
+pub(crate) struct SwitchWorker {
+    forwarder: Forwarder,
+    slow: SlowPath,
+    rx: Vec<RxQueue>,
+    tx: Vec<TxQueue>,
+    tx_bursts: Vec<MbufBurst>,
+    counters: Arc<WorkerCounters>,
+    shared: Arc<WorkerShared>,
+    pool: Arc<Mempool>,
+    stop: StopSignal,
+    burst: usize,
+    replay: bool,
+    outgoing: Vec<Outgoing>,
+    learned: Vec<Learned>,
+    requests: Vec<ControlRequest>,
+    link_generation_seen: u64,
+    last_aging: Picos,
+}
+
+impl SwitchWorker {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        spec: &SwitchSpec,
+        ports: &mut [Port],
+        counters: Arc<WorkerCounters>,
+        shared: Arc<WorkerShared>,
+        pool: Arc<Mempool>,
+        stop: StopSignal,
+        burst: usize,
+        replay: bool,
+    ) -> Result<SwitchWorker, ForwarderError> {
+        let mut forwarder = Forwarder::new(spec)?;
+        for (index, up) in shared.link_up.iter().enumerate() {
+            forwarder.set_port_up(index as u16, up.load(Ordering::Relaxed));
+        }
+        let rx = ports
+            .iter_mut()
+            .map(|p| p.take_rx_queue(0).expect("RX queue 0 is free"))
+            .collect();
+        let tx = ports
+            .iter_mut()
+            .map(|p| p.take_tx_queue(0).expect("TX queue 0 is free"))
+            .collect();
+        Ok(SwitchWorker {
+            forwarder,
+            slow: SlowPath::new(spec),
+            rx,
+            tx,
+            tx_bursts: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
+            counters,
+            shared,
+            pool,
+            stop,
+            burst,
+            replay,
+            outgoing: Vec::with_capacity(MAX_FLOOD_PORTS),
+            learned: Vec::with_capacity(4),
+            requests: Vec::with_capacity(256),
+            link_generation_seen: 0,
+            last_aging: 0,
+        })
+    }
+
+    pub(crate) fn run(mut self) {
+        let hz = dpdk::tsc_hz().max(1);
+        let start = dpdk::tsc();
+        if self.replay {
+            self.run_replay();
+        } else {
+            self.run_live(start, hz);
+        }
+        self.flush_all();
+        let nanos =
+            (u128::from(dpdk::tsc().wrapping_sub(start)) * 1_000_000_000 / u128::from(hz)) as u64;
+        self.shared
+            .longest_forwarding_nanos
+            .fetch_max(nanos, Ordering::Relaxed);
+        self.shared.running.fetch_sub(1, Ordering::Release);
+    }
+
+    fn run_live(&mut self, start: u64, hz: u64) {
+        let mut burst = MbufBurst::new();
+        while !self.stop.is_requested() {
+            self.poll_links();
+            for port in 0..self.rx.len() {
+                let received = self.rx[port].rx_burst(&mut burst, self.burst);
+                if received == 0 {
+                    continue;
+                }
+                let now = TscClock::cycles_to_picos(dpdk::tsc().wrapping_sub(start), hz);
+                self.note_received(port, &burst, received);
+                for mbuf in burst.drain() {
+                    self.handle(mbuf, port as u16, now);
+                }
+                self.flush_all();
+                self.serve_requests(now);
+                self.age(now);
+            }
+        }
+    }
+
+    /// Processes every input in global timestamp order (ties: lower port first) until all are
+    /// exhausted, as DESIGN.md's replay contract orders arrivals.
+    fn run_replay(&mut self) {
+        let ports = self.rx.len();
+        let mut pending: Vec<VecDeque<Mbuf>> = (0..ports)
+            .map(|_| VecDeque::with_capacity(MAX_BURST))
+            .collect();
+        let mut exhausted = vec![false; ports];
+        let mut burst = MbufBurst::new();
+        let mut now: Picos = 0;
+        while !self.stop.is_requested() {
+            self.poll_links();
+            let mut waiting = false;
+            for port in 0..ports {
+                if !pending[port].is_empty() || exhausted[port] {
+                    continue;
+                }
+                let received = self.rx[port].rx_burst(&mut burst, self.burst);
+                if received == 0 {
+                    // 0 with mbufs to spare is end of file; 0 without them is a shortage.
+                    if self.pool.available() as usize >= self.burst {
+                        exhausted[port] = true;
+                    } else {
+                        waiting = true;
+                    }
+                    continue;
+                }
+                self.note_received(port, &burst, received);
+                pending[port].extend(burst.drain());
+            }
+            if waiting {
+                // Free what we hold for TX and try again: the order must not depend on it.
+                self.flush_all();
+                continue;
+            }
+            let next = (0..ports)
+                .filter_map(|p| {
+                    pending[p]
+                        .front()
+                        .map(|m| (m.packet().rx_timestamp().unwrap_or(0), p))
+                })
+                .min();
+            let Some((micros, port)) = next else { break };
+            let mbuf = pending[port].pop_front().expect("front exists");
+            now = now.max(micros.saturating_mul(PICOS_PER_MICRO));
+            self.handle(mbuf, port as u16, now);
+            self.serve_requests(now);
+            self.age(now);
+        }
+    }
+
+    fn note_received(&self, port: usize, burst: &MbufBurst, received: usize) {
+        let counters = self.counters.port(port);
+        counters.rx_packets.add(received as u64);
+        if let Some(ts) = burst.get(received - 1).and_then(|p| p.rx_timestamp()) {
+            if counters.first_rx_timestamp.get() == 0 {
+                counters
+                    .first_rx_timestamp
+                    .set(burst.get(0).and_then(|p| p.rx_timestamp()).unwrap_or(ts));
+            }
+            counters.last_rx_timestamp.set(ts);
+        }
+    }
+
+    fn poll_links(&mut self) {
+        let generation = self.shared.link_generation.load(Ordering::Acquire);
+        if generation != self.link_generation_seen {
+            self.link_generation_seen = generation;
+            for (port, up) in self.shared.link_up.iter().enumerate() {
+                self.forwarder
+                    .set_port_up(port as u16, up.load(Ordering::Relaxed));
+            }
+        }
+    }
+
+    fn age(&mut self, now: Picos) {
+        if now.saturating_sub(self.last_aging) >= AGING_PERIOD {
+            self.last_aging = now;
+            self.forwarder.age_macs(now);
+        }
+    }
+
+    fn handle(&mut self, mut mbuf: Mbuf, in_port: u16, now: Picos) {
+        if mbuf.packet().segments() > 1 {
+            self.counters.drop_packets(DropReason::MultiSegment, 1);
+            return;
+        }
+        let verdict = self
+            .forwarder
+            .process(mbuf.packet_mut().data_mut(), in_port, now);
+        match verdict {
+            Verdict::Forward { port, tag } => self.send(mbuf, port, tag),
+            Verdict::Flood {
+                vlan,
+                ingress_tagged,
+            } => self.flood(mbuf, in_port, vlan, ingress_tagged),
+            Verdict::Punt { reason, interface } => {
+                self.counters.punted.add(1);
+                self.slow.handle_punt(
+                    mbuf.packet().data(),
+                    in_port,
+                    reason,
+                    interface,
+                    now,
+                    &mut self.outgoing,
+                    &mut self.learned,
+                );
+                drop(mbuf);
+                self.apply_slow_path_results();
+            }
+            Verdict::Drop(reason) => self.counters.drop_packets(reason, 1),
+        }
+    }
+
+    fn flood(&mut self, mbuf: Mbuf, in_port: u16, vlan: u16, ingress_tagged: bool) {
+        let mut targets = [0u16; MAX_FLOOD_PORTS];
+        let mut count = 0;
+        for &port in self.forwarder.vlan_members(vlan) {
+            if port != in_port && self.forwarder.port_up(port) && count < MAX_FLOOD_PORTS {
+                targets[count] = port;
+                count += 1;
+            }
+        }
+        if count == 0 {
+            self.counters.drop_packets(DropReason::NoEgressPort, 1);
+            return;
+        }
+        let mut original = Some(mbuf);
+        for (i, &port) in targets[..count].iter().enumerate() {
+            let copy = if i + 1 == count {
+                original.take()
+            } else {
+                original
+                    .as_ref()
+                    .and_then(|m| m.packet().copy_into(&self.pool))
+            };
+            let Some(mut copy) = copy else {
+                self.counters.drop_packets(DropReason::FloodCopyFailed, 1);
+                continue;
+            };
+            let tag = match (ingress_tagged, self.forwarder.egress_tagged(port, vlan)) {
+                (false, false) => TagOp::Keep,
+                (false, true) => TagOp::Push(vlan),
+                (true, false) => TagOp::Pop,
+                (true, true) => {
+                    // A priority tag (VID 0) from an access port gets the VLAN's VID.
+                    let mut packet = copy.packet_mut();
+                    let data = packet.data_mut();
+                    let tci = u16::from_be_bytes([data[14], data[15]]);
+                    data[14..16].copy_from_slice(&((tci & 0xf000) | vlan).to_be_bytes());
+                    TagOp::Keep
+                }
+            };
+            self.send(copy, port, tag);
+        }
+    }
+
+    fn send(&mut self, mut mbuf: Mbuf, port: u16, tag: TagOp) {
+        let tagged_ok = match tag {
+            TagOp::Keep => true,
+            TagOp::Push(vid) => mbuf.packet_mut().push_vlan(vid),
+            TagOp::Pop => mbuf.packet_mut().pop_vlan(),
+        };
+        if !tagged_ok {
+            self.counters.drop_packets(DropReason::NoHeadroom, 1);
+            return;
+        }
+        let port = usize::from(port);
+        if let Err(mbuf) = self.tx_bursts[port].push(mbuf) {
+            self.flush(port);
+            // The burst was just emptied, so this push succeeds.
+            let _ = self.tx_bursts[port].push(mbuf);
+        }
+        if self.tx_bursts[port].len() >= self.burst {
+            self.flush(port);
+        }
+    }
+
+    fn flush(&mut self, port: usize) {
+        let (sent, freed) = self.tx[port].tx_burst_or_free(&mut self.tx_bursts[port]);
+        self.counters.port(port).tx_packets.add(sent as u64);
+        if freed > 0 {
+            self.counters
+                .drop_packets(DropReason::TxRingFull, freed as u64);
+        }
+    }
+
+    fn flush_all(&mut self) {
+        for port in 0..self.tx_bursts.len() {
+            if !self.tx_bursts[port].is_empty() {
+                self.flush(port);
+            }
+        }
+    }
+
+    fn serve_requests(&mut self, now: Picos) {
+        self.requests.extend(self.forwarder.drain_requests());
+        if self.requests.is_empty() {
+            return;
+        }
+        for index in 0..self.requests.len() {
+            let ControlRequest::Resolve { interface, ip } = self.requests[index];
+            self.slow.resolve(interface, ip, now, &mut self.outgoing);
+        }
+        self.requests.clear();
+        self.apply_slow_path_results();
+    }
+
+    /// Installs what the slow path learned and transmits what it built.
+    fn apply_slow_path_results(&mut self) {
+        for learned in self.learned.drain(..) {
+            match learned {
+                Learned::Neighbor { interface, ip, mac } => {
+                    self.forwarder.neighbor_resolved(interface, ip, mac)
+                }
+            }
+        }
+        let outgoing = std::mem::take(&mut self.outgoing);
+        for Outgoing { port, frame } in &outgoing {
+            match Mbuf::from_bytes(&self.pool, frame) {
+                Some(mbuf) => {
+                    self.counters.generated.add(1);
+                    self.send(mbuf, *port, TagOp::Keep);
+                }
+                None => self.counters.drop_packets(DropReason::FloodCopyFailed, 1),
+            }
+        }
+        self.outgoing = outgoing;
+        self.outgoing.clear();
+    }
+}

@@ -1,0 +1,1001 @@
+//! The forwarding stage: VLAN classification, MAC learning and bridging, ARP/ND punting, and
+//! IPv4/IPv6 routing with ECMP, TTL/hop-limit and MAC rewrite. Tables are the P4 program's:
+//! `mac_table`, `ipv4_lpm`, `ipv6_lpm`, `ecmp_group`, `nexthop`.
+
+use super::spec::{Attachment, PortRole, RouteTarget, SwitchSpec};
+use super::{PuntReason, TagOp, Verdict};
+use crate::clock::{PICOS_PER_SECOND, Picos};
+use crate::counters::DropReason;
+use crate::tables::ecmp::{EcmpGroup, Member};
+use crate::tables::flowhash::{FlowKey, flow_hash};
+use crate::tables::mac::{LearnOutcome, MacTable};
+use crate::tables::{Lpm4, Lpm6, LpmError};
+use crate::wire::checksum;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_ARP: u16 = 0x0806;
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_QINQ: u16 = 0x88a8;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
+const IP_PROTO_TCP: u8 = 6;
+const IP_PROTO_UDP: u8 = 17;
+const IP_PROTO_ICMPV6: u8 = 58;
+const ICMPV6_NEIGHBOR_SOLICIT: u8 = 135;
+const ICMPV6_NEIGHBOR_ADVERT: u8 = 136;
+const ARP_OP_REQUEST: u16 = 1;
+
+/// How often the forwarder asks the control plane to resolve the same neighbour.
+pub const RESOLVE_INTERVAL: Picos = PICOS_PER_SECOND;
+
+/// Route values in the LPM tables: 3 bits of kind, 28 bits of index (LPM values stay below
+/// `tables::MAX_VALUE`).
+mod route_value {
+    use super::RouteTarget;
+    const SHIFT: u32 = 28;
+    const INDEX: u32 = (1 << SHIFT) - 1;
+    pub const MAX_INDEX: u32 = INDEX;
+
+    pub fn encode(target: RouteTarget) -> u32 {
+        match target {
+            RouteTarget::Nexthop(i) => (1 << SHIFT) | (i & INDEX),
+            RouteTarget::Group(i) => (2 << SHIFT) | (i & INDEX),
+            RouteTarget::Connected(i) => (3 << SHIFT) | (u32::from(i) & INDEX),
+            RouteTarget::Local => 4 << SHIFT,
+            RouteTarget::Blackhole => 5 << SHIFT,
+        }
+    }
+
+    #[inline]
+    pub fn decode(value: u32) -> RouteTarget {
+        let index = value & INDEX;
+        match value >> SHIFT {
+            1 => RouteTarget::Nexthop(index),
+            2 => RouteTarget::Group(index),
+            3 => RouteTarget::Connected(index as u16),
+            4 => RouteTarget::Local,
+            _ => RouteTarget::Blackhole,
+        }
+    }
+}
+
+/// A request from the fast path to the control plane, which never blocks forwarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlRequest {
+    /// Send ARP or a Neighbor Solicitation for `ip` on `interface`.
+    Resolve { interface: u16, ip: IpAddr },
+}
+
+/// A configuration the forwarder cannot build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwarderError(pub String);
+
+impl fmt::Display for ForwarderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ForwarderError {}
+
+impl From<LpmError> for ForwarderError {
+    fn from(e: LpmError) -> Self {
+        ForwarderError(format!("route table: {e}"))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum PortMode {
+    Access {
+        vlan: u16,
+    },
+    Trunk {
+        allowed: Box<[u64; 64]>,
+        native: Option<u16>,
+    },
+    Routed {
+        interface: u16,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct PortState {
+    mode: PortMode,
+    up: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct VlanState {
+    members: Vec<u16>,
+    interface: Option<u16>,
+}
+
+#[derive(Debug, Clone)]
+struct Interface {
+    vrf: u16,
+    attachment: Attachment,
+    ipv4: Vec<Ipv4Addr>,
+    ipv6: Vec<Ipv6Addr>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Nexthop {
+    interface: u16,
+    ip: IpAddr,
+    mac: Option<[u8; 6]>,
+    /// When resolution was last requested (rate limit).
+    last_request: Option<Picos>,
+}
+
+/// Recently gleaned connected hosts, so an unresolved host does not ask the control plane
+/// once per packet. Direct-mapped and fixed-size: no allocation on the fast path.
+const GLEAN_SLOTS: usize = 256;
+
+/// Forwarding state of one worker. Counters of drops are kept by the engine from verdicts;
+/// the forwarder counts what verdicts do not show.
+pub struct Forwarder {
+    router_mac: [u8; 6],
+    ports: Vec<PortState>,
+    vlans: Vec<VlanState>,
+    interfaces: Vec<Interface>,
+    fib4: Vec<Lpm4>,
+    fib6: Vec<Lpm6>,
+    nexthops: Vec<Nexthop>,
+    groups: Vec<EcmpGroup>,
+    macs: MacTable,
+    flow_hash_seed: u32,
+    glean: [(IpAddr, Picos); GLEAN_SLOTS],
+    requests: Vec<ControlRequest>,
+    /// MACs that moved between ports (a loop or a host moving).
+    pub mac_moves: u64,
+    /// Source MACs not learned because the table was full.
+    pub mac_learn_failures: u64,
+}
+
+impl fmt::Debug for Forwarder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Forwarder")
+            .field("ports", &self.ports.len())
+            .field("interfaces", &self.interfaces.len())
+            .field("nexthops", &self.nexthops.len())
+            .field("groups", &self.groups.len())
+            .field("macs", &self.macs.len())
+            .finish()
+    }
+}
+
+/// Most control requests one burst can produce before the engine drains them.
+const MAX_PENDING_REQUESTS: usize = 256;
+
+impl Forwarder {
+    /// Builds the tables from a spec: VLAN membership, connected and local routes for every
+    /// interface address, static routes, nexthops, ECMP groups and static MACs.
+    pub fn new(spec: &SwitchSpec) -> Result<Forwarder, ForwarderError> {
+        let err = |m: String| Err(ForwarderError(m));
+        let port_count = spec.ports.len();
+        let mut vlans = vec![VlanState::default(); 4096];
+        let mut ports = Vec::with_capacity(port_count);
+        for (index, role) in spec.ports.iter().enumerate() {
+            let mode = match role {
+                PortRole::Access { vlan } => {
+                    if !(1..=4094).contains(vlan) {
+                        return err(format!("port {index}: access VLAN {vlan} is not 1..=4094"));
+                    }
+                    vlans[usize::from(*vlan)].members.push(index as u16);
+                    PortMode::Access { vlan: *vlan }
+                }
+                PortRole::Trunk { allowed, native } => {
+                    let mut bitmap = Box::new([0u64; 64]);
+                    for vlan in allowed.iter().chain(native.iter()) {
+                        if !(1..=4094).contains(vlan) {
+                            return err(format!("port {index}: trunk VLAN {vlan} is not 1..=4094"));
+                        }
+                        let (word, bit) = (usize::from(*vlan) / 64, vlan % 64);
+                        if bitmap[word] & (1 << bit) == 0 {
+                            bitmap[word] |= 1 << bit;
+                            vlans[usize::from(*vlan)].members.push(index as u16);
+                        }
+                    }
+                    PortMode::Trunk {
+                        allowed: bitmap,
+                        native: *native,
+                    }
+                }
+                PortRole::Routed { interface } => {
+                    if usize::from(*interface) >= spec.interfaces.len() {
+                        return err(format!(
+                            "port {index}: interface {interface} does not exist"
+                        ));
+                    }
+                    PortMode::Routed {
+                        interface: *interface,
+                    }
+                }
+            };
+            ports.push(PortState { mode, up: true });
+        }
+        for vlan in &spec.vlans {
+            if !(1..=4094).contains(&vlan.id) {
+                return err(format!("VLAN {} is not 1..=4094", vlan.id));
+            }
+            vlans[usize::from(vlan.id)].interface = vlan.interface;
+        }
+
+        let vrfs = usize::from(spec.vrf_count.max(1));
+        let mut forwarder = Forwarder {
+            router_mac: spec.router_mac,
+            ports,
+            vlans,
+            interfaces: Vec::with_capacity(spec.interfaces.len()),
+            fib4: (0..vrfs).map(|_| Lpm4::new()).collect(),
+            fib6: (0..vrfs).map(|_| Lpm6::new()).collect(),
+            nexthops: Vec::with_capacity(spec.nexthops.len()),
+            groups: Vec::with_capacity(spec.groups.len()),
+            macs: {
+                let mut macs = MacTable::new(spec.mac_capacity);
+                macs.set_aging_time(spec.mac_aging);
+                macs
+            },
+            flow_hash_seed: spec.flow_hash_seed,
+            glean: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0); GLEAN_SLOTS],
+            requests: Vec::with_capacity(MAX_PENDING_REQUESTS),
+            mac_moves: 0,
+            mac_learn_failures: 0,
+        };
+
+        for (id, iface) in spec.interfaces.iter().enumerate() {
+            let id = id as u16;
+            if usize::from(iface.vrf) >= vrfs {
+                return err(format!("interface {id}: VRF {} does not exist", iface.vrf));
+            }
+            match iface.attachment {
+                Attachment::Port(p) if usize::from(p) >= port_count => {
+                    return err(format!("interface {id}: port {p} does not exist"));
+                }
+                Attachment::Vlan(v) if !(1..=4094).contains(&v) => {
+                    return err(format!("interface {id}: VLAN {v} is not 1..=4094"));
+                }
+                _ => {}
+            }
+            let vrf = usize::from(iface.vrf);
+            for &(addr, len) in &iface.ipv4 {
+                forwarder.fib4[vrf].insert(
+                    mask4(addr, len),
+                    len,
+                    route_value::encode(RouteTarget::Connected(id)),
+                )?;
+                forwarder.fib4[vrf].insert(addr, 32, route_value::encode(RouteTarget::Local))?;
+            }
+            for &(addr, len) in &iface.ipv6 {
+                forwarder.fib6[vrf].insert(
+                    mask6(addr, len),
+                    len,
+                    route_value::encode(RouteTarget::Connected(id)),
+                )?;
+                forwarder.fib6[vrf].insert(addr, 128, route_value::encode(RouteTarget::Local))?;
+            }
+            forwarder.interfaces.push(Interface {
+                vrf: iface.vrf,
+                attachment: iface.attachment,
+                ipv4: iface.ipv4.iter().map(|(a, _)| *a).collect(),
+                ipv6: iface.ipv6.iter().map(|(a, _)| *a).collect(),
+            });
+        }
+        for (id, nh) in spec.nexthops.iter().enumerate() {
+            if usize::from(nh.interface) >= forwarder.interfaces.len() {
+                return err(format!(
+                    "nexthop {id}: interface {} does not exist",
+                    nh.interface
+                ));
+            }
+            forwarder.nexthops.push(Nexthop {
+                interface: nh.interface,
+                ip: nh.ip,
+                mac: None,
+                last_request: None,
+            });
+        }
+        for (id, group) in spec.groups.iter().enumerate() {
+            if group.members.is_empty() {
+                return err(format!("ECMP group {id} has no members"));
+            }
+            for (member, weight) in &group.members {
+                if *member as usize >= forwarder.nexthops.len() {
+                    return err(format!("ECMP group {id}: nexthop {member} does not exist"));
+                }
+                if *weight == 0 {
+                    return err(format!("ECMP group {id}: member {member} has weight 0"));
+                }
+            }
+            let members: Vec<Member> = group
+                .members
+                .iter()
+                .map(|&(id, weight)| Member {
+                    id,
+                    weight,
+                    up: true,
+                })
+                .collect();
+            let built = EcmpGroup::with_buckets(spec.ecmp_buckets, &members)
+                .map_err(|e| ForwarderError(format!("ECMP group {id}: {e}")))?;
+            forwarder.groups.push(built);
+        }
+        for route in &spec.routes {
+            forwarder.add_route(route.vrf, route.prefix, route.len, route.target)?;
+        }
+        for entry in &spec.static_macs {
+            if usize::from(entry.port) >= port_count {
+                return err(format!("static MAC: port {} does not exist", entry.port));
+            }
+            forwarder
+                .macs
+                .add_static(entry.vlan, entry.mac, entry.port)
+                .map_err(|_| {
+                    ForwarderError("static MACs exceed the MAC table capacity".to_owned())
+                })?;
+        }
+        for neighbor in &spec.static_neighbors {
+            if usize::from(neighbor.interface) >= forwarder.interfaces.len() {
+                return err(format!(
+                    "static neighbour {}: interface {} does not exist",
+                    neighbor.ip, neighbor.interface
+                ));
+            }
+            forwarder.neighbor_resolved(neighbor.interface, neighbor.ip, neighbor.mac);
+        }
+        Ok(forwarder)
+    }
+
+    /// Installs or replaces a route.
+    pub fn add_route(
+        &mut self,
+        vrf: u16,
+        prefix: IpAddr,
+        len: u8,
+        target: RouteTarget,
+    ) -> Result<(), ForwarderError> {
+        let vrf_index = usize::from(vrf);
+        if vrf_index >= self.fib4.len() {
+            return Err(ForwarderError(format!("VRF {vrf} does not exist")));
+        }
+        match target {
+            RouteTarget::Nexthop(i)
+                if i as usize >= self.nexthops.len() || i > route_value::MAX_INDEX =>
+            {
+                return Err(ForwarderError(format!("nexthop {i} does not exist")));
+            }
+            RouteTarget::Group(i)
+                if i as usize >= self.groups.len() || i > route_value::MAX_INDEX =>
+            {
+                return Err(ForwarderError(format!("ECMP group {i} does not exist")));
+            }
+            RouteTarget::Connected(i) if usize::from(i) >= self.interfaces.len() => {
+                return Err(ForwarderError(format!("interface {i} does not exist")));
+            }
+            _ => {}
+        }
+        let value = route_value::encode(target);
+        match prefix {
+            IpAddr::V4(p) => self.fib4[vrf_index]
+                .insert(mask4(p, len), len, value)
+                .map(drop)?,
+            IpAddr::V6(p) => self.fib6[vrf_index]
+                .insert(mask6(p, len), len, value)
+                .map(drop)?,
+        }
+        Ok(())
+    }
+
+    /// Removes a route; true if it existed.
+    pub fn remove_route(&mut self, vrf: u16, prefix: IpAddr, len: u8) -> bool {
+        let vrf = usize::from(vrf);
+        match prefix {
+            IpAddr::V4(p) => self
+                .fib4
+                .get_mut(vrf)
+                .and_then(|t| t.remove(mask4(p, len), len))
+                .is_some(),
+            IpAddr::V6(p) => self
+                .fib6
+                .get_mut(vrf)
+                .and_then(|t| t.remove(mask6(p, len), len))
+                .is_some(),
+        }
+    }
+
+    /// Adds a nexthop (or finds the existing one for the same interface and address).
+    pub fn nexthop_for(&mut self, interface: u16, ip: IpAddr) -> u32 {
+        if let Some(id) = self
+            .nexthops
+            .iter()
+            .position(|n| n.interface == interface && n.ip == ip)
+        {
+            return id as u32;
+        }
+        self.nexthops.push(Nexthop {
+            interface,
+            ip,
+            mac: None,
+            last_request: None,
+        });
+        (self.nexthops.len() - 1) as u32
+    }
+
+    /// A neighbour's MAC became known (or changed): every nexthop with that address on that
+    /// interface uses it, and a connected host gets a host route so the fast path finds it.
+    pub fn neighbor_resolved(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
+        let Some(iface) = self.interfaces.get(usize::from(interface)) else {
+            return;
+        };
+        let vrf = iface.vrf;
+        let id = self.nexthop_for(interface, ip);
+        self.nexthops[id as usize].mac = Some(mac);
+        let host_len = if ip.is_ipv4() { 32 } else { 128 };
+        // Only connected hosts need a host route; a nexthop of a static route is reached via it.
+        let connected =
+            matches!(self.route_of(vrf, ip), Some(RouteTarget::Connected(i)) if i == interface);
+        if connected {
+            let _ = self.add_route(vrf, ip, host_len, RouteTarget::Nexthop(id));
+        }
+    }
+
+    /// A neighbour stopped answering: packets to it are dropped (and resolution retried).
+    pub fn neighbor_lost(&mut self, interface: u16, ip: IpAddr) {
+        for nh in self
+            .nexthops
+            .iter_mut()
+            .filter(|n| n.interface == interface && n.ip == ip)
+        {
+            nh.mac = None;
+        }
+    }
+
+    /// Link state of a port: ECMP members behind a routed port leave their groups at once
+    /// while it is down, and its learned MACs are flushed.
+    pub fn set_port_up(&mut self, port: u16, up: bool) {
+        let Some(state) = self.ports.get_mut(usize::from(port)) else {
+            return;
+        };
+        state.up = up;
+        if !up {
+            self.macs.flush_port(port);
+        }
+        let behind_port: Vec<u32> = self
+            .nexthops
+            .iter()
+            .enumerate()
+            .filter(|(_, nh)| {
+                self.interfaces[usize::from(nh.interface)].attachment == Attachment::Port(port)
+            })
+            .map(|(id, _)| id as u32)
+            .collect();
+        for group in &mut self.groups {
+            for &id in &behind_port {
+                // Err only means the nexthop is not a member of this group.
+                let _ = group.set_member_up(id, up);
+            }
+        }
+    }
+
+    /// Forgets learned MACs idle longer than the aging time. Call now and then, not per packet.
+    pub fn age_macs(&mut self, now: Picos) -> usize {
+        self.macs.age(now)
+    }
+
+    /// Requests produced since the last call.
+    pub fn drain_requests(&mut self) -> std::vec::Drain<'_, ControlRequest> {
+        self.requests.drain(..)
+    }
+
+    /// Ports that flood copies of a frame in `vlan` go to (the engine skips the ingress port).
+    pub fn vlan_members(&self, vlan: u16) -> &[u16] {
+        self.vlans
+            .get(usize::from(vlan))
+            .map_or(&[], |v| &v.members)
+    }
+
+    /// Whether frames of `vlan` leave `port` tagged.
+    #[inline]
+    pub fn egress_tagged(&self, port: u16, vlan: u16) -> bool {
+        match self.ports.get(usize::from(port)).map(|p| &p.mode) {
+            Some(PortMode::Trunk { native, .. }) => *native != Some(vlan),
+            _ => false,
+        }
+    }
+
+    /// Whether `port` is up (flood copies skip ports that are down).
+    #[inline]
+    pub fn port_up(&self, port: u16) -> bool {
+        self.ports.get(usize::from(port)).is_some_and(|p| p.up)
+    }
+
+    /// The switch's router MAC.
+    pub fn router_mac(&self) -> [u8; 6] {
+        self.router_mac
+    }
+
+    /// Number of learned and static MACs.
+    pub fn mac_count(&self) -> usize {
+        self.macs.len()
+    }
+
+    fn route_of(&self, vrf: u16, ip: IpAddr) -> Option<RouteTarget> {
+        match ip {
+            IpAddr::V4(a) => self
+                .fib4
+                .get(usize::from(vrf))?
+                .lookup(a)
+                .map(route_value::decode),
+            IpAddr::V6(a) => self
+                .fib6
+                .get(usize::from(vrf))?
+                .lookup(a)
+                .map(route_value::decode),
+        }
+    }
+
+    /// Decides the fate of one frame received on `in_port` at `now`, rewriting it in place
+    /// (MACs, TTL, checksum, VID) when it is routed.
+    pub fn process(&mut self, frame: &mut [u8], in_port: u16, now: Picos) -> Verdict {
+        if frame.len() < 14 {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        let Some(port) = self.ports.get(usize::from(in_port)) else {
+            return Verdict::Drop(DropReason::NoEgressPort);
+        };
+        let outer_type = u16::from_be_bytes([frame[12], frame[13]]);
+        let (tag_vid, ethertype, l3) = match outer_type {
+            ETHERTYPE_VLAN => {
+                if frame.len() < 18 {
+                    return Verdict::Drop(DropReason::Truncated);
+                }
+                let inner = u16::from_be_bytes([frame[16], frame[17]]);
+                if inner == ETHERTYPE_VLAN || inner == ETHERTYPE_QINQ {
+                    return Verdict::Drop(DropReason::UnsupportedVlanStack);
+                }
+                (
+                    Some(u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff),
+                    inner,
+                    18,
+                )
+            }
+            ETHERTYPE_QINQ => return Verdict::Drop(DropReason::UnsupportedVlanStack),
+            ETHERTYPE_MAC_CONTROL => return Verdict::Drop(DropReason::MacControl),
+            other => (None, other, 14),
+        };
+        let tagged = tag_vid.is_some();
+        let src: [u8; 6] = frame[6..12].try_into().expect("6 bytes");
+        if src[0] & 1 != 0 {
+            return Verdict::Drop(DropReason::InvalidSourceMac);
+        }
+        let dst: [u8; 6] = frame[0..6].try_into().expect("6 bytes");
+
+        let vlan = match &port.mode {
+            PortMode::Routed { interface } => {
+                let interface = *interface;
+                if tagged {
+                    return Verdict::Drop(DropReason::VlanNotAllowed);
+                }
+                return self.routed_port_ingress(frame, dst, ethertype, l3, interface, now);
+            }
+            PortMode::Access { vlan } => match tag_vid {
+                None | Some(0) => *vlan,
+                Some(_) => return Verdict::Drop(DropReason::VlanNotAllowed),
+            },
+            PortMode::Trunk { allowed, native } => match tag_vid {
+                None | Some(0) => match native {
+                    Some(v) => *v,
+                    None => return Verdict::Drop(DropReason::VlanNotAllowed),
+                },
+                Some(v) => {
+                    if allowed[usize::from(v) / 64] & (1 << (v % 64)) == 0 {
+                        return Verdict::Drop(DropReason::VlanNotAllowed);
+                    }
+                    v
+                }
+            },
+        };
+
+        match self.macs.learn(vlan, src, in_port, now) {
+            LearnOutcome::Moved { .. } => self.mac_moves += 1,
+            LearnOutcome::TableFull => self.mac_learn_failures += 1,
+            _ => {}
+        }
+
+        let svi = self.vlans[usize::from(vlan)].interface;
+        if let Some(interface) = svi {
+            if dst == self.router_mac {
+                return self.route(frame, ethertype, l3, tagged, interface, now);
+            }
+            if dst[0] & 1 != 0
+                && let Some(reason) = self.punt_if_for_us(frame, dst, ethertype, l3, interface)
+            {
+                return Verdict::Punt { reason, interface };
+            }
+        }
+        if dst[0] & 1 != 0 {
+            return Verdict::Flood {
+                vlan,
+                ingress_tagged: tagged,
+            };
+        }
+        match self.macs.lookup(vlan, dst, now) {
+            Some(out) if out == in_port => Verdict::Drop(DropReason::SamePort),
+            Some(out) => Verdict::Forward {
+                port: out,
+                tag: self.tag_op(frame, tagged, out, vlan),
+            },
+            None => Verdict::Flood {
+                vlan,
+                ingress_tagged: tagged,
+            },
+        }
+    }
+
+    /// How to turn the frame's current tagging into what `out` expects for `vlan`; a VID
+    /// rewrite between two tagged ports is done in place.
+    #[inline]
+    fn tag_op(&self, frame: &mut [u8], tagged: bool, out: u16, vlan: u16) -> TagOp {
+        match (tagged, self.egress_tagged(out, vlan)) {
+            (false, false) => TagOp::Keep,
+            (false, true) => TagOp::Push(vlan),
+            (true, false) => TagOp::Pop,
+            (true, true) => {
+                let tci = u16::from_be_bytes([frame[14], frame[15]]);
+                frame[14..16].copy_from_slice(&((tci & 0xf000) | vlan).to_be_bytes());
+                TagOp::Keep
+            }
+        }
+    }
+
+    fn routed_port_ingress(
+        &mut self,
+        frame: &mut [u8],
+        dst: [u8; 6],
+        ethertype: u16,
+        l3: usize,
+        interface: u16,
+        now: Picos,
+    ) -> Verdict {
+        if dst == self.router_mac {
+            return self.route(frame, ethertype, l3, false, interface, now);
+        }
+        if dst[0] & 1 != 0
+            && let Some(reason) = self.punt_if_for_us(frame, dst, ethertype, l3, interface)
+        {
+            return Verdict::Punt { reason, interface };
+        }
+        Verdict::Drop(DropReason::NotForUs)
+    }
+
+    /// Broadcast ARP requests for one of the interface's addresses and ND multicast for one of
+    /// them go to the control plane instead of being flooded.
+    fn punt_if_for_us(
+        &self,
+        frame: &[u8],
+        dst: [u8; 6],
+        ethertype: u16,
+        l3: usize,
+        interface: u16,
+    ) -> Option<PuntReason> {
+        let iface = &self.interfaces[usize::from(interface)];
+        match ethertype {
+            ETHERTYPE_ARP if dst == [0xff; 6] => {
+                let arp = frame.get(l3..l3 + 28)?;
+                let op = u16::from_be_bytes([arp[6], arp[7]]);
+                let target = Ipv4Addr::new(arp[24], arp[25], arp[26], arp[27]);
+                (op == ARP_OP_REQUEST && iface.ipv4.contains(&target)).then_some(PuntReason::Arp)
+            }
+            ETHERTYPE_IPV6 => {
+                let ip = frame.get(l3..l3 + 40 + 24)?;
+                let icmp_type = ip[40];
+                let is_nd = ip[6] == IP_PROTO_ICMPV6
+                    && (icmp_type == ICMPV6_NEIGHBOR_SOLICIT
+                        || icmp_type == ICMPV6_NEIGHBOR_ADVERT);
+                let target = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[48..64]).expect("16 bytes"));
+                (is_nd && iface.ipv6.contains(&target)).then_some(PuntReason::NeighborDiscovery)
+            }
+            _ => None,
+        }
+    }
+
+    fn route(
+        &mut self,
+        frame: &mut [u8],
+        ethertype: u16,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        now: Picos,
+    ) -> Verdict {
+        let vrf = self.interfaces[usize::from(in_iface)].vrf;
+        match ethertype {
+            ETHERTYPE_IPV4 => self.route_ipv4(frame, l3, tagged, in_iface, vrf, now),
+            ETHERTYPE_IPV6 => self.route_ipv6(frame, l3, tagged, in_iface, vrf, now),
+            ETHERTYPE_ARP => Verdict::Punt {
+                reason: PuntReason::Arp,
+                interface: in_iface,
+            },
+            _ => Verdict::Drop(DropReason::NotIp),
+        }
+    }
+
+    fn route_ipv4(
+        &mut self,
+        frame: &mut [u8],
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        vrf: u16,
+        now: Picos,
+    ) -> Verdict {
+        let ip = &frame[l3..];
+        if ip.len() < 20 {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        let header_len = usize::from(ip[0] & 0x0f) * 4;
+        let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        if ip[0] >> 4 != 4 || header_len < 20 || total_len < header_len || ip.len() < header_len {
+            return Verdict::Drop(DropReason::BadIpv4Header);
+        }
+        if total_len > ip.len() {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        if checksum::sum(&ip[..header_len]) != 0xffff {
+            return Verdict::Drop(DropReason::BadIpv4Checksum);
+        }
+        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        let Some(value) = self.fib4[usize::from(vrf)].lookup(dst) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let target = route_value::decode(value);
+        if target == RouteTarget::Local {
+            return Verdict::Punt {
+                reason: PuntReason::Local,
+                interface: in_iface,
+            };
+        }
+        let ttl = ip[8];
+        if ttl <= 1 {
+            return Verdict::Drop(DropReason::TtlExpired);
+        }
+        let seed = self.flow_hash_seed;
+        let hash = || {
+            let ports = l4_ports(ip, ip[9], header_len, ip[6] & 0x3f != 0 || ip[7] != 0);
+            let key = FlowKey::V4 {
+                src: [ip[12], ip[13], ip[14], ip[15]],
+                dst: dst.octets(),
+                proto: ip[9],
+                sport: ports.0,
+                dport: ports.1,
+            };
+            flow_hash(&key, seed)
+        };
+        let (out_iface, dst_mac) = match self.resolve_target(target, IpAddr::V4(dst), hash, now) {
+            Ok(found) => found,
+            Err(reason) => return Verdict::Drop(reason),
+        };
+        let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
+        if let Verdict::Forward { .. } = verdict {
+            // TTL and checksum only change when the packet really leaves (RFC 1624 update).
+            let ip = &mut frame[l3..];
+            let old = u16::from_be_bytes([ip[8], ip[9]]);
+            ip[8] = ttl - 1;
+            let new = u16::from_be_bytes([ip[8], ip[9]]);
+            let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+            ip[10..12].copy_from_slice(&csum.to_be_bytes());
+        }
+        verdict
+    }
+
+    fn route_ipv6(
+        &mut self,
+        frame: &mut [u8],
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        vrf: u16,
+        now: Picos,
+    ) -> Verdict {
+        let ip = &frame[l3..];
+        if ip.len() < 40 {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        if ip[0] >> 4 != 6 {
+            return Verdict::Drop(DropReason::BadIpv6Header);
+        }
+        if 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > ip.len() {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
+        let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
+        let dst = Ipv6Addr::from(dst_bytes);
+        let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let target = route_value::decode(value);
+        if target == RouteTarget::Local {
+            return Verdict::Punt {
+                reason: PuntReason::Local,
+                interface: in_iface,
+            };
+        }
+        if is_link_local(&src) || is_link_local(&dst_bytes) {
+            return Verdict::Drop(DropReason::LinkLocal);
+        }
+        let hop_limit = ip[7];
+        if hop_limit <= 1 {
+            return Verdict::Drop(DropReason::TtlExpired);
+        }
+        let seed = self.flow_hash_seed;
+        let hash = || {
+            let flow_label = u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]);
+            let next = ip[6];
+            let ports = l4_ports(ip, next, 40, false);
+            let key = FlowKey::V6 {
+                src,
+                dst: dst_bytes,
+                flow_label,
+                proto: next,
+                sport: ports.0,
+                dport: ports.1,
+            };
+            flow_hash(&key, seed)
+        };
+        let (out_iface, dst_mac) = match self.resolve_target(target, IpAddr::V6(dst), hash, now) {
+            Ok(found) => found,
+            Err(reason) => return Verdict::Drop(reason),
+        };
+        let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
+        if let Verdict::Forward { .. } = verdict {
+            frame[l3 + 7] = hop_limit - 1;
+        }
+        verdict
+    }
+
+    /// The interface and MAC to send to, or why not. Asks the control plane to resolve what
+    /// is missing (rate-limited), never waits for it.
+    #[inline]
+    fn resolve_target(
+        &mut self,
+        target: RouteTarget,
+        dst: IpAddr,
+        hash: impl FnOnce() -> u32,
+        now: Picos,
+    ) -> Result<(u16, [u8; 6]), DropReason> {
+        let nexthop_id = match target {
+            RouteTarget::Nexthop(id) => id,
+            RouteTarget::Group(group) => match self.groups[group as usize].select(hash()) {
+                Some(member) => member,
+                None => return Err(DropReason::EcmpNoLiveMember),
+            },
+            RouteTarget::Connected(interface) => {
+                self.glean(interface, dst, now);
+                return Err(DropReason::NeighborUnresolved);
+            }
+            RouteTarget::Blackhole => return Err(DropReason::Blackhole),
+            RouteTarget::Local => unreachable!("local routes are punted before resolution"),
+        };
+        let nh = &mut self.nexthops[nexthop_id as usize];
+        match nh.mac {
+            Some(mac) => Ok((nh.interface, mac)),
+            None => {
+                if nh
+                    .last_request
+                    .is_none_or(|t| now.saturating_sub(t) >= RESOLVE_INTERVAL)
+                {
+                    nh.last_request = Some(now);
+                    let request = ControlRequest::Resolve {
+                        interface: nh.interface,
+                        ip: nh.ip,
+                    };
+                    if self.requests.len() < MAX_PENDING_REQUESTS {
+                        self.requests.push(request);
+                    }
+                }
+                Err(DropReason::NeighborUnresolved)
+            }
+        }
+    }
+
+    /// Asks for a connected host's MAC, at most once per `RESOLVE_INTERVAL` per slot.
+    fn glean(&mut self, interface: u16, ip: IpAddr, now: Picos) {
+        let slot = match ip {
+            IpAddr::V4(a) => u32::from(a) as usize,
+            IpAddr::V6(a) => (u128::from(a) as u32) as usize,
+        } % GLEAN_SLOTS;
+        let (last_ip, last_time) = self.glean[slot];
+        if last_ip == ip && last_time != 0 && now.saturating_sub(last_time) < RESOLVE_INTERVAL {
+            return;
+        }
+        self.glean[slot] = (ip, now.max(1));
+        if self.requests.len() < MAX_PENDING_REQUESTS {
+            self.requests
+                .push(ControlRequest::Resolve { interface, ip });
+        }
+    }
+
+    /// Rewrites the L2 header for a routed packet leaving `out_iface` toward `dst_mac`.
+    fn egress_l2(
+        &mut self,
+        frame: &mut [u8],
+        tagged: bool,
+        out_iface: u16,
+        dst_mac: [u8; 6],
+        now: Picos,
+    ) -> Verdict {
+        let (port, vlan) = match self.interfaces[usize::from(out_iface)].attachment {
+            Attachment::Port(p) => (p, None),
+            Attachment::Vlan(v) => match self.macs.lookup(v, dst_mac, now) {
+                Some(p) => (p, Some(v)),
+                None => {
+                    // Flooding routed (possibly lossless) traffic risks PFC deadlocks
+                    // (Guo et al. 2016): drop and re-resolve, which relearns the port.
+                    let ip = self
+                        .nexthops
+                        .iter()
+                        .find(|n| n.interface == out_iface && n.mac == Some(dst_mac))
+                        .map(|n| n.ip);
+                    if let Some(ip) = ip {
+                        self.glean(out_iface, ip, now);
+                    }
+                    return Verdict::Drop(DropReason::NeighborUnresolved);
+                }
+            },
+        };
+        frame[0..6].copy_from_slice(&dst_mac);
+        frame[6..12].copy_from_slice(&self.router_mac);
+        let tag = match vlan {
+            None => {
+                if tagged {
+                    TagOp::Pop
+                } else {
+                    TagOp::Keep
+                }
+            }
+            Some(v) => self.tag_op(frame, tagged, port, v),
+        };
+        Verdict::Forward { port, tag }
+    }
+}
+
+/// Source and destination ports of TCP/UDP, or zeros (other protocols, fragments).
+#[inline]
+fn l4_ports(ip: &[u8], protocol: u8, offset: usize, fragment: bool) -> (u16, u16) {
+    if fragment || (protocol != IP_PROTO_TCP && protocol != IP_PROTO_UDP) {
+        return (0, 0);
+    }
+    match ip.get(offset..offset + 4) {
+        Some(p) => (
+            u16::from_be_bytes([p[0], p[1]]),
+            u16::from_be_bytes([p[2], p[3]]),
+        ),
+        None => (0, 0),
+    }
+}
+
+fn is_link_local(addr: &[u8; 16]) -> bool {
+    addr[0] == 0xfe && addr[1] & 0xc0 == 0x80
+}
+
+fn mask4(addr: Ipv4Addr, len: u8) -> Ipv4Addr {
+    let bits = u32::from(addr);
+    let mask = if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(len.min(32)))
+    };
+    Ipv4Addr::from(bits & mask)
+}
+
+fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
+    let bits = u128::from(addr);
+    let mask = if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
+    };
+    Ipv6Addr::from(bits & mask)
+}

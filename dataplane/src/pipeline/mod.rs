@@ -1,0 +1,58 @@
+//! The switch pipeline, independent of DPDK: given a frame, its ingress port and the time, it
+//! decides what happens to the frame and rewrites it in place. The engine moves mbufs
+//! according to the verdict. Being pure, it is unit-tested with byte arrays and replayed
+//! deterministically.
+
+pub mod forward;
+pub mod p4_names;
+pub mod spec;
+#[cfg(test)]
+mod tests;
+
+pub use forward::{ControlRequest, Forwarder, ForwarderError};
+
+use crate::counters::DropReason;
+
+/// How the engine must change the frame's VLAN tag on its way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagOp {
+    /// Leave the L2 header as it is (the forwarder already rewrote a VID if needed).
+    Keep,
+    /// Insert an 802.1Q tag with this VID after the source MAC.
+    Push(u16),
+    /// Remove the 802.1Q tag.
+    Pop,
+}
+
+/// Why a frame goes to the control plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PuntReason {
+    /// ARP for one of the switch's addresses, or an ARP reply to the switch.
+    Arp,
+    /// Neighbor Solicitation for, or Advertisement to, the switch.
+    NeighborDiscovery,
+    /// An IP packet addressed to the switch itself (e.g. ping of the gateway).
+    Local,
+}
+
+/// The pipeline's decision for one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send out of `port` after applying `tag`.
+    Forward {
+        port: u16,
+        tag: TagOp,
+    },
+    /// Copy to every member of `vlan` but the ingress port; `ingress_tagged` says whether the
+    /// frame carries a tag now (each copy is tagged per its port's role).
+    Flood {
+        vlan: u16,
+        ingress_tagged: bool,
+    },
+    /// Hand to the control plane, with the L3 interface it arrived on.
+    Punt {
+        reason: PuntReason,
+        interface: u16,
+    },
+    Drop(DropReason),
+}

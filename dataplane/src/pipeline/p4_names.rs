@@ -1,0 +1,88 @@
+//! The P4 program's names (`p4/ironclos.p4`) for the tables and actions this pipeline
+//! implements, as the control plane and counters name them. A test holds them to the program.
+
+/// VLAN classification by port role (`Forwarder::process`, `PortMode`).
+pub const PORT_VLAN: (&str, &[&str]) = (
+    "port_vlan",
+    &["set_access_vlan", "set_trunk", "set_routed_interface"],
+);
+/// Trunk membership and native VLAN; anything else is dropped (`vlan_not_allowed`).
+pub const VLAN_MEMBERSHIP: (&str, &[&str]) = (
+    "vlan_membership",
+    &["allow_vlan", "set_native_vlan", "drop_packet"],
+);
+/// L2 forwarding by (VLAN, destination MAC); a miss floods the VLAN.
+pub const MAC_TABLE: (&str, &[&str]) = ("mac_table", &["l2_forward", "flood"]);
+/// Source learning (`MacTable::learn`).
+pub const MAC_LEARN: (&str, &[&str]) = ("mac_learn", &["mac_known", "learn_mac"]);
+/// Frames to the router MAC are routed on their ingress interface.
+pub const ROUTER_MAC: (&str, &[&str]) = ("router_mac", &["route_packet"]);
+/// Route targets (`RouteTarget`): nexthop, ECMP group, connected (glean), local, blackhole.
+pub const IPV4_LPM: (&str, &[&str]) = (
+    "ipv4_lpm",
+    &[
+        "set_nexthop",
+        "set_ecmp_group",
+        "glean",
+        "punt_local",
+        "blackhole",
+        "drop_packet",
+    ],
+);
+pub const IPV6_LPM: (&str, &[&str]) = (
+    "ipv6_lpm",
+    &[
+        "set_nexthop",
+        "set_ecmp_group",
+        "glean",
+        "punt_local",
+        "blackhole",
+        "drop_packet",
+    ],
+);
+/// Flow-hash member selection (`EcmpGroup::select`).
+pub const ECMP_GROUP: (&str, &[&str]) = ("ecmp_group", &["set_nexthop"]);
+/// Nexthop rewrite (`Forwarder::egress_l2`); unresolved nexthops ask the control plane.
+pub const NEXTHOP: (&str, &[&str]) = (
+    "nexthop",
+    &["rewrite_to_port", "rewrite_to_vlan", "resolve_nexthop"],
+);
+/// io mode's port pairs.
+pub const IO_FORWARD: (&str, &[&str]) = ("io_forward", &["forward", "drop_packet"]);
+
+/// Every table above.
+pub const TABLES: &[(&str, &[&str])] = &[
+    PORT_VLAN,
+    VLAN_MEMBERSHIP,
+    MAC_TABLE,
+    MAC_LEARN,
+    ROUTER_MAC,
+    IPV4_LPM,
+    IPV6_LPM,
+    ECMP_GROUP,
+    NEXTHOP,
+    IO_FORWARD,
+];
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rust_tables_and_actions_exist_in_ironclos_p4() {
+        if let Err(mismatches) = p4::schema().check_names(super::TABLES) {
+            panic!(
+                "Rust and p4/ironclos.p4 disagree:\n{}",
+                mismatches.join("\n")
+            );
+        }
+    }
+
+    #[test]
+    fn every_switch_table_of_the_p4_program_is_implemented() {
+        for (table, _) in p4::SWITCH_TABLES {
+            assert!(
+                super::TABLES.iter().any(|(t, _)| t == table),
+                "P4 table {table} has no Rust counterpart"
+            );
+        }
+    }
+}

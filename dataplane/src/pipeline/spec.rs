@@ -1,0 +1,144 @@
+//! What the switch is, as plain data: ports and their roles, VLANs, L3 interfaces, nexthops,
+//! ECMP groups, routes and static MACs. The control plane builds it from the config file; the
+//! dataplane never parses files.
+
+use crate::clock::{PICOS_PER_SECOND, Picos};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// How a port takes part in forwarding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortRole {
+    /// Untagged member of one VLAN (priority-tagged frames, VID 0, are accepted too).
+    Access { vlan: u16 },
+    /// Tagged member of `allowed` VLANs; untagged frames belong to `native` if set.
+    Trunk {
+        allowed: Vec<u16>,
+        native: Option<u16>,
+    },
+    /// An L3 interface of its own (untagged); `interface` indexes `SwitchSpec::interfaces`.
+    Routed { interface: u16 },
+}
+
+/// A VLAN and its optional L3 interface (an SVI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlanSpec {
+    pub id: u16,
+    pub interface: Option<u16>,
+}
+
+/// Where an L3 interface lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attachment {
+    Port(u16),
+    Vlan(u16),
+}
+
+/// An L3 interface: a routed port or a VLAN interface, with its addresses (each gives a
+/// connected route and a local address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceSpec {
+    pub vrf: u16,
+    pub attachment: Attachment,
+    pub ipv4: Vec<(Ipv4Addr, u8)>,
+    pub ipv6: Vec<(Ipv6Addr, u8)>,
+}
+
+/// A neighbour to forward to: its address on one interface. Its MAC is learned at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NexthopSpec {
+    pub interface: u16,
+    pub ip: IpAddr,
+}
+
+/// An ECMP group of nexthops (indices into `SwitchSpec::nexthops`) with weights.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSpec {
+    pub members: Vec<(u32, u32)>,
+}
+
+/// What a route points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteTarget {
+    Nexthop(u32),
+    Group(u32),
+    /// A subnet on an interface: hosts in it are resolved on demand.
+    Connected(u16),
+    /// One of the switch's own addresses: delivered to the control plane.
+    Local,
+    /// Dropped on purpose (a null route).
+    Blackhole,
+}
+
+/// A static route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub vrf: u16,
+    pub prefix: IpAddr,
+    pub len: u8,
+    pub target: RouteTarget,
+}
+
+/// A MAC address pinned to a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaticMac {
+    pub vlan: u16,
+    pub mac: [u8; 6],
+    pub port: u16,
+}
+
+/// A neighbour whose MAC is configured rather than resolved (static ARP/ND entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaticNeighbor {
+    pub interface: u16,
+    pub ip: IpAddr,
+    pub mac: [u8; 6],
+}
+
+/// The whole switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchSpec {
+    pub router_mac: [u8; 6],
+    /// Indexed by port number.
+    pub ports: Vec<PortRole>,
+    pub vlans: Vec<VlanSpec>,
+    pub vrf_count: u16,
+    pub interfaces: Vec<InterfaceSpec>,
+    pub nexthops: Vec<NexthopSpec>,
+    pub groups: Vec<GroupSpec>,
+    pub routes: Vec<RouteSpec>,
+    pub static_macs: Vec<StaticMac>,
+    pub static_neighbors: Vec<StaticNeighbor>,
+    /// Learned MACs not seen for this long are forgotten.
+    pub mac_aging: Picos,
+    pub mac_capacity: usize,
+    pub flow_hash_seed: u32,
+    /// Buckets per ECMP group (a power of two).
+    pub ecmp_buckets: usize,
+}
+
+impl SwitchSpec {
+    /// Defaults for the knobs most configs leave alone.
+    pub const DEFAULT_MAC_AGING: Picos = 300 * PICOS_PER_SECOND;
+    pub const DEFAULT_MAC_CAPACITY: usize = 65_536;
+    pub const DEFAULT_ECMP_BUCKETS: usize = 256;
+
+    /// A switch with `ports` ports and nothing else configured, for tests and io-like setups.
+    pub fn empty(ports: usize) -> Self {
+        Self {
+            router_mac: [0x02, 0, 0, 0, 0x01, 0],
+            ports: vec![PortRole::Access { vlan: 1 }; ports],
+            vlans: Vec::new(),
+            vrf_count: 1,
+            interfaces: Vec::new(),
+            nexthops: Vec::new(),
+            groups: Vec::new(),
+            routes: Vec::new(),
+            static_macs: Vec::new(),
+            static_neighbors: Vec::new(),
+            mac_aging: Self::DEFAULT_MAC_AGING,
+            mac_capacity: Self::DEFAULT_MAC_CAPACITY,
+            flow_hash_seed: 0,
+            ecmp_buckets: Self::DEFAULT_ECMP_BUCKETS,
+        }
+    }
+}

@@ -1,0 +1,837 @@
+//! Unit tests of the forwarding stage on byte arrays. Expected frames are built here from the
+//! rules (reference checksum written in the test), never by the code under test.
+
+use super::spec::*;
+use super::*;
+use crate::clock::PICOS_PER_SECOND;
+use crate::counters::DropReason;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+const ROUTER: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0];
+const A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
+const B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
+const C: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0c];
+const SPINE1: [u8; 6] = [0x02, 0, 0, 0, 0x51, 1];
+const SPINE2: [u8; 6] = [0x02, 0, 0, 0, 0x51, 2];
+const BCAST: [u8; 6] = [0xff; 6];
+const T0: u64 = PICOS_PER_SECOND;
+
+/// Ports: 0,1,2 access VLAN 10; 3 access VLAN 20; 4 trunk {10,20}; 5,6 routed uplinks.
+/// Interfaces: 0 = port 5 (10.255.0.1/31, 2001:db8:ff::1/127), 1 = port 6 (10.255.0.3/31),
+/// 2 = VLAN 10 (10.0.10.1/24, 2001:db8:10::1/64), 3 = VLAN 20 (10.0.20.1/24).
+/// Nexthops: 0 = 10.255.0.0 via if 0, 1 = 10.255.0.2 via if 1, 2 = 2001:db8:ff:: via if 0.
+/// Routes: 10.1.0.0/16 -> group 0 {nh0, nh1}; 10.2.0.0/16 -> nh0; 2001:db8:b::/48 -> nh2;
+/// 10.9.0.0/16 -> blackhole.
+fn leaf_spec() -> SwitchSpec {
+    let mut spec = SwitchSpec::empty(7);
+    spec.router_mac = ROUTER;
+    spec.ports = vec![
+        PortRole::Access { vlan: 10 },
+        PortRole::Access { vlan: 10 },
+        PortRole::Access { vlan: 10 },
+        PortRole::Access { vlan: 20 },
+        PortRole::Trunk {
+            allowed: vec![10, 20],
+            native: None,
+        },
+        PortRole::Routed { interface: 0 },
+        PortRole::Routed { interface: 1 },
+    ];
+    spec.vlans = vec![
+        VlanSpec {
+            id: 10,
+            interface: Some(2),
+        },
+        VlanSpec {
+            id: 20,
+            interface: Some(3),
+        },
+    ];
+    spec.interfaces = vec![
+        InterfaceSpec {
+            vrf: 0,
+            attachment: Attachment::Port(5),
+            ipv4: vec![(Ipv4Addr::new(10, 255, 0, 1), 31)],
+            ipv6: vec![("2001:db8:ff::1".parse().unwrap(), 127)],
+        },
+        InterfaceSpec {
+            vrf: 0,
+            attachment: Attachment::Port(6),
+            ipv4: vec![(Ipv4Addr::new(10, 255, 0, 3), 31)],
+            ipv6: vec![],
+        },
+        InterfaceSpec {
+            vrf: 0,
+            attachment: Attachment::Vlan(10),
+            ipv4: vec![(Ipv4Addr::new(10, 0, 10, 1), 24)],
+            ipv6: vec![("2001:db8:10::1".parse().unwrap(), 64)],
+        },
+        InterfaceSpec {
+            vrf: 0,
+            attachment: Attachment::Vlan(20),
+            ipv4: vec![(Ipv4Addr::new(10, 0, 20, 1), 24)],
+            ipv6: vec![],
+        },
+    ];
+    spec.nexthops = vec![
+        NexthopSpec {
+            interface: 0,
+            ip: IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)),
+        },
+        NexthopSpec {
+            interface: 1,
+            ip: IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)),
+        },
+        NexthopSpec {
+            interface: 0,
+            ip: "2001:db8:ff::".parse().unwrap(),
+        },
+    ];
+    spec.groups = vec![GroupSpec {
+        members: vec![(0, 1), (1, 1)],
+    }];
+    spec.routes = vec![
+        RouteSpec {
+            vrf: 0,
+            prefix: "10.1.0.0".parse().unwrap(),
+            len: 16,
+            target: RouteTarget::Group(0),
+        },
+        RouteSpec {
+            vrf: 0,
+            prefix: "10.2.0.0".parse().unwrap(),
+            len: 16,
+            target: RouteTarget::Nexthop(0),
+        },
+        RouteSpec {
+            vrf: 0,
+            prefix: "2001:db8:b::".parse().unwrap(),
+            len: 48,
+            target: RouteTarget::Nexthop(2),
+        },
+        RouteSpec {
+            vrf: 0,
+            prefix: "10.9.0.0".parse().unwrap(),
+            len: 16,
+            target: RouteTarget::Blackhole,
+        },
+    ];
+    spec
+}
+
+fn forwarder() -> Forwarder {
+    Forwarder::new(&leaf_spec()).expect("valid spec")
+}
+
+fn eth(dst: [u8; 6], src: [u8; 6], vlan: Option<u16>, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    if let Some(vid) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&vid.to_be_bytes());
+    }
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    while f.len() < 60 {
+        f.push(0);
+    }
+    f
+}
+
+/// Straightforward RFC 1071 checksum for the reference.
+fn reference_checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    for pair in bytes.chunks(2) {
+        sum += u32::from(pair[0]) << 8 | u32::from(*pair.get(1).unwrap_or(&0));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+fn ipv4(src: [u8; 4], dst: [u8; 4], ttl: u8, proto: u8, sport: u16, dport: u16) -> Vec<u8> {
+    let mut ip = vec![0x45, 0, 0, 28, 0x12, 0x34, 0, 0, ttl, proto, 0, 0];
+    ip.extend_from_slice(&src);
+    ip.extend_from_slice(&dst);
+    let c = reference_checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip.extend_from_slice(&sport.to_be_bytes());
+    ip.extend_from_slice(&dport.to_be_bytes());
+    ip.extend_from_slice(&[0, 8, 0, 0]);
+    ip
+}
+
+fn ipv6(src: &str, dst: &str, hop_limit: u8, next: u8, payload: &[u8]) -> Vec<u8> {
+    let mut ip = vec![0x60, 0x01, 0x23, 0x45];
+    ip.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    ip.push(next);
+    ip.push(hop_limit);
+    ip.extend_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+    ip.extend_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+    ip.extend_from_slice(payload);
+    ip
+}
+
+fn arp_request(sender_mac: [u8; 6], sender_ip: [u8; 4], target_ip: [u8; 4]) -> Vec<u8> {
+    let mut arp = vec![0, 1, 8, 0, 6, 4, 0, 1];
+    arp.extend_from_slice(&sender_mac);
+    arp.extend_from_slice(&sender_ip);
+    arp.extend_from_slice(&[0; 6]);
+    arp.extend_from_slice(&target_ip);
+    arp
+}
+
+fn neighbor_solicit(target: &str) -> Vec<u8> {
+    let mut icmp = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&target.parse::<Ipv6Addr>().unwrap().octets());
+    icmp
+}
+
+#[test]
+fn learning_then_unicast_and_flooding_of_unknown_and_broadcast() {
+    let mut f = forwarder();
+    let mut a_to_b = eth(B, A, None, 0x0800, &[0; 46]);
+    assert_eq!(
+        f.process(&mut a_to_b, 0, T0),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        }
+    );
+    let mut b_to_a = eth(A, B, None, 0x0800, &[0; 46]);
+    assert_eq!(
+        f.process(&mut b_to_a, 1, T0),
+        Verdict::Forward {
+            port: 0,
+            tag: TagOp::Keep
+        }
+    );
+    let mut a_to_b = eth(B, A, None, 0x0800, &[0; 46]);
+    assert_eq!(
+        f.process(&mut a_to_b, 0, T0),
+        Verdict::Forward {
+            port: 1,
+            tag: TagOp::Keep
+        }
+    );
+    let mut bcast = eth(BCAST, A, None, 0x0800, &[0; 46]);
+    assert_eq!(
+        f.process(&mut bcast, 0, T0),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        }
+    );
+    assert_eq!(f.vlan_members(10), &[0, 1, 2, 4]);
+    assert_eq!(f.vlan_members(20), &[3, 4]);
+}
+
+#[test]
+fn vlans_are_separate_and_moves_are_followed() {
+    let mut f = forwarder();
+    f.process(&mut eth(B, A, None, 0x0800, &[]), 0, T0);
+    // A is known in VLAN 10 only: a frame to A in VLAN 20 floods there.
+    assert_eq!(
+        f.process(&mut eth(A, C, None, 0x0800, &[]), 3, T0),
+        Verdict::Flood {
+            vlan: 20,
+            ingress_tagged: false
+        }
+    );
+    // A moves to port 2.
+    f.process(&mut eth(B, A, None, 0x0800, &[]), 2, T0 + 1);
+    assert_eq!(f.mac_moves, 1);
+    assert_eq!(
+        f.process(&mut eth(A, B, None, 0x0800, &[]), 1, T0 + 2),
+        Verdict::Forward {
+            port: 2,
+            tag: TagOp::Keep
+        }
+    );
+    // Destination on the ingress port: filtered.
+    assert_eq!(
+        f.process(&mut eth(A, C, None, 0x0800, &[]), 2, T0 + 3),
+        Verdict::Drop(DropReason::SamePort)
+    );
+}
+
+#[test]
+fn learned_macs_age_out() {
+    let mut spec = leaf_spec();
+    spec.mac_aging = 10 * PICOS_PER_SECOND;
+    let mut f = Forwarder::new(&spec).unwrap();
+    f.process(&mut eth(B, A, None, 0x0800, &[]), 0, T0);
+    assert_eq!(
+        f.process(&mut eth(A, B, None, 0x0800, &[]), 1, T0 + PICOS_PER_SECOND),
+        Verdict::Forward {
+            port: 0,
+            tag: TagOp::Keep
+        }
+    );
+    let later = T0 + 11 * PICOS_PER_SECOND;
+    assert_eq!(
+        f.process(&mut eth(A, B, None, 0x0800, &[]), 1, later),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        }
+    );
+}
+
+#[test]
+fn trunk_tags_are_checked_pushed_popped() {
+    let mut f = forwarder();
+    // Tagged VLAN 10 from the trunk to A (learned on access port 0): the tag comes off.
+    f.process(&mut eth(B, A, None, 0x0800, &[]), 0, T0);
+    assert_eq!(
+        f.process(&mut eth(A, C, Some(10), 0x0800, &[]), 4, T0),
+        Verdict::Forward {
+            port: 0,
+            tag: TagOp::Pop
+        }
+    );
+    // A to C (now known on the trunk in VLAN 10): the tag goes on.
+    assert_eq!(
+        f.process(&mut eth(C, A, None, 0x0800, &[]), 0, T0),
+        Verdict::Forward {
+            port: 4,
+            tag: TagOp::Push(10)
+        }
+    );
+    // VLAN 30 is not allowed on the trunk, untagged has no native VLAN there.
+    assert_eq!(
+        f.process(&mut eth(A, C, Some(30), 0x0800, &[]), 4, T0),
+        Verdict::Drop(DropReason::VlanNotAllowed)
+    );
+    assert_eq!(
+        f.process(&mut eth(A, C, None, 0x0800, &[]), 4, T0),
+        Verdict::Drop(DropReason::VlanNotAllowed)
+    );
+    // Access ports take untagged or priority-tagged frames only.
+    assert_eq!(
+        f.process(&mut eth(A, C, Some(20), 0x0800, &[]), 1, T0),
+        Verdict::Drop(DropReason::VlanNotAllowed)
+    );
+    assert_eq!(
+        f.process(&mut eth(A, B, Some(0), 0x0800, &[]), 1, T0),
+        Verdict::Forward {
+            port: 0,
+            tag: TagOp::Pop
+        }
+    );
+}
+
+#[test]
+fn malformed_and_special_frames_are_dropped_with_their_reason() {
+    let mut f = forwarder();
+    let good = eth(B, A, None, 0x0800, &[]);
+    for len in 0..14 {
+        assert_eq!(
+            f.process(&mut good[..len].to_vec(), 0, T0),
+            Verdict::Drop(DropReason::Truncated),
+            "len {len}"
+        );
+    }
+    assert_eq!(
+        f.process(&mut eth(B, BCAST, None, 0x0800, &[]), 0, T0),
+        Verdict::Drop(DropReason::InvalidSourceMac)
+    );
+    let pfc = eth([0x01, 0x80, 0xc2, 0, 0, 1], A, None, 0x8808, &[1, 1, 0, 8]);
+    assert_eq!(
+        f.process(&mut pfc.clone(), 0, T0),
+        Verdict::Drop(DropReason::MacControl)
+    );
+    let mut qinq = eth(B, A, Some(10), 0x8100, &[0, 20, 8, 0]);
+    assert_eq!(
+        f.process(&mut qinq, 4, T0),
+        Verdict::Drop(DropReason::UnsupportedVlanStack)
+    );
+    let mut short_tag = eth(B, A, Some(10), 0x0800, &[]);
+    short_tag.truncate(16);
+    assert_eq!(
+        f.process(&mut short_tag, 4, T0),
+        Verdict::Drop(DropReason::Truncated)
+    );
+    // A tagged frame on a routed port.
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, Some(10), 0x0800, &[]), 5, T0),
+        Verdict::Drop(DropReason::VlanNotAllowed)
+    );
+    // Unicast to another MAC on a routed port.
+    assert_eq!(
+        f.process(&mut eth(B, SPINE1, None, 0x0800, &[]), 5, T0),
+        Verdict::Drop(DropReason::NotForUs)
+    );
+}
+
+/// The frame an IPv4 packet from `frame` must become when routed to `dst_mac`: only the MACs,
+/// the TTL and the checksum differ.
+fn expected_routed_v4(frame: &[u8], l3: usize, dst_mac: [u8; 6]) -> Vec<u8> {
+    let mut out = frame.to_vec();
+    out[0..6].copy_from_slice(&dst_mac);
+    out[6..12].copy_from_slice(&ROUTER);
+    out[l3 + 8] -= 1;
+    out[l3 + 10] = 0;
+    out[l3 + 11] = 0;
+    let c = reference_checksum(&out[l3..l3 + 20]);
+    out[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+    out
+}
+
+#[test]
+fn ipv4_routing_resolves_nexthops_then_rewrites_ttl_checksum_and_macs() {
+    let mut f = forwarder();
+    let packet = ipv4([10, 0, 10, 5], [10, 2, 3, 4], 64, 17, 1000, 2000);
+    let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+    assert_eq!(
+        f.process(&mut frame.clone(), 0, T0),
+        Verdict::Drop(DropReason::NeighborUnresolved)
+    );
+    let requests: Vec<_> = f.drain_requests().collect();
+    assert_eq!(
+        requests,
+        vec![ControlRequest::Resolve {
+            interface: 0,
+            ip: "10.255.0.0".parse().unwrap()
+        }]
+    );
+    // Within the resolve interval no second request.
+    f.process(&mut frame.clone(), 0, T0 + PICOS_PER_SECOND / 2);
+    assert_eq!(f.drain_requests().count(), 0);
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    let expected = expected_routed_v4(&frame, 14, SPINE1);
+    assert_eq!(
+        f.process(&mut frame, 0, T0 + 1),
+        Verdict::Forward {
+            port: 5,
+            tag: TagOp::Keep
+        }
+    );
+    assert_eq!(frame, expected, "only MACs, TTL and checksum change");
+    assert_eq!(reference_checksum(&frame[14..34]), 0, "checksum verifies");
+}
+
+#[test]
+fn ipv4_checksum_edge_cases_stay_valid_after_ttl_decrement() {
+    let mut f = forwarder();
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    // Vary identification so the stored checksum sweeps many values, including 0x0000/0xffff.
+    for ident in 0..=u16::MAX {
+        let mut packet = ipv4(
+            [10, 0, 10, 5],
+            [10, 2, 3, 4],
+            2 + (ident % 250) as u8,
+            17,
+            1,
+            2,
+        );
+        packet[4..6].copy_from_slice(&ident.to_be_bytes());
+        packet[10] = 0;
+        packet[11] = 0;
+        let c = reference_checksum(&packet[..20]);
+        packet[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+        assert_eq!(
+            f.process(&mut frame, 0, T0),
+            Verdict::Forward {
+                port: 5,
+                tag: TagOp::Keep
+            }
+        );
+        assert_eq!(reference_checksum(&frame[14..34]), 0, "ident {ident}");
+    }
+}
+
+#[test]
+fn connected_hosts_are_gleaned_then_reached_through_the_vlan() {
+    let mut f = forwarder();
+    // Host A lives on access port 0 in VLAN 10; C on the trunk in VLAN 10.
+    f.process(&mut eth(B, A, None, 0x0800, &[]), 0, T0);
+    f.process(&mut eth(B, C, Some(10), 0x0800, &[]), 4, T0);
+    let to_a = ipv4([10, 7, 0, 1], [10, 0, 10, 5], 10, 6, 5, 6);
+    let frame = eth(ROUTER, SPINE1, None, 0x0800, &to_a);
+    assert_eq!(
+        f.process(&mut frame.clone(), 5, T0),
+        Verdict::Drop(DropReason::NeighborUnresolved)
+    );
+    assert_eq!(
+        f.drain_requests().collect::<Vec<_>>(),
+        vec![ControlRequest::Resolve {
+            interface: 2,
+            ip: "10.0.10.5".parse().unwrap()
+        }]
+    );
+    f.neighbor_resolved(2, "10.0.10.5".parse().unwrap(), A);
+    let mut routed = frame.clone();
+    assert_eq!(
+        f.process(&mut routed, 5, T0),
+        Verdict::Forward {
+            port: 0,
+            tag: TagOp::Keep
+        }
+    );
+    assert_eq!(routed, expected_routed_v4(&frame, 14, A));
+    // Host C behind the trunk: the routed frame must be tagged with VLAN 10.
+    f.neighbor_resolved(2, "10.0.10.7".parse().unwrap(), C);
+    let to_c = ipv4([10, 7, 0, 1], [10, 0, 10, 7], 10, 6, 5, 6);
+    assert_eq!(
+        f.process(&mut eth(ROUTER, SPINE1, None, 0x0800, &to_c), 5, T0),
+        Verdict::Forward {
+            port: 4,
+            tag: TagOp::Push(10)
+        }
+    );
+}
+
+#[test]
+fn routing_between_two_tagged_vlans_rewrites_the_vid_in_place() {
+    let mut f = forwarder();
+    // B is in VLAN 20 behind the trunk; a host in VLAN 10 behind the trunk sends to it.
+    f.process(&mut eth(A, B, Some(20), 0x0800, &[]), 4, T0);
+    f.neighbor_resolved(3, "10.0.20.9".parse().unwrap(), B);
+    let packet = ipv4([10, 0, 10, 7], [10, 0, 20, 9], 9, 17, 1, 2);
+    let mut frame = eth(ROUTER, C, Some(10), 0x0800, &packet);
+    assert_eq!(
+        f.process(&mut frame, 4, T0),
+        Verdict::Forward {
+            port: 4,
+            tag: TagOp::Keep
+        }
+    );
+    assert_eq!(u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff, 20);
+    assert_eq!(&frame[0..6], &B);
+    // From a tagged VLAN to a routed port: the tag comes off.
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    let packet = ipv4([10, 0, 10, 7], [10, 2, 0, 1], 9, 17, 1, 2);
+    assert_eq!(
+        f.process(&mut eth(ROUTER, C, Some(10), 0x0800, &packet), 4, T0),
+        Verdict::Forward {
+            port: 5,
+            tag: TagOp::Pop
+        }
+    );
+}
+
+#[test]
+fn ipv4_drops_and_punts() {
+    let mut f = forwarder();
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    let send = |f: &mut Forwarder, packet: Vec<u8>| {
+        f.process(&mut eth(ROUTER, A, None, 0x0800, &packet), 0, T0)
+    };
+    assert_eq!(
+        send(&mut f, ipv4([10, 0, 10, 5], [10, 2, 0, 1], 1, 17, 1, 2)),
+        Verdict::Drop(DropReason::TtlExpired)
+    );
+    assert_eq!(
+        send(&mut f, ipv4([10, 0, 10, 5], [10, 2, 0, 1], 0, 17, 1, 2)),
+        Verdict::Drop(DropReason::TtlExpired)
+    );
+    assert_eq!(
+        send(&mut f, ipv4([10, 0, 10, 5], [192, 168, 1, 1], 64, 17, 1, 2)),
+        Verdict::Drop(DropReason::NoRoute)
+    );
+    assert_eq!(
+        send(&mut f, ipv4([10, 0, 10, 5], [10, 9, 1, 1], 64, 17, 1, 2)),
+        Verdict::Drop(DropReason::Blackhole)
+    );
+    // To the gateway itself, even with TTL 1: for the control plane.
+    assert_eq!(
+        send(&mut f, ipv4([10, 0, 10, 5], [10, 0, 10, 1], 1, 1, 0, 0)),
+        Verdict::Punt {
+            reason: PuntReason::Local,
+            interface: 2
+        }
+    );
+    let mut bad_sum = ipv4([10, 0, 10, 5], [10, 2, 0, 1], 64, 17, 1, 2);
+    bad_sum[10] ^= 0xff;
+    assert_eq!(
+        send(&mut f, bad_sum),
+        Verdict::Drop(DropReason::BadIpv4Checksum)
+    );
+    let mut bad_ihl = ipv4([10, 0, 10, 5], [10, 2, 0, 1], 64, 17, 1, 2);
+    bad_ihl[0] = 0x44;
+    assert_eq!(
+        send(&mut f, bad_ihl),
+        Verdict::Drop(DropReason::BadIpv4Header)
+    );
+    let mut bad_version = ipv4([10, 0, 10, 5], [10, 2, 0, 1], 64, 17, 1, 2);
+    bad_version[0] = 0x65;
+    assert_eq!(
+        send(&mut f, bad_version),
+        Verdict::Drop(DropReason::BadIpv4Header)
+    );
+    let mut long = ipv4([10, 0, 10, 5], [10, 2, 0, 1], 64, 17, 1, 2);
+    long[2..4].copy_from_slice(&1500u16.to_be_bytes());
+    assert_eq!(send(&mut f, long), Verdict::Drop(DropReason::Truncated));
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x88cc, &[0; 46]), 0, T0),
+        Verdict::Drop(DropReason::NotIp)
+    );
+}
+
+#[test]
+fn arp_and_neighbor_discovery_for_the_switch_are_punted_others_flooded() {
+    let mut f = forwarder();
+    let mut for_gateway = eth(
+        BCAST,
+        A,
+        None,
+        0x0806,
+        &arp_request(A, [10, 0, 10, 5], [10, 0, 10, 1]),
+    );
+    assert_eq!(
+        f.process(&mut for_gateway, 0, T0),
+        Verdict::Punt {
+            reason: PuntReason::Arp,
+            interface: 2
+        }
+    );
+    let mut for_host = eth(
+        BCAST,
+        A,
+        None,
+        0x0806,
+        &arp_request(A, [10, 0, 10, 5], [10, 0, 10, 9]),
+    );
+    assert_eq!(
+        f.process(&mut for_host, 0, T0),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        }
+    );
+    // ARP reply to the router MAC.
+    let mut reply = eth(
+        ROUTER,
+        A,
+        None,
+        0x0806,
+        &arp_request(A, [10, 0, 10, 5], [10, 0, 10, 1]),
+    );
+    assert_eq!(
+        f.process(&mut reply, 0, T0),
+        Verdict::Punt {
+            reason: PuntReason::Arp,
+            interface: 2
+        }
+    );
+    // ARP for the routed port's address.
+    let mut on_uplink = eth(
+        BCAST,
+        SPINE1,
+        None,
+        0x0806,
+        &arp_request(SPINE1, [10, 255, 0, 0], [10, 255, 0, 1]),
+    );
+    assert_eq!(
+        f.process(&mut on_uplink, 5, T0),
+        Verdict::Punt {
+            reason: PuntReason::Arp,
+            interface: 0
+        }
+    );
+    let solicited = [0x33, 0x33, 0xff, 0, 0, 1];
+    let ns = ipv6(
+        "2001:db8:10::5",
+        "ff02::1:ff00:1",
+        255,
+        58,
+        &neighbor_solicit("2001:db8:10::1"),
+    );
+    assert_eq!(
+        f.process(&mut eth(solicited, A, None, 0x86dd, &ns), 0, T0),
+        Verdict::Punt {
+            reason: PuntReason::NeighborDiscovery,
+            interface: 2
+        }
+    );
+    let ns_other = ipv6(
+        "2001:db8:10::5",
+        "ff02::1:ff00:9",
+        255,
+        58,
+        &neighbor_solicit("2001:db8:10::9"),
+    );
+    assert_eq!(
+        f.process(&mut eth(solicited, A, None, 0x86dd, &ns_other), 0, T0),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        }
+    );
+}
+
+#[test]
+fn ipv6_routing_decrements_hop_limit_and_refuses_link_local() {
+    let mut f = forwarder();
+    f.neighbor_resolved(0, "2001:db8:ff::".parse().unwrap(), SPINE1);
+    let packet = ipv6(
+        "2001:db8:10::5",
+        "2001:db8:b::7",
+        64,
+        17,
+        &[0, 1, 0, 2, 0, 8, 0, 0],
+    );
+    let frame = eth(ROUTER, A, None, 0x86dd, &packet);
+    let mut routed = frame.clone();
+    assert_eq!(
+        f.process(&mut routed, 0, T0),
+        Verdict::Forward {
+            port: 5,
+            tag: TagOp::Keep
+        }
+    );
+    let mut expected = frame.clone();
+    expected[0..6].copy_from_slice(&SPINE1);
+    expected[6..12].copy_from_slice(&ROUTER);
+    expected[14 + 7] = 63;
+    assert_eq!(routed, expected);
+    let expired = ipv6("2001:db8:10::5", "2001:db8:b::7", 1, 17, &[0; 8]);
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x86dd, &expired), 0, T0),
+        Verdict::Drop(DropReason::TtlExpired)
+    );
+    let link_local = ipv6("fe80::5", "2001:db8:b::7", 64, 17, &[0; 8]);
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x86dd, &link_local), 0, T0),
+        Verdict::Drop(DropReason::LinkLocal)
+    );
+    let no_route = ipv6("2001:db8:10::5", "2001:db9::1", 64, 17, &[0; 8]);
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x86dd, &no_route), 0, T0),
+        Verdict::Drop(DropReason::NoRoute)
+    );
+    let mut truncated = ipv6("2001:db8:10::5", "2001:db8:b::7", 64, 17, &[0; 8]);
+    truncated[5] = 200;
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x86dd, &truncated), 0, T0),
+        Verdict::Drop(DropReason::Truncated)
+    );
+    let to_me = ipv6(
+        "2001:db8:10::5",
+        "2001:db8:10::1",
+        64,
+        58,
+        &[128, 0, 0, 0, 0, 0, 0, 0],
+    );
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x86dd, &to_me), 0, T0),
+        Verdict::Punt {
+            reason: PuntReason::Local,
+            interface: 2
+        }
+    );
+}
+
+#[test]
+fn ecmp_keeps_flows_on_one_member_and_moves_only_the_lost_members_flows() {
+    let mut f = forwarder();
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    f.neighbor_resolved(1, "10.255.0.2".parse().unwrap(), SPINE2);
+    let flow = |f: &mut Forwarder, sport: u16| {
+        let packet = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        match f.process(&mut eth(ROUTER, A, None, 0x0800, &packet), 0, T0) {
+            Verdict::Forward { port, .. } => port,
+            other => panic!("flow {sport}: {other:?}"),
+        }
+    };
+    let flows = 2000u16;
+    let before: HashMap<u16, u16> = (0..flows).map(|s| (s, flow(&mut f, s))).collect();
+    for s in 0..flows {
+        assert_eq!(
+            flow(&mut f, s),
+            before[&s],
+            "flow {s} must stay on its member"
+        );
+    }
+    // Equal weights: each member's share is binomial(2000, 1/2) around the bucket shares;
+    // 5 standard deviations (sqrt(2000/4) = 22.4) is a tolerance that fails only on a real skew.
+    let on5 = before.values().filter(|&&p| p == 5).count() as f64;
+    assert!(
+        (on5 - 1000.0).abs() < 5.0 * 22.4 + 2000.0 / 256.0,
+        "member share {on5}"
+    );
+    f.set_port_up(5, false);
+    for s in 0..flows {
+        let now = flow(&mut f, s);
+        assert_eq!(now, 6, "flow {s} must leave the down member");
+    }
+    f.set_port_up(5, true);
+    let after: HashMap<u16, u16> = (0..flows).map(|s| (s, flow(&mut f, s))).collect();
+    // On recovery flows only move to the returning member, which gets its share back.
+    assert!(after.values().all(|&p| p == 5 || p == 6));
+    let back = after.values().filter(|&&p| p == 5).count() as f64;
+    assert!(
+        (back - 1000.0).abs() < 5.0 * 22.4 + 2000.0 / 256.0,
+        "share after recovery {back}"
+    );
+}
+
+#[test]
+fn losing_one_of_three_members_moves_only_its_flows() {
+    let mut spec = leaf_spec();
+    spec.ports.push(PortRole::Routed { interface: 4 });
+    spec.interfaces.push(InterfaceSpec {
+        vrf: 0,
+        attachment: Attachment::Port(7),
+        ipv4: vec![(Ipv4Addr::new(10, 255, 0, 5), 31)],
+        ipv6: vec![],
+    });
+    spec.nexthops.push(NexthopSpec {
+        interface: 4,
+        ip: IpAddr::V4(Ipv4Addr::new(10, 255, 0, 4)),
+    });
+    spec.groups[0].members.push((3, 1));
+    let mut f = Forwarder::new(&spec).unwrap();
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    f.neighbor_resolved(1, "10.255.0.2".parse().unwrap(), SPINE2);
+    f.neighbor_resolved(4, "10.255.0.4".parse().unwrap(), C);
+    let member = |f: &mut Forwarder, sport: u16| {
+        let packet = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 6, sport, 80);
+        match f.process(&mut eth(ROUTER, A, None, 0x0800, &packet), 0, T0) {
+            Verdict::Forward { port, .. } => port,
+            other => panic!("flow {sport}: {other:?}"),
+        }
+    };
+    let before: Vec<u16> = (0..3000).map(|s| member(&mut f, s)).collect();
+    for port in [5, 6, 7] {
+        assert!(
+            before.iter().filter(|&&p| p == port).count() > 800,
+            "every member carries flows"
+        );
+    }
+    f.set_port_up(6, false);
+    for (s, &was) in before.iter().enumerate() {
+        let now = member(&mut f, s as u16);
+        if was == 6 {
+            assert_ne!(now, 6, "flow {s} must leave the down member");
+        } else {
+            assert_eq!(
+                now, was,
+                "flow {s} was not on the lost member and must not move"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_specs_are_refused_with_a_reason() {
+    let mut spec = leaf_spec();
+    spec.groups[0].members.push((9, 1));
+    assert!(Forwarder::new(&spec).unwrap_err().0.contains("nexthop 9"));
+    let mut spec = leaf_spec();
+    spec.ports[0] = PortRole::Access { vlan: 4095 };
+    assert!(Forwarder::new(&spec).unwrap_err().0.contains("4095"));
+    let mut spec = leaf_spec();
+    spec.routes.push(RouteSpec {
+        vrf: 3,
+        prefix: "10.0.0.0".parse().unwrap(),
+        len: 8,
+        target: RouteTarget::Blackhole,
+    });
+    assert!(Forwarder::new(&spec).unwrap_err().0.contains("VRF 3"));
+}

@@ -1,0 +1,17 @@
+//! Forwarding tables: pure Rust, bounded, independent of DPDK.
+//!
+//! * [`Lpm4`], [`Lpm6`]: longest-prefix match for IPv4 (DIR-24-8) and IPv6 (DIR-16-8-…-8),
+//!   mapping prefixes to `u32` nexthop or ECMP-group indices (see [`lpm4`], [`lpm6`] and the
+//!   private `lpm` module they share for the layout).
+
+pub mod ecmp;
+pub mod flowhash;
+mod lpm;
+pub mod lpm4;
+pub mod lpm6;
+pub mod mac;
+pub mod neighbor;
+
+pub use lpm::{LpmError, MAX_VALUE};
+pub use lpm4::Lpm4;
+pub use lpm6::Lpm6;
