@@ -7,7 +7,8 @@ packages=(
   dpdk libdpdk-dev libpcap-dev     # DPDK 22.11 and the pcap PMD's library
   clang libclang-dev pkg-config    # bindgen over the DPDK headers
   iproute2 iputils-ping            # network namespaces and veth for host tests and the demo
-  tcpdump                          # looking at captures
+  tcpdump ethtool                  # looking at captures; veth offloads off for host tests
+  python3                          # TCP transfer in the demo and host tests
 )
 
 missing=()

@@ -1,10 +1,17 @@
 //! The ironclos configuration file (TOML): schema, validation with precise locations, and
-//! translation into the dataplane's `EngineConfig`. Every error names the file, the line and
-//! the field.
+//! translation into the dataplane's `EngineConfig` (and, in switch mode, its `SwitchSpec`).
+//! Every error names the file, the line and the field.
 
-use dataplane::engine::{EngineConfig, ForwardingMode, PortSpec};
+use dataplane::clock::PICOS_PER_SECOND;
+use dataplane::engine::{self, EngineConfig, ForwardingMode, PortSpec};
+use dataplane::pipeline::spec::{
+    Attachment, GroupSpec, InterfaceSpec, NexthopSpec, PortRole, RouteSpec, RouteTarget, StaticMac,
+    StaticNeighbor, SwitchSpec, VlanSpec,
+};
 use serde::Deserialize;
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
@@ -54,8 +61,22 @@ struct RawConfig {
     switch: RawSwitch,
     #[serde(default)]
     dataplane: RawDataplane,
+    l2: Option<Spanned<RawL2>>,
+    ecmp: Option<Spanned<RawEcmp>>,
+    #[serde(default, rename = "vrf")]
+    vrfs: Vec<Spanned<RawVrf>>,
     #[serde(default, rename = "port")]
-    ports: Vec<RawPort>,
+    ports: Vec<Spanned<RawPort>>,
+    #[serde(default, rename = "vlan")]
+    vlans: Vec<Spanned<RawVlan>>,
+    #[serde(default, rename = "nexthop_group")]
+    groups: Vec<Spanned<RawGroup>>,
+    #[serde(default, rename = "route")]
+    routes: Vec<Spanned<RawRoute>>,
+    #[serde(default, rename = "neighbor")]
+    neighbors: Vec<Spanned<RawNeighbor>>,
+    #[serde(default, rename = "mac")]
+    macs: Vec<Spanned<RawMac>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,12 +84,14 @@ struct RawConfig {
 struct RawSwitch {
     #[serde(default = "default_name")]
     name: Spanned<String>,
+    router_mac: Option<Spanned<String>>,
 }
 
 impl Default for RawSwitch {
     fn default() -> Self {
         Self {
             name: Spanned::new(0..0, default_name_string()),
+            router_mac: None,
         }
     }
 }
@@ -88,13 +111,14 @@ pub enum Mode {
     /// Ports in pairs, packets moved unparsed.
     #[default]
     Io,
+    /// A leaf/spine switch: VLAN bridging, IPv4/IPv6 routing, ECMP.
+    Switch,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawDataplane {
-    #[serde(default)]
-    mode: Mode,
+    mode: Option<Spanned<Mode>>,
     main_lcore: Option<Spanned<u32>>,
     worker_lcores: Option<Spanned<Vec<u32>>>,
     burst: Option<Spanned<u32>>,
@@ -106,28 +130,107 @@ struct RawDataplane {
     eal: Option<Spanned<Vec<String>>>,
 }
 
-impl Default for RawDataplane {
-    fn default() -> Self {
-        Self {
-            mode: Mode::Io,
-            main_lcore: None,
-            worker_lcores: None,
-            burst: None,
-            mbufs: None,
-            mbuf_cache: None,
-            rx_descriptors: None,
-            tx_descriptors: None,
-            eal: None,
-        }
-    }
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPort {
     name: Spanned<String>,
     devargs: Spanned<String>,
     mtu: Option<Spanned<u32>>,
+    vlan: Option<Spanned<RawPortVlan>>,
+    ipv4: Option<Spanned<Vec<Spanned<String>>>>,
+    ipv6: Option<Spanned<Vec<Spanned<String>>>>,
+    vrf: Option<Spanned<String>>,
+}
+
+/// How a switched port carries VLANs.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum VlanMode {
+    Access,
+    Trunk,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPortVlan {
+    mode: Spanned<VlanMode>,
+    id: Option<Spanned<i64>>,
+    allowed: Option<Spanned<Vec<Spanned<i64>>>>,
+    native: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawL2 {
+    mac_aging_s: Option<Spanned<i64>>,
+    mac_table_size: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEcmp {
+    seed: Option<Spanned<i64>>,
+    buckets: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVrf {
+    name: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVlan {
+    id: Spanned<i64>,
+    vrf: Option<Spanned<String>>,
+    ipv4: Option<Spanned<Vec<Spanned<String>>>>,
+    ipv6: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    name: Spanned<String>,
+    members: Spanned<Vec<Spanned<RawMember>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMember {
+    port: Option<Spanned<String>>,
+    vlan: Option<Spanned<i64>>,
+    via: Spanned<String>,
+    weight: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    vrf: Option<Spanned<String>>,
+    prefix: Spanned<String>,
+    group: Option<Spanned<String>>,
+    via: Option<Spanned<String>>,
+    port: Option<Spanned<String>>,
+    vlan: Option<Spanned<i64>>,
+    blackhole: Option<Spanned<bool>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNeighbor {
+    ip: Spanned<String>,
+    mac: Spanned<String>,
+    port: Option<Spanned<String>>,
+    vlan: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMac {
+    vlan: Spanned<i64>,
+    mac: Spanned<String>,
+    port: Spanned<String>,
 }
 
 /// Defaults, documented in README.md.
@@ -140,6 +243,29 @@ pub mod defaults {
     pub const DESCRIPTORS: u32 = 1024;
     /// 2048 bytes of data plus DPDK's 128-byte headroom.
     pub const MBUF_DATA_ROOM: u16 = 2048 + 128;
+    /// Switch mode: seconds a learned MAC lives without being seen.
+    pub const MAC_AGING_S: i64 = 300;
+    /// Switch mode: MAC table entries.
+    pub const MAC_TABLE_SIZE: i64 = 65_536;
+    /// Switch mode: ECMP flow hash seed.
+    pub const ECMP_SEED: i64 = 0;
+    /// Switch mode: buckets per ECMP group.
+    pub const ECMP_BUCKETS: i64 = 256;
+    /// Switch mode: weight of an ECMP member.
+    pub const ECMP_WEIGHT: i64 = 1;
+}
+
+/// Ranges of the switch-mode knobs, documented in README.md.
+pub mod limits {
+    use std::ops::RangeInclusive;
+    pub const MAC_AGING_S: RangeInclusive<i64> = 1..=1_000_000;
+    pub const MAC_TABLE_SIZE: RangeInclusive<i64> = 1..=4_194_304;
+    pub const ECMP_SEED: RangeInclusive<i64> = 0..=u32::MAX as i64;
+    pub const ECMP_BUCKETS: RangeInclusive<i64> = 16..=65_536;
+    pub const ECMP_WEIGHT: RangeInclusive<i64> = 1..=65_535;
+    pub const VLAN_ID: RangeInclusive<i64> = 1..=4094;
+    /// VRFs including "default": each has its own IPv4 and IPv6 route tables.
+    pub const MAX_VRFS: usize = 64;
 }
 
 /// The largest burst the engine moves (dataplane::dpdk::MAX_BURST).
@@ -169,6 +295,19 @@ pub struct Config {
     pub tx_descriptors: u16,
     pub eal: Vec<String>,
     pub ports: Vec<PortConfig>,
+    /// Switch mode only: what the switch is, and names for the summary.
+    switch: Option<SwitchConfig>,
+}
+
+/// The switch-mode part of a config: the dataplane's spec plus the names the spec has
+/// replaced by indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SwitchConfig {
+    spec: SwitchSpec,
+    /// Indexed by VRF id; "default" first.
+    vrf_names: Vec<String>,
+    /// Indexed by group id.
+    group_names: Vec<String>,
 }
 
 /// Options of one run that are not part of the file.
@@ -207,6 +346,7 @@ impl Config {
                 message,
             }
         };
+        let locator = Locator { path, source };
         let raw: RawConfig = toml::from_str(source).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let field = field_at(source, span.start);
@@ -227,6 +367,7 @@ impl Config {
         }
 
         let dp = &raw.dataplane;
+        let mode = dp.mode.as_ref().map_or(Mode::Io, |m| *m.get_ref());
         let main_lcore = dp
             .main_lcore
             .as_ref()
@@ -341,13 +482,13 @@ impl Config {
         }
         if raw.ports.len() > MAX_PORTS {
             return Err(at(
-                raw.ports[MAX_PORTS].name.span(),
+                raw.ports[MAX_PORTS].get_ref().name.span(),
                 "port",
                 format!("at most {MAX_PORTS} ports are supported (RTE_MAX_ETHPORTS)"),
             ));
         }
         let mut ports: Vec<PortConfig> = Vec::with_capacity(raw.ports.len());
-        for (index, port) in raw.ports.iter().enumerate() {
+        for (index, port) in raw.ports.iter().map(Spanned::get_ref).enumerate() {
             let name = port.name.get_ref().trim();
             let field = format!("port[{index}].name");
             if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -395,10 +536,32 @@ impl Config {
             });
         }
 
+        let switch = match mode {
+            Mode::Io => {
+                reject_switch_fields(&raw, &locator)?;
+                None
+            }
+            Mode::Switch => {
+                if let Some(list) = &dp.worker_lcores
+                    && worker_lcores.len() != 1
+                {
+                    return Err(at(
+                        list.span(),
+                        "dataplane.worker_lcores",
+                        format!(
+                            "mode = \"switch\" runs on exactly one worker lcore for now (its tables are not shared between workers yet); {} are listed",
+                            worker_lcores.len()
+                        ),
+                    ));
+                }
+                Some(SwitchBuilder::new(&locator, &ports).build(&raw)?)
+            }
+        };
+
         Ok(Config {
             path: path.to_owned(),
             name,
-            mode: dp.mode,
+            mode,
             main_lcore,
             worker_lcores,
             burst,
@@ -408,7 +571,175 @@ impl Config {
             tx_descriptors,
             eal,
             ports,
+            switch,
         })
+    }
+
+    /// What the switch is, in mode `switch`; `None` in io mode.
+    pub fn switch_spec(&self) -> Option<SwitchSpec> {
+        self.switch.as_ref().map(|s| s.spec.clone())
+    }
+
+    /// A human-readable description of what a run would forward: ports with their roles,
+    /// VLANs, L3 interfaces, nexthops, ECMP groups, routes and static entries (switch mode),
+    /// or the port pairs (io mode). One line per item.
+    pub fn summary(&self) -> Vec<String> {
+        let Some(switch) = &self.switch else {
+            return self
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(index, port)| {
+                    let peer = &self.ports[engine::io_peer(index, self.ports.len())].name;
+                    format!(
+                        "port {index} {} = {} (io peer: {peer})",
+                        port.name, port.devargs
+                    )
+                })
+                .collect();
+        };
+        let spec = &switch.spec;
+        let port_name = |p: u16| self.ports[usize::from(p)].name.as_str();
+        let vrf_name = |v: u16| switch.vrf_names[usize::from(v)].as_str();
+        let iface_name = |i: u16| match spec.interfaces[usize::from(i)].attachment {
+            Attachment::Port(p) => format!("interface {i} (port {})", port_name(p)),
+            Attachment::Vlan(v) => format!("interface {i} (vlan {v})"),
+        };
+        let addresses = |iface: &InterfaceSpec| {
+            iface
+                .ipv4
+                .iter()
+                .map(|(a, l)| format!("{a}/{l}"))
+                .chain(iface.ipv6.iter().map(|(a, l)| format!("{a}/{l}")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let nexthop = |n: u32| {
+            let nh = &spec.nexthops[n as usize];
+            format!("nexthop {n} ({} on {})", nh.ip, iface_name(nh.interface))
+        };
+        let mut lines = vec![format!(
+            "router MAC {}; MAC aging {} s, MAC table {} entries; ECMP {} buckets per group, flow hash seed {}",
+            format_mac(spec.router_mac),
+            spec.mac_aging / PICOS_PER_SECOND,
+            spec.mac_capacity,
+            spec.ecmp_buckets,
+            spec.flow_hash_seed
+        )];
+        for (id, name) in switch.vrf_names.iter().enumerate() {
+            lines.push(format!("vrf {id} {name}"));
+        }
+        for (index, (port, role)) in self.ports.iter().zip(&spec.ports).enumerate() {
+            let role = match role {
+                PortRole::Access { vlan } => format!("access, VLAN {vlan}"),
+                PortRole::Trunk { allowed, native } => format!(
+                    "trunk, VLANs {}{}",
+                    join(allowed),
+                    native.map_or(String::new(), |n| format!(", native {n} untagged"))
+                ),
+                PortRole::Routed { interface } => {
+                    let iface = &spec.interfaces[usize::from(*interface)];
+                    format!(
+                        "routed, interface {interface}, VRF {}, {}",
+                        vrf_name(iface.vrf),
+                        addresses(iface)
+                    )
+                }
+            };
+            lines.push(format!(
+                "port {index} {} = {}: {role}",
+                port.name, port.devargs
+            ));
+        }
+        for vlan in &spec.vlans {
+            let mut members = Vec::new();
+            for (index, role) in spec.ports.iter().enumerate() {
+                match role {
+                    PortRole::Access { vlan: v } if *v == vlan.id => {
+                        members.push(format!("{} (untagged)", self.ports[index].name));
+                    }
+                    PortRole::Trunk { allowed, native } if allowed.contains(&vlan.id) => {
+                        let how = if *native == Some(vlan.id) {
+                            "untagged"
+                        } else {
+                            "tagged"
+                        };
+                        members.push(format!("{} ({how})", self.ports[index].name));
+                    }
+                    _ => {}
+                }
+            }
+            let members = if members.is_empty() {
+                "no ports".to_owned()
+            } else {
+                format!("ports {}", members.join(", "))
+            };
+            let l3 = vlan
+                .interface
+                .map_or("no L3 interface".to_owned(), |i| format!("interface {i}"));
+            lines.push(format!("vlan {}: {members}; {l3}", vlan.id));
+        }
+        for (id, iface) in spec.interfaces.iter().enumerate() {
+            let on = match iface.attachment {
+                Attachment::Port(p) => format!("port {}", port_name(p)),
+                Attachment::Vlan(v) => format!("vlan {v}"),
+            };
+            lines.push(format!(
+                "interface {id}: {on}, VRF {}, {}",
+                vrf_name(iface.vrf),
+                addresses(iface)
+            ));
+        }
+        for (id, nh) in spec.nexthops.iter().enumerate() {
+            lines.push(format!(
+                "nexthop {id}: {} on {}",
+                nh.ip,
+                iface_name(nh.interface)
+            ));
+        }
+        for (id, (group, name)) in spec.groups.iter().zip(&switch.group_names).enumerate() {
+            let members = group
+                .members
+                .iter()
+                .map(|(n, w)| format!("{} weight {w}", nexthop(*n)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            lines.push(format!("group {id} {name}: {members}"));
+        }
+        for route in &spec.routes {
+            let target = match route.target {
+                RouteTarget::Nexthop(n) => nexthop(n),
+                RouteTarget::Group(g) => {
+                    format!("group {g} ({})", switch.group_names[g as usize])
+                }
+                RouteTarget::Connected(i) => format!("connected {}", iface_name(i)),
+                RouteTarget::Local => "local".to_owned(),
+                RouteTarget::Blackhole => "blackhole".to_owned(),
+            };
+            lines.push(format!(
+                "route vrf {} {}/{} -> {target}",
+                vrf_name(route.vrf),
+                route.prefix,
+                route.len
+            ));
+        }
+        for neighbor in &spec.static_neighbors {
+            lines.push(format!(
+                "neighbor {} on {} is {} (static)",
+                neighbor.ip,
+                iface_name(neighbor.interface),
+                format_mac(neighbor.mac)
+            ));
+        }
+        for entry in &spec.static_macs {
+            lines.push(format!(
+                "mac {} in vlan {} on port {} (static)",
+                format_mac(entry.mac),
+                entry.vlan,
+                port_name(entry.port)
+            ));
+        }
+        lines
     }
 
     /// The full EAL argument list for a run.
@@ -453,8 +784,10 @@ impl Config {
                 })
                 .collect(),
             worker_lcores: self.worker_lcores.clone(),
-            mode: match self.mode {
-                Mode::Io => ForwardingMode::Io,
+            // `switch` is set exactly when mode is Mode::Switch (by `parse`).
+            mode: match &self.switch {
+                Some(switch) => ForwardingMode::Switch(Box::new(switch.spec.clone())),
+                None => ForwardingMode::Io,
             },
             mbufs: self.mbufs,
             mbuf_cache: self.mbuf_cache,
@@ -578,6 +911,1257 @@ fn field_at(source: &str, offset: usize) -> String {
         (false, true) => table,
         (false, false) => format!("{table}.{key}"),
     }
+}
+
+/// Where errors point: the file and its text.
+struct Locator<'a> {
+    path: &'a Path,
+    source: &'a str,
+}
+
+impl Locator<'_> {
+    fn at(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> ConfigError {
+        let (line, column) = line_column(self.source, span.start);
+        ConfigError {
+            file: self.path.to_owned(),
+            line,
+            column,
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// In io mode, any switch-mode field is a mistake: report the first one in the file.
+fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigError> {
+    let mut found: Vec<(Range<usize>, String)> = Vec::new();
+    if let Some(mac) = &raw.switch.router_mac {
+        found.push((mac.span(), "switch.router_mac".to_owned()));
+    }
+    if let Some(l2) = &raw.l2 {
+        found.push((l2.span(), "l2".to_owned()));
+    }
+    if let Some(ecmp) = &raw.ecmp {
+        found.push((ecmp.span(), "ecmp".to_owned()));
+    }
+    for (index, port) in raw.ports.iter().enumerate() {
+        let port = port.get_ref();
+        let spans = [
+            ("vlan", port.vlan.as_ref().map(Spanned::span)),
+            ("ipv4", port.ipv4.as_ref().map(Spanned::span)),
+            ("ipv6", port.ipv6.as_ref().map(Spanned::span)),
+            ("vrf", port.vrf.as_ref().map(Spanned::span)),
+        ];
+        for (key, span) in spans {
+            if let Some(span) = span {
+                found.push((span, format!("port[{index}].{key}")));
+            }
+        }
+    }
+    let tables = [
+        (
+            "vrf",
+            raw.vrfs.iter().map(Spanned::span).collect::<Vec<_>>(),
+        ),
+        ("vlan", raw.vlans.iter().map(Spanned::span).collect()),
+        (
+            "nexthop_group",
+            raw.groups.iter().map(Spanned::span).collect(),
+        ),
+        ("route", raw.routes.iter().map(Spanned::span).collect()),
+        (
+            "neighbor",
+            raw.neighbors.iter().map(Spanned::span).collect(),
+        ),
+        ("mac", raw.macs.iter().map(Spanned::span).collect()),
+    ];
+    for (name, spans) in tables {
+        for (index, span) in spans.into_iter().enumerate() {
+            found.push((span, format!("{name}[{index}]")));
+        }
+    }
+    match found.into_iter().min_by_key(|(span, _)| span.start) {
+        None => Ok(()),
+        Some((span, field)) => Err(loc.at(
+            span,
+            &field,
+            "is allowed only in mode = \"switch\" (dataplane.mode is \"io\")",
+        )),
+    }
+}
+
+/// Turns the switch-mode tables of a config into a `SwitchSpec`, checking every reference.
+struct SwitchBuilder<'a> {
+    loc: &'a Locator<'a>,
+    /// The validated `[[port]]`s (names and devargs).
+    ports: &'a [PortConfig],
+    vrf_names: Vec<String>,
+    roles: Vec<PortRole>,
+    vlans: Vec<VlanSpec>,
+    interfaces: Vec<InterfaceSpec>,
+    nexthops: Vec<NexthopSpec>,
+    groups: Vec<GroupSpec>,
+    group_names: Vec<String>,
+    /// The VRF every member of a group is in.
+    group_vrfs: Vec<u16>,
+    routes: Vec<RouteSpec>,
+    static_neighbors: Vec<StaticNeighbor>,
+    static_macs: Vec<StaticMac>,
+    ecmp_buckets: usize,
+    router_mac: [u8; 6],
+}
+
+impl<'a> SwitchBuilder<'a> {
+    fn new(loc: &'a Locator<'a>, ports: &'a [PortConfig]) -> Self {
+        Self {
+            loc,
+            ports,
+            vrf_names: vec!["default".to_owned()],
+            roles: Vec::new(),
+            vlans: Vec::new(),
+            interfaces: Vec::new(),
+            nexthops: Vec::new(),
+            groups: Vec::new(),
+            group_names: Vec::new(),
+            group_vrfs: Vec::new(),
+            routes: Vec::new(),
+            static_neighbors: Vec::new(),
+            static_macs: Vec::new(),
+            ecmp_buckets: defaults::ECMP_BUCKETS as usize,
+            router_mac: [0; 6],
+        }
+    }
+
+    fn build(mut self, raw: &RawConfig) -> Result<SwitchConfig, ConfigError> {
+        let mode_span = raw.dataplane.mode.as_ref().map_or(0..0, Spanned::span);
+        let Some(router_mac) = &raw.switch.router_mac else {
+            return Err(self.loc.at(
+                mode_span,
+                "switch.router_mac",
+                "is required in mode = \"switch\": the source MAC of routed packets and the MAC the switch answers ARP/ND with; add router_mac = \"02:..\" to [switch]",
+            ));
+        };
+        self.router_mac = self.unicast_mac(router_mac, "switch.router_mac")?;
+
+        let (mac_aging_s, mac_table_size) = match &raw.l2 {
+            None => (defaults::MAC_AGING_S, defaults::MAC_TABLE_SIZE),
+            Some(l2) => {
+                let l2 = l2.get_ref();
+                (
+                    self.int_or(
+                        l2.mac_aging_s.as_ref(),
+                        "l2.mac_aging_s",
+                        defaults::MAC_AGING_S,
+                        limits::MAC_AGING_S,
+                    )?,
+                    self.int_or(
+                        l2.mac_table_size.as_ref(),
+                        "l2.mac_table_size",
+                        defaults::MAC_TABLE_SIZE,
+                        limits::MAC_TABLE_SIZE,
+                    )?,
+                )
+            }
+        };
+        let (seed, buckets) = match &raw.ecmp {
+            None => (defaults::ECMP_SEED, defaults::ECMP_BUCKETS),
+            Some(ecmp) => {
+                let ecmp = ecmp.get_ref();
+                let seed = self.int_or(
+                    ecmp.seed.as_ref(),
+                    "ecmp.seed",
+                    defaults::ECMP_SEED,
+                    limits::ECMP_SEED,
+                )?;
+                let buckets = self.int_or(
+                    ecmp.buckets.as_ref(),
+                    "ecmp.buckets",
+                    defaults::ECMP_BUCKETS,
+                    limits::ECMP_BUCKETS,
+                )?;
+                if let Some(b) = &ecmp.buckets
+                    && !(buckets as u64).is_power_of_two()
+                {
+                    return Err(self.loc.at(
+                        b.span(),
+                        "ecmp.buckets",
+                        format!("{buckets} is not a power of two (16, 32, ..., 65536)"),
+                    ));
+                }
+                (seed, buckets)
+            }
+        };
+        self.ecmp_buckets = buckets as usize;
+
+        self.vrfs(&raw.vrfs)?;
+        self.declare_vlans(&raw.vlans)?;
+        self.ports_roles(&raw.ports)?;
+        self.vlan_interfaces(&raw.vlans)?;
+        self.nexthop_groups(&raw.groups)?;
+        self.static_routes(&raw.routes)?;
+        self.neighbors(&raw.neighbors)?;
+        self.mac_entries(&raw.macs)?;
+
+        let spec = SwitchSpec {
+            router_mac: self.router_mac,
+            ports: self.roles,
+            vlans: self.vlans,
+            vrf_count: self.vrf_names.len() as u16,
+            interfaces: self.interfaces,
+            nexthops: self.nexthops,
+            groups: self.groups,
+            routes: self.routes,
+            static_macs: self.static_macs,
+            static_neighbors: self.static_neighbors,
+            mac_aging: mac_aging_s as u64 * PICOS_PER_SECOND,
+            mac_capacity: mac_table_size as usize,
+            flow_hash_seed: seed as u32,
+            ecmp_buckets: buckets as usize,
+        };
+        Ok(SwitchConfig {
+            spec,
+            vrf_names: self.vrf_names,
+            group_names: self.group_names,
+        })
+    }
+
+    // ---- the tables, in the order references need them ----
+
+    fn vrfs(&mut self, vrfs: &[Spanned<RawVrf>]) -> Result<(), ConfigError> {
+        for (index, vrf) in vrfs.iter().enumerate() {
+            let name_spanned = &vrf.get_ref().name;
+            let field = format!("vrf[{index}].name");
+            let name = self.identifier(name_spanned, &field)?;
+            if name == "default" {
+                return Err(self.loc.at(
+                    name_spanned.span(),
+                    &field,
+                    "VRF `default` always exists (id 0); declare only the others",
+                ));
+            }
+            if self.vrf_names.contains(&name) {
+                return Err(self.loc.at(
+                    name_spanned.span(),
+                    &field,
+                    format!("VRF `{name}` is declared twice"),
+                ));
+            }
+            if self.vrf_names.len() >= limits::MAX_VRFS {
+                return Err(self.loc.at(
+                    name_spanned.span(),
+                    &field,
+                    format!(
+                        "at most {} VRFs (with `default`) are supported: each has its own route tables",
+                        limits::MAX_VRFS
+                    ),
+                ));
+            }
+            self.vrf_names.push(name);
+        }
+        Ok(())
+    }
+
+    fn declare_vlans(&mut self, vlans: &[Spanned<RawVlan>]) -> Result<(), ConfigError> {
+        for (index, vlan) in vlans.iter().enumerate() {
+            let id_spanned = &vlan.get_ref().id;
+            let field = format!("vlan[{index}].id");
+            let id = self.vlan_id(id_spanned, &field)?;
+            if let Some(first) = self.vlans.iter().position(|v| v.id == id) {
+                return Err(self.loc.at(
+                    id_spanned.span(),
+                    &field,
+                    format!("VLAN {id} is declared twice (also vlan[{first}])"),
+                ));
+            }
+            self.vlans.push(VlanSpec {
+                id,
+                interface: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn ports_roles(&mut self, ports: &[Spanned<RawPort>]) -> Result<(), ConfigError> {
+        for (index, raw_port) in ports.iter().enumerate() {
+            let port = raw_port.get_ref();
+            let base = format!("port[{index}]");
+            let routed = port.ipv4.is_some() || port.ipv6.is_some();
+            let role = match (&port.vlan, routed) {
+                (Some(vlan), true) => {
+                    return Err(self.loc.at(
+                        vlan.span(),
+                        &format!("{base}.vlan"),
+                        "a port is either switched (`vlan`) or routed (`ipv4`/`ipv6`), not both; to route a VLAN give its [[vlan]] addresses (an SVI)",
+                    ));
+                }
+                (None, false) => {
+                    return Err(self.loc.at(
+                        raw_port.span(),
+                        &base,
+                        format!(
+                            "port `{}` needs `vlan = {{ mode = \"access\", id = N }}` (or a trunk) to be switched, or `ipv4`/`ipv6` addresses to be routed: in mode = \"switch\" every port is one or the other",
+                            self.ports[index].name
+                        ),
+                    ));
+                }
+                (Some(vlan), false) => {
+                    if let Some(vrf) = &port.vrf {
+                        return Err(self.loc.at(
+                            vrf.span(),
+                            &format!("{base}.vrf"),
+                            "a switched port has no VRF of its own; set `vrf` on its VLAN's [[vlan]] (with addresses)",
+                        ));
+                    }
+                    self.port_vlan(vlan, &base)?
+                }
+                (None, true) => {
+                    let vrf = self.vrf_ref(port.vrf.as_ref(), &format!("{base}.vrf"))?;
+                    let interface = self.add_interface(
+                        vrf,
+                        Attachment::Port(index as u16),
+                        port.ipv4.as_ref(),
+                        port.ipv6.as_ref(),
+                        &base,
+                    )?;
+                    match interface {
+                        Some(interface) => PortRole::Routed { interface },
+                        None => {
+                            let span = port
+                                .ipv4
+                                .as_ref()
+                                .or(port.ipv6.as_ref())
+                                .map_or(raw_port.span(), Spanned::span);
+                            let key = if port.ipv4.is_some() { "ipv4" } else { "ipv6" };
+                            return Err(self.loc.at(
+                                span,
+                                &format!("{base}.{key}"),
+                                "a routed port needs at least one address",
+                            ));
+                        }
+                    }
+                }
+            };
+            self.roles.push(role);
+        }
+        Ok(())
+    }
+
+    fn port_vlan(&self, vlan: &Spanned<RawPortVlan>, base: &str) -> Result<PortRole, ConfigError> {
+        let v = vlan.get_ref();
+        let field = format!("{base}.vlan");
+        match v.mode.get_ref() {
+            VlanMode::Access => {
+                if let Some(allowed) = &v.allowed {
+                    return Err(self.loc.at(
+                        allowed.span(),
+                        &format!("{field}.allowed"),
+                        "only a trunk has `allowed`; an access port has one `id`",
+                    ));
+                }
+                if let Some(native) = &v.native {
+                    return Err(self.loc.at(
+                        native.span(),
+                        &format!("{field}.native"),
+                        "only a trunk has `native`; an access port has one `id`",
+                    ));
+                }
+                let Some(id) = &v.id else {
+                    return Err(self.loc.at(
+                        vlan.span(),
+                        &format!("{field}.id"),
+                        "an access port needs `id`, its VLAN",
+                    ));
+                };
+                let vlan = self.declared_vlan(id, &format!("{field}.id"))?;
+                Ok(PortRole::Access { vlan })
+            }
+            VlanMode::Trunk => {
+                if let Some(id) = &v.id {
+                    return Err(self.loc.at(
+                        id.span(),
+                        &format!("{field}.id"),
+                        "a trunk has `allowed` (its VLANs) and an optional `native`, not `id`",
+                    ));
+                }
+                let Some(allowed_spanned) = &v.allowed else {
+                    return Err(self.loc.at(
+                        vlan.span(),
+                        &format!("{field}.allowed"),
+                        "a trunk needs `allowed`, the list of VLANs it carries",
+                    ));
+                };
+                if allowed_spanned.get_ref().is_empty() {
+                    return Err(self.loc.at(
+                        allowed_spanned.span(),
+                        &format!("{field}.allowed"),
+                        "is empty; a trunk carries at least one VLAN",
+                    ));
+                }
+                let mut allowed: Vec<u16> = Vec::new();
+                for (j, a) in allowed_spanned.get_ref().iter().enumerate() {
+                    let item = format!("{field}.allowed[{j}]");
+                    let id = self.declared_vlan(a, &item)?;
+                    if allowed.contains(&id) {
+                        return Err(self.loc.at(
+                            a.span(),
+                            &item,
+                            format!("VLAN {id} is listed twice"),
+                        ));
+                    }
+                    allowed.push(id);
+                }
+                let native = match &v.native {
+                    None => None,
+                    Some(n) => {
+                        let item = format!("{field}.native");
+                        let id = self.declared_vlan(n, &item)?;
+                        if !allowed.contains(&id) {
+                            return Err(self.loc.at(
+                                n.span(),
+                                &item,
+                                format!(
+                                    "native VLAN {id} is not in allowed [{}]; list it there too (the native VLAN is one of the trunk's VLANs, carried untagged)",
+                                    join(&allowed)
+                                ),
+                            ));
+                        }
+                        Some(id)
+                    }
+                };
+                Ok(PortRole::Trunk { allowed, native })
+            }
+        }
+    }
+
+    fn vlan_interfaces(&mut self, vlans: &[Spanned<RawVlan>]) -> Result<(), ConfigError> {
+        for (index, raw_vlan) in vlans.iter().enumerate() {
+            let v = raw_vlan.get_ref();
+            let base = format!("vlan[{index}]");
+            let id = self.vlans[index].id;
+            let interface = if v.ipv4.is_some() || v.ipv6.is_some() {
+                let vrf = self.vrf_ref(v.vrf.as_ref(), &format!("{base}.vrf"))?;
+                self.add_interface(
+                    vrf,
+                    Attachment::Vlan(id),
+                    v.ipv4.as_ref(),
+                    v.ipv6.as_ref(),
+                    &base,
+                )?
+            } else {
+                None
+            };
+            if interface.is_none()
+                && let Some(vrf) = &v.vrf
+            {
+                return Err(self.loc.at(
+                    vrf.span(),
+                    &format!("{base}.vrf"),
+                    format!(
+                        "VLAN {id} has no addresses, so no L3 interface to put in a VRF; give it ipv4/ipv6 or remove vrf"
+                    ),
+                ));
+            }
+            self.vlans[index].interface = interface;
+        }
+        Ok(())
+    }
+
+    /// Creates an L3 interface from address lists; `None` if the lists are empty.
+    fn add_interface(
+        &mut self,
+        vrf: u16,
+        attachment: Attachment,
+        ipv4: Option<&Spanned<Vec<Spanned<String>>>>,
+        ipv6: Option<&Spanned<Vec<Spanned<String>>>>,
+        base: &str,
+    ) -> Result<Option<u16>, ConfigError> {
+        let id = self.interfaces.len() as u16;
+        let mut iface = InterfaceSpec {
+            vrf,
+            attachment,
+            ipv4: Vec::new(),
+            ipv6: Vec::new(),
+        };
+        for (key, list, v6) in [("ipv4", ipv4, false), ("ipv6", ipv6, true)] {
+            for (j, text) in list.map_or(&[][..], |l| l.get_ref()).iter().enumerate() {
+                let field = format!("{base}.{key}[{j}]");
+                let (addr, len) = interface_address(text.get_ref(), v6)
+                    .map_err(|m| self.loc.at(text.span(), &field, m))?;
+                let mine = iface
+                    .ipv4
+                    .iter()
+                    .map(|&(a, l)| (IpAddr::V4(a), l))
+                    .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
+                if let Some((other, other_len)) =
+                    mine.clone().find(|&(a, l)| overlaps(a, l, addr, len))
+                {
+                    return Err(self.loc.at(
+                        text.span(),
+                        &field,
+                        format!("{addr}/{len} overlaps {other}/{other_len} of this interface"),
+                    ));
+                }
+                for (other_id, other) in self.interfaces.iter().enumerate() {
+                    if other.vrf != vrf {
+                        continue;
+                    }
+                    let theirs = other
+                        .ipv4
+                        .iter()
+                        .map(|&(a, l)| (IpAddr::V4(a), l))
+                        .chain(other.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
+                    for (a, l) in theirs {
+                        if overlaps(a, l, addr, len) {
+                            return Err(self.loc.at(
+                                text.span(),
+                                &field,
+                                format!(
+                                    "{addr}/{len} overlaps {a}/{l} of {} in VRF {}: interfaces of one VRF need distinct subnets",
+                                    self.interface_label(other_id as u16),
+                                    self.vrf_names[usize::from(vrf)]
+                                ),
+                            ));
+                        }
+                    }
+                }
+                match addr {
+                    IpAddr::V4(a) => iface.ipv4.push((a, len)),
+                    IpAddr::V6(a) => iface.ipv6.push((a, len)),
+                }
+            }
+        }
+        if iface.ipv4.is_empty() && iface.ipv6.is_empty() {
+            return Ok(None);
+        }
+        self.interfaces.push(iface);
+        Ok(Some(id))
+    }
+
+    fn nexthop_groups(&mut self, groups: &[Spanned<RawGroup>]) -> Result<(), ConfigError> {
+        for (index, raw_group) in groups.iter().enumerate() {
+            let group = raw_group.get_ref();
+            let base = format!("nexthop_group[{index}]");
+            let name = self.identifier(&group.name, &format!("{base}.name"))?;
+            if let Some(first) = self.group_names.iter().position(|n| *n == name) {
+                return Err(self.loc.at(
+                    group.name.span(),
+                    &format!("{base}.name"),
+                    format!("group name `{name}` is used twice (also nexthop_group[{first}])"),
+                ));
+            }
+            let members = group.members.get_ref();
+            if members.is_empty() {
+                return Err(self.loc.at(
+                    group.members.span(),
+                    &format!("{base}.members"),
+                    "is empty; a group needs at least one member",
+                ));
+            }
+            if members.len() > self.ecmp_buckets {
+                return Err(self.loc.at(
+                    group.members.span(),
+                    &format!("{base}.members"),
+                    format!(
+                        "{} members do not fit in {} buckets ([ecmp] buckets); raise buckets",
+                        members.len(),
+                        self.ecmp_buckets
+                    ),
+                ));
+            }
+            let mut spec = GroupSpec {
+                members: Vec::new(),
+            };
+            let mut group_vrf: Option<(u16, usize)> = None;
+            for (j, raw_member) in members.iter().enumerate() {
+                let member = raw_member.get_ref();
+                let mbase = format!("{base}.members[{j}]");
+                let interface = self.interface_ref(
+                    member.port.as_ref(),
+                    member.vlan.as_ref(),
+                    raw_member.span(),
+                    &mbase,
+                )?;
+                let ip = self.neighbor_ip(interface, &member.via, &format!("{mbase}.via"))?;
+                let weight = self.int_or(
+                    member.weight.as_ref(),
+                    &format!("{mbase}.weight"),
+                    defaults::ECMP_WEIGHT,
+                    limits::ECMP_WEIGHT,
+                )? as u32;
+                let vrf = self.interfaces[usize::from(interface)].vrf;
+                match group_vrf {
+                    None => group_vrf = Some((vrf, j)),
+                    Some((first_vrf, first)) if first_vrf != vrf => {
+                        return Err(self.loc.at(
+                            member.via.span(),
+                            &format!("{mbase}.via"),
+                            format!(
+                                "{} is in VRF {}, but members[{first}] is in VRF {}: a group's members share one VRF",
+                                self.interface_label(interface),
+                                self.vrf_names[usize::from(vrf)],
+                                self.vrf_names[usize::from(first_vrf)]
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+                let nexthop = self.nexthop(interface, ip);
+                if let Some(first) = spec.members.iter().position(|&(n, _)| n == nexthop) {
+                    return Err(self.loc.at(
+                        member.via.span(),
+                        &format!("{mbase}.via"),
+                        format!(
+                            "{ip} on {} is already members[{first}]; give that member a higher weight instead",
+                            self.interface_label(interface)
+                        ),
+                    ));
+                }
+                spec.members.push((nexthop, weight));
+            }
+            self.groups.push(spec);
+            self.group_names.push(name);
+            self.group_vrfs.push(group_vrf.map_or(0, |(v, _)| v));
+        }
+        Ok(())
+    }
+
+    fn static_routes(&mut self, routes: &[Spanned<RawRoute>]) -> Result<(), ConfigError> {
+        for (index, raw_route) in routes.iter().enumerate() {
+            let route = raw_route.get_ref();
+            let base = format!("route[{index}]");
+            let vrf = self.vrf_ref(route.vrf.as_ref(), &format!("{base}.vrf"))?;
+            let prefix_field = format!("{base}.prefix");
+            let (prefix, len) = route_prefix(route.prefix.get_ref())
+                .map_err(|m| self.loc.at(route.prefix.span(), &prefix_field, m))?;
+            let vrf_name = &self.vrf_names[usize::from(vrf)];
+            if let Some(first) = self
+                .routes
+                .iter()
+                .position(|r| r.vrf == vrf && r.prefix == prefix && r.len == len)
+            {
+                return Err(self.loc.at(
+                    route.prefix.span(),
+                    &prefix_field,
+                    format!("{prefix}/{len} in VRF {vrf_name} is already routed by route[{first}]"),
+                ));
+            }
+            for (id, iface) in self.interfaces.iter().enumerate() {
+                if iface.vrf != vrf {
+                    continue;
+                }
+                for (addr, addr_len) in iface
+                    .ipv4
+                    .iter()
+                    .map(|&(a, l)| (IpAddr::V4(a), l))
+                    .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+                {
+                    let label = self.interface_label(id as u16);
+                    if len == addr_len && masked(addr, len) == prefix {
+                        return Err(self.loc.at(
+                            route.prefix.span(),
+                            &prefix_field,
+                            format!(
+                                "{prefix}/{len} is the connected subnet of {label} ({addr}/{addr_len}); it is routed there already"
+                            ),
+                        ));
+                    }
+                    if prefix == addr && len == host_len(addr) {
+                        return Err(self.loc.at(
+                            route.prefix.span(),
+                            &prefix_field,
+                            format!("{prefix}/{len} is this switch's own address on {label}"),
+                        ));
+                    }
+                }
+            }
+
+            let blackhole = route.blackhole.as_ref().filter(|b| *b.get_ref());
+            let targets: Vec<(Range<usize>, &str)> = [
+                route.group.as_ref().map(|g| (g.span(), "group")),
+                route.via.as_ref().map(|v| (v.span(), "via")),
+                blackhole.map(|b| (b.span(), "blackhole")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if targets.is_empty() {
+                return Err(self.loc.at(
+                    raw_route.span(),
+                    &base,
+                    format!(
+                        "route to {prefix}/{len} needs one target: group = \"NAME\", via = \"ADDRESS\" with port or vlan, or blackhole = true"
+                    ),
+                ));
+            }
+            if let Some((span, key)) = targets.get(1) {
+                return Err(self.loc.at(
+                    span.clone(),
+                    &format!("{base}.{key}"),
+                    format!(
+                        "a route has exactly one target; `{key}` and `{}` are both given",
+                        targets[0].1
+                    ),
+                ));
+            }
+            if route.via.is_none() {
+                let stray = [
+                    route.port.as_ref().map(|p| (p.span(), "port")),
+                    route.vlan.as_ref().map(|v| (v.span(), "vlan")),
+                ];
+                if let Some((span, key)) = stray.into_iter().flatten().next() {
+                    return Err(self.loc.at(
+                        span,
+                        &format!("{base}.{key}"),
+                        format!("`{key}` names the interface of `via`; this route has no via"),
+                    ));
+                }
+            }
+            let target = if let Some(group) = &route.group {
+                let field = format!("{base}.group");
+                let Some(id) = self.group_names.iter().position(|n| n == group.get_ref()) else {
+                    return Err(self.loc.at(
+                        group.span(),
+                        &field,
+                        format!("no [[nexthop_group]] is named `{}`", group.get_ref()),
+                    ));
+                };
+                let group_vrf = self.group_vrfs[id];
+                if group_vrf != vrf {
+                    return Err(self.loc.at(
+                        group.span(),
+                        &field,
+                        format!(
+                            "group `{}` forwards in VRF {} (its members' interfaces), but this route is in VRF {}",
+                            group.get_ref(),
+                            self.vrf_names[usize::from(group_vrf)],
+                            self.vrf_names[usize::from(vrf)]
+                        ),
+                    ));
+                }
+                RouteTarget::Group(id as u32)
+            } else if let Some(via) = &route.via {
+                let interface = self.interface_ref(
+                    route.port.as_ref(),
+                    route.vlan.as_ref(),
+                    raw_route.span(),
+                    &base,
+                )?;
+                let iface_vrf = self.interfaces[usize::from(interface)].vrf;
+                if iface_vrf != vrf {
+                    return Err(self.loc.at(
+                        via.span(),
+                        &format!("{base}.via"),
+                        format!(
+                            "{} is in VRF {}, but this route is in VRF {}",
+                            self.interface_label(interface),
+                            self.vrf_names[usize::from(iface_vrf)],
+                            self.vrf_names[usize::from(vrf)]
+                        ),
+                    ));
+                }
+                let ip = self.neighbor_ip(interface, via, &format!("{base}.via"))?;
+                RouteTarget::Nexthop(self.nexthop(interface, ip))
+            } else {
+                RouteTarget::Blackhole
+            };
+            self.routes.push(RouteSpec {
+                vrf,
+                prefix,
+                len,
+                target,
+            });
+        }
+        Ok(())
+    }
+
+    fn neighbors(&mut self, neighbors: &[Spanned<RawNeighbor>]) -> Result<(), ConfigError> {
+        for (index, raw_neighbor) in neighbors.iter().enumerate() {
+            let neighbor = raw_neighbor.get_ref();
+            let base = format!("neighbor[{index}]");
+            let interface = self.interface_ref(
+                neighbor.port.as_ref(),
+                neighbor.vlan.as_ref(),
+                raw_neighbor.span(),
+                &base,
+            )?;
+            let ip = self.neighbor_ip(interface, &neighbor.ip, &format!("{base}.ip"))?;
+            if let Some(first) = self
+                .static_neighbors
+                .iter()
+                .position(|n| n.interface == interface && n.ip == ip)
+            {
+                return Err(self.loc.at(
+                    neighbor.ip.span(),
+                    &format!("{base}.ip"),
+                    format!(
+                        "{ip} on {} is already neighbor[{first}]",
+                        self.interface_label(interface)
+                    ),
+                ));
+            }
+            let mac = self.unicast_mac(&neighbor.mac, &format!("{base}.mac"))?;
+            self.static_neighbors
+                .push(StaticNeighbor { interface, ip, mac });
+        }
+        Ok(())
+    }
+
+    fn mac_entries(&mut self, macs: &[Spanned<RawMac>]) -> Result<(), ConfigError> {
+        for (index, raw_mac) in macs.iter().enumerate() {
+            let entry = raw_mac.get_ref();
+            let base = format!("mac[{index}]");
+            let vlan = self.declared_vlan(&entry.vlan, &format!("{base}.vlan"))?;
+            let port = self.port_index(&entry.port, &format!("{base}.port"))?;
+            let member = match &self.roles[usize::from(port)] {
+                PortRole::Access { vlan: v } => *v == vlan,
+                PortRole::Trunk { allowed, .. } => allowed.contains(&vlan),
+                PortRole::Routed { .. } => false,
+            };
+            if !member {
+                return Err(self.loc.at(
+                    entry.port.span(),
+                    &format!("{base}.port"),
+                    format!(
+                        "port `{}` is not in VLAN {vlan} (it is {})",
+                        entry.port.get_ref(),
+                        describe_role(&self.roles[usize::from(port)])
+                    ),
+                ));
+            }
+            let mac = self.unicast_mac(&entry.mac, &format!("{base}.mac"))?;
+            if let Some(first) = self
+                .static_macs
+                .iter()
+                .position(|m| m.vlan == vlan && m.mac == mac)
+            {
+                return Err(self.loc.at(
+                    entry.mac.span(),
+                    &format!("{base}.mac"),
+                    format!("{} in VLAN {vlan} is already mac[{first}]", format_mac(mac)),
+                ));
+            }
+            self.static_macs.push(StaticMac { vlan, mac, port });
+        }
+        Ok(())
+    }
+
+    // ---- references and values ----
+
+    /// The one nexthop for (interface, ip), made on first use.
+    fn nexthop(&mut self, interface: u16, ip: IpAddr) -> u32 {
+        if let Some(id) = self
+            .nexthops
+            .iter()
+            .position(|n| n.interface == interface && n.ip == ip)
+        {
+            return id as u32;
+        }
+        self.nexthops.push(NexthopSpec { interface, ip });
+        (self.nexthops.len() - 1) as u32
+    }
+
+    /// "interface 2 (port eth49)" or "interface 3 (vlan 10)".
+    fn interface_label(&self, id: u16) -> String {
+        match self.interfaces.get(usize::from(id)).map(|i| i.attachment) {
+            Some(Attachment::Port(p)) => {
+                format!("interface {id} (port {})", self.ports[usize::from(p)].name)
+            }
+            Some(Attachment::Vlan(v)) => format!("interface {id} (vlan {v})"),
+            None => format!("interface {id}"),
+        }
+    }
+
+    /// The L3 interface named by `port = "..."` (a routed port) or `vlan = N` (an SVI).
+    fn interface_ref(
+        &self,
+        port: Option<&Spanned<String>>,
+        vlan: Option<&Spanned<i64>>,
+        whole: Range<usize>,
+        base: &str,
+    ) -> Result<u16, ConfigError> {
+        match (port, vlan) {
+            (Some(_), Some(vlan)) => Err(self.loc.at(
+                vlan.span(),
+                &format!("{base}.vlan"),
+                "give `port` (a routed port) or `vlan` (a VLAN interface), not both",
+            )),
+            (None, None) => Err(self.loc.at(
+                whole,
+                base,
+                "needs the interface the neighbour is on: port = \"NAME\" (a routed port) or vlan = ID (a VLAN with addresses)",
+            )),
+            (Some(port), None) => {
+                let field = format!("{base}.port");
+                let index = self.port_index(port, &field)?;
+                match &self.roles[usize::from(index)] {
+                    PortRole::Routed { interface } => Ok(*interface),
+                    role => Err(self.loc.at(
+                        port.span(),
+                        &field,
+                        format!(
+                            "port `{}` is not a routed port (it is {}); name its VLAN's interface with vlan = ID instead",
+                            port.get_ref(),
+                            describe_role(role)
+                        ),
+                    )),
+                }
+            }
+            (None, Some(vlan)) => {
+                let field = format!("{base}.vlan");
+                let id = self.declared_vlan(vlan, &field)?;
+                let spec = self.vlans.iter().find(|v| v.id == id);
+                match spec.and_then(|v| v.interface) {
+                    Some(interface) => Ok(interface),
+                    None => Err(self.loc.at(
+                        vlan.span(),
+                        &field,
+                        format!(
+                            "VLAN {id} has no L3 interface; give its [[vlan]] ipv4/ipv6 addresses"
+                        ),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// A neighbour's address: inside a connected subnet of `interface`, not the switch's own.
+    fn neighbor_ip(
+        &self,
+        interface: u16,
+        text: &Spanned<String>,
+        field: &str,
+    ) -> Result<IpAddr, ConfigError> {
+        let ip: IpAddr = text.get_ref().trim().parse().map_err(|_| {
+            self.loc.at(
+                text.span(),
+                field,
+                format!(
+                    "`{}` is not an IPv4 or IPv6 address (a neighbour's address, without /length)",
+                    text.get_ref()
+                ),
+            )
+        })?;
+        let iface = &self.interfaces[usize::from(interface)];
+        let subnets: Vec<(IpAddr, u8)> = iface
+            .ipv4
+            .iter()
+            .map(|&(a, l)| (IpAddr::V4(a), l))
+            .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+            .collect();
+        if subnets.iter().any(|&(a, _)| a == ip) {
+            return Err(self.loc.at(
+                text.span(),
+                field,
+                format!(
+                    "{ip} is this switch's own address on {}",
+                    self.interface_label(interface)
+                ),
+            ));
+        }
+        if !subnets
+            .iter()
+            .any(|&(a, l)| a.is_ipv4() == ip.is_ipv4() && masked(a, l) == masked(ip, l))
+        {
+            let list = subnets
+                .iter()
+                .map(|(a, l)| format!("{a}/{l}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(self.loc.at(
+                text.span(),
+                field,
+                format!(
+                    "{ip} is not in a connected subnet of {} ({list})",
+                    self.interface_label(interface)
+                ),
+            ));
+        }
+        Ok(ip)
+    }
+
+    fn port_index(&self, name: &Spanned<String>, field: &str) -> Result<u16, ConfigError> {
+        self.ports
+            .iter()
+            .position(|p| p.name == name.get_ref().trim())
+            .map(|i| i as u16)
+            .ok_or_else(|| {
+                self.loc.at(
+                    name.span(),
+                    field,
+                    format!("no [[port]] is named `{}`", name.get_ref()),
+                )
+            })
+    }
+
+    /// A VRF by name; `default` when not given.
+    fn vrf_ref(&self, name: Option<&Spanned<String>>, field: &str) -> Result<u16, ConfigError> {
+        let Some(name) = name else { return Ok(0) };
+        self.vrf_names
+            .iter()
+            .position(|n| n == name.get_ref())
+            .map(|i| i as u16)
+            .ok_or_else(|| {
+                self.loc.at(
+                    name.span(),
+                    field,
+                    format!(
+                        "VRF `{}` is not declared; add [[vrf]] name = \"{}\" (only `default` exists without one)",
+                        name.get_ref(),
+                        name.get_ref()
+                    ),
+                )
+            })
+    }
+
+    fn vlan_id(&self, value: &Spanned<i64>, field: &str) -> Result<u16, ConfigError> {
+        let id = *value.get_ref();
+        if limits::VLAN_ID.contains(&id) {
+            Ok(id as u16)
+        } else {
+            Err(self.loc.at(
+                value.span(),
+                field,
+                format!("VLAN {id} is out of range 1..=4094 (0 and 4095 are reserved)"),
+            ))
+        }
+    }
+
+    /// A VLAN id that has a [[vlan]].
+    fn declared_vlan(&self, value: &Spanned<i64>, field: &str) -> Result<u16, ConfigError> {
+        let id = self.vlan_id(value, field)?;
+        if self.vlans.iter().any(|v| v.id == id) {
+            Ok(id)
+        } else {
+            Err(self.loc.at(
+                value.span(),
+                field,
+                format!("VLAN {id} is not declared; add a [[vlan]] with id = {id}"),
+            ))
+        }
+    }
+
+    fn int_or(
+        &self,
+        value: Option<&Spanned<i64>>,
+        field: &str,
+        default: i64,
+        range: RangeInclusive<i64>,
+    ) -> Result<i64, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(v) if range.contains(v.get_ref()) => Ok(*v.get_ref()),
+            Some(v) => Err(self.loc.at(
+                v.span(),
+                field,
+                format!(
+                    "{} is out of range {}..={}",
+                    v.get_ref(),
+                    range.start(),
+                    range.end()
+                ),
+            )),
+        }
+    }
+
+    /// A name others refer to: non-empty, no spaces.
+    fn identifier(&self, name: &Spanned<String>, field: &str) -> Result<String, ConfigError> {
+        let text = name.get_ref().trim();
+        if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(self
+                .loc
+                .at(name.span(), field, "must be non-empty without spaces"));
+        }
+        Ok(text.to_owned())
+    }
+
+    /// A unicast, non-zero MAC address that is not the router MAC (unless it is the router
+    /// MAC being parsed: then `router_mac` is still all zero).
+    fn unicast_mac(&self, text: &Spanned<String>, field: &str) -> Result<[u8; 6], ConfigError> {
+        let mac = parse_mac(text.get_ref()).map_err(|m| self.loc.at(text.span(), field, m))?;
+        let problem = if mac == [0; 6] {
+            Some("is all zero; give a unicast MAC address".to_owned())
+        } else if mac[0] & 1 == 1 {
+            Some(format!(
+                "{} is a multicast address (the low bit of the first byte is set); give a unicast MAC",
+                format_mac(mac)
+            ))
+        } else if mac == self.router_mac {
+            Some(format!(
+                "{} is the switch's own router_mac",
+                format_mac(mac)
+            ))
+        } else {
+            None
+        };
+        match problem {
+            Some(message) => Err(self.loc.at(text.span(), field, message)),
+            None => Ok(mac),
+        }
+    }
+}
+
+/// "an access port of VLAN 10", for messages.
+fn describe_role(role: &PortRole) -> String {
+    match role {
+        PortRole::Access { vlan } => format!("an access port of VLAN {vlan}"),
+        PortRole::Trunk { allowed, .. } => format!("a trunk of VLANs {}", join(allowed)),
+        PortRole::Routed { interface } => format!("a routed port, interface {interface}"),
+    }
+}
+
+fn join(list: &[u16]) -> String {
+    list.iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `aa:bb:cc:dd:ee:ff`: six bytes of two hex digits each.
+pub fn parse_mac(text: &str) -> Result<[u8; 6], String> {
+    let bad = || format!("`{text}` is not a MAC address; write six hex bytes: aa:bb:cc:dd:ee:ff");
+    let mut mac = [0u8; 6];
+    let mut parts = text.trim().split(':');
+    for byte in &mut mac {
+        let part = parts.next().ok_or_else(bad)?;
+        if part.len() != 2 || !part.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+    }
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(mac)
+}
+
+pub fn format_mac(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn host_len(addr: IpAddr) -> u8 {
+    if addr.is_ipv4() { 32 } else { 128 }
+}
+
+/// `address/length`, the length in range for the family.
+fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
+    let text = text.trim();
+    let Some((addr, len)) = text.split_once('/') else {
+        return Err(format!(
+            "`{text}` has no prefix length; write address/length, e.g. 10.0.10.1/24"
+        ));
+    };
+    let addr: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` (in `{text}`) is not an IPv4 or IPv6 address"))?;
+    let max = host_len(addr);
+    match len.parse::<u8>() {
+        Ok(len) if len <= max => Ok((addr, len)),
+        _ => Err(format!(
+            "prefix length `{len}` (in `{text}`) is out of range 0..={max} for {}",
+            if addr.is_ipv4() { "IPv4" } else { "IPv6" }
+        )),
+    }
+}
+
+/// A [[route]] prefix: a network address (no host bits).
+fn route_prefix(text: &str) -> Result<(IpAddr, u8), String> {
+    let (addr, len) = parse_prefix(text)?;
+    let network = masked(addr, len);
+    if network != addr {
+        return Err(format!(
+            "host bits set: `{}` is not a network address; write {network}/{len}",
+            text.trim()
+        ));
+    }
+    Ok((addr, len))
+}
+
+/// An interface address: the address and its subnet (host bits are the address).
+fn interface_address(text: &str, want_v6: bool) -> Result<(IpAddr, u8), String> {
+    let (addr, len) = parse_prefix(text)?;
+    match (addr, want_v6) {
+        (IpAddr::V6(_), false) => {
+            return Err(format!(
+                "`{}` is an IPv6 address; list it in `ipv6`",
+                text.trim()
+            ));
+        }
+        (IpAddr::V4(_), true) => {
+            return Err(format!(
+                "`{}` is an IPv4 address; list it in `ipv4`",
+                text.trim()
+            ));
+        }
+        _ => {}
+    }
+    if len == 0 {
+        return Err(format!(
+            "`{}`: an interface subnet needs a prefix length of at least 1",
+            text.trim()
+        ));
+    }
+    let unusable = match addr {
+        IpAddr::V4(a) => {
+            if a.is_unspecified() {
+                Some("the unspecified address")
+            } else if a.is_loopback() {
+                Some("a loopback address")
+            } else if a.is_multicast() {
+                Some("a multicast address")
+            } else if a.is_broadcast() {
+                Some("the broadcast address")
+            } else if len <= 30 && masked(addr, len) == addr {
+                Some("its subnet's network address (host part all zero)")
+            } else if len <= 30 && u32::from(a) | (u32::MAX >> len) == u32::from(a) {
+                Some("its subnet's broadcast address (host part all ones)")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(a) => {
+            if a.is_unspecified() {
+                Some("the unspecified address")
+            } else if a.is_loopback() {
+                Some("the loopback address")
+            } else if a.is_multicast() {
+                Some("a multicast address")
+            } else {
+                None
+            }
+        }
+    };
+    match unusable {
+        Some(what) => Err(format!(
+            "{addr} is {what}; an interface needs a host address, e.g. 10.0.10.1/24"
+        )),
+        None => Ok((addr, len)),
+    }
+}
+
+/// The network part of `addr` for a prefix length.
+fn masked(addr: IpAddr, len: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
+        }
+        IpAddr::V6(a) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask))
+        }
+    }
+}
+
+/// Whether two subnets share an address (one contains the other).
+fn overlaps(a: IpAddr, a_len: u8, b: IpAddr, b_len: u8) -> bool {
+    if a.is_ipv4() != b.is_ipv4() {
+        return false;
+    }
+    let len = a_len.min(b_len);
+    masked(a, len) == masked(b, len)
 }
 
 #[cfg(test)]
@@ -754,5 +2338,1252 @@ mtu = 9100
                 .count(),
             1
         );
+    }
+
+    // ---------------------------------------------------------------- switch mode
+
+    use dataplane::pipeline::Forwarder;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    fn v4(text: &str) -> Ipv4Addr {
+        text.parse().unwrap()
+    }
+
+    fn v6(text: &str) -> Ipv6Addr {
+        text.parse().unwrap()
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn spec_of(text: &str) -> SwitchSpec {
+        let config = parse(text).unwrap_or_else(|e| panic!("{e}"));
+        config.switch_spec().expect("switch mode")
+    }
+
+    /// A small switch every error case below extends (17 lines): an access port h1 in VLAN
+    /// 10 (port 0), a routed port `up` (port 1, interface 0), VLAN 10 with an SVI
+    /// (interface 1).
+    const BASE: &str = r#"[switch]
+name = "t"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+[[port]]
+name = "h1"
+devargs = "net_null0"
+vlan = { mode = "access", id = 10 }
+[[port]]
+name = "up"
+devargs = "net_null1"
+ipv4 = ["10.255.0.1/31"]
+ipv6 = ["2001:db8:ff::1/127"]
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+"#;
+    const BASE_LINES: usize = 17;
+
+    #[test]
+    fn the_base_switch_config_is_valid_and_fills_in_defaults() {
+        assert_eq!(BASE.lines().count(), BASE_LINES);
+        let spec = spec_of(BASE);
+        assert_eq!(spec.router_mac, [0x02, 0, 0, 0, 0x01, 0]);
+        assert_eq!(
+            spec.ports,
+            vec![
+                PortRole::Access { vlan: 10 },
+                PortRole::Routed { interface: 0 }
+            ]
+        );
+        assert_eq!(
+            spec.vlans,
+            vec![VlanSpec {
+                id: 10,
+                interface: Some(1)
+            }]
+        );
+        assert_eq!(spec.vrf_count, 1);
+        assert_eq!(spec.mac_aging, 300 * PICOS_PER_SECOND);
+        assert_eq!(spec.mac_capacity, 65_536);
+        assert_eq!(spec.flow_hash_seed, 0);
+        assert_eq!(spec.ecmp_buckets, 256);
+        assert!(spec.routes.is_empty() && spec.nexthops.is_empty());
+    }
+
+    /// (text appended to BASE, field, line within the appended text, message part).
+    const SWITCH_ERRORS: &[(&str, &str, usize, &str)] = &[
+        // ports: switched or routed
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 10 }\nipv4 = [\"10.1.1.1/24\"]\n",
+            "port[2].vlan",
+            4,
+            "not both",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\n",
+            "port[2]",
+            1,
+            "every port is one or the other",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvrf = \"default\"\n",
+            "port[2]",
+            1,
+            "needs `vlan",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = []\n",
+            "port[2].ipv4",
+            4,
+            "at least one address",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 10 }\nvrf = \"default\"\n",
+            "port[2].vrf",
+            5,
+            "no VRF of its own",
+        ),
+        // port VLANs
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 4095 }\n",
+            "port[2].vlan.id",
+            4,
+            "VLAN 4095 is out of range 1..=4094",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 30 }\n",
+            "port[2].vlan.id",
+            4,
+            "VLAN 30 is not declared; add a [[vlan]] with id = 30",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\" }\n",
+            "port[2].vlan.id",
+            4,
+            "needs `id`",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 10, allowed = [10] }\n",
+            "port[2].vlan.allowed",
+            4,
+            "only a trunk has `allowed`",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"trunk\", allowed = [] }\n",
+            "port[2].vlan.allowed",
+            4,
+            "is empty",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"trunk\" }\n",
+            "port[2].vlan.allowed",
+            4,
+            "needs `allowed`",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"trunk\", allowed = [10, 10] }\n",
+            "port[2].vlan.allowed[1]",
+            4,
+            "VLAN 10 is listed twice",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"trunk\", allowed = [10], native = 20 }\n[[vlan]]\nid = 20\n",
+            "port[2].vlan.native",
+            4,
+            "native VLAN 20 is not in allowed [10]",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"trunk\", id = 10 }\n",
+            "port[2].vlan.id",
+            4,
+            "not `id`",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"hybrid\", id = 10 }\n",
+            "port[2].vlan",
+            4,
+            "unknown variant `hybrid`",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 10, pvid = 3 }\n",
+            "port[2].vlan",
+            4,
+            "unknown field `pvid`",
+        ),
+        // [[vlan]] and [[vrf]]
+        (
+            "[[vlan]]\nid = 0\n",
+            "vlan[1].id",
+            2,
+            "VLAN 0 is out of range",
+        ),
+        (
+            "[[vlan]]\nid = 10\n",
+            "vlan[1].id",
+            2,
+            "VLAN 10 is declared twice",
+        ),
+        (
+            "[[vlan]]\nid = 20\nvrf = \"default\"\n",
+            "vlan[1].vrf",
+            3,
+            "has no addresses",
+        ),
+        (
+            "[[vlan]]\nid = 20\nvrf = \"red\"\nipv4 = [\"10.0.20.1/24\"]\n",
+            "vlan[1].vrf",
+            3,
+            "VRF `red` is not declared",
+        ),
+        (
+            "[[vrf]]\nname = \"default\"\n",
+            "vrf[0].name",
+            2,
+            "always exists",
+        ),
+        (
+            "[[vrf]]\nname = \"a\"\n[[vrf]]\nname = \"a\"\n",
+            "vrf[1].name",
+            4,
+            "declared twice",
+        ),
+        // interface addresses
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.1.1.1\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "no prefix length",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.1.1.1/33\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "prefix length `33` (in `10.1.1.1/33`) is out of range 0..=32",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv6 = [\"2001:db8::1/129\"]\n",
+            "port[2].ipv6[0]",
+            4,
+            "out of range 0..=128",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.1.1.x/24\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "not an IPv4 or IPv6 address",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"2001:db8::1/64\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "is an IPv6 address; list it in `ipv6`",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.1.1.0/24\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "network address",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.1.1.255/24\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "broadcast address",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv6 = [\"ff02::1/64\"]\n",
+            "port[2].ipv6[0]",
+            4,
+            "multicast",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.255.0.2/30\"]\n",
+            "port[2].ipv4[0]",
+            4,
+            "10.255.0.2/30 overlaps 10.255.0.1/31 of interface 0 (port up) in VRF default",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv6 = [\"2001:db8:ff::1/64\"]\n",
+            "port[2].ipv6[0]",
+            4,
+            "overlaps 2001:db8:ff::1/127 of interface 0 (port up)",
+        ),
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.1.1.1/24\", \"10.1.1.2/25\"]\n",
+            "port[2].ipv4[1]",
+            4,
+            "overlaps 10.1.1.1/24 of this interface",
+        ),
+        (
+            // The SVI is made after the routed ports, so it is the one that overlaps.
+            "[[vlan]]\nid = 20\nipv4 = [\"10.255.0.1/24\"]\n",
+            "vlan[1].ipv4[0]",
+            3,
+            "overlaps 10.255.0.1/31 of interface 0 (port up)",
+        ),
+        // [l2] and [ecmp]
+        (
+            "[l2]\nmac_aging_s = 0\n",
+            "l2.mac_aging_s",
+            2,
+            "0 is out of range 1..=1000000",
+        ),
+        (
+            "[l2]\nmac_table_size = -1\n",
+            "l2.mac_table_size",
+            2,
+            "out of range",
+        ),
+        (
+            "[l2]\nmac_agin_s = 5\n",
+            "l2.mac_agin_s",
+            2,
+            "unknown field",
+        ),
+        (
+            "[ecmp]\nbuckets = 100\n",
+            "ecmp.buckets",
+            2,
+            "100 is not a power of two",
+        ),
+        (
+            "[ecmp]\nbuckets = 8\n",
+            "ecmp.buckets",
+            2,
+            "8 is out of range 16..=65536",
+        ),
+        (
+            "[ecmp]\nseed = 4294967296\n",
+            "ecmp.seed",
+            2,
+            "out of range 0..=4294967295",
+        ),
+        // [[nexthop_group]]
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"nope\", via = \"10.255.0.0\" }]\n",
+            "nexthop_group[0].members[0].port",
+            3,
+            "no [[port]] is named `nope`",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"h1\", via = \"10.0.10.2\" }]\n",
+            "nexthop_group[0].members[0].port",
+            3,
+            "port `h1` is not a routed port (it is an access port of VLAN 10)",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.9.9.9\" }]\n",
+            "nexthop_group[0].members[0].via",
+            3,
+            "10.9.9.9 is not in a connected subnet of interface 0 (port up) (10.255.0.1/31, 2001:db8:ff::1/127)",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.1\" }]\n",
+            "nexthop_group[0].members[0].via",
+            3,
+            "own address",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0/31\" }]\n",
+            "nexthop_group[0].members[0].via",
+            3,
+            "not an IPv4 or IPv6 address",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ via = \"10.255.0.0\" }]\n",
+            "nexthop_group[0].members[0]",
+            3,
+            "needs the interface the neighbour is on",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", vlan = 10, via = \"10.255.0.0\" }]\n",
+            "nexthop_group[0].members[0].vlan",
+            3,
+            "not both",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ vlan = 20, via = \"10.0.20.2\" }]\n[[vlan]]\nid = 20\n",
+            "nexthop_group[0].members[0].vlan",
+            3,
+            "VLAN 20 has no L3 interface",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\" }, { port = \"up\", via = \"10.255.0.0\" }]\n",
+            "nexthop_group[0].members[1].via",
+            3,
+            "already members[0]",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\", weight = 0 }]\n",
+            "nexthop_group[0].members[0].weight",
+            3,
+            "0 is out of range 1..=65535",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = []\n",
+            "nexthop_group[0].members",
+            3,
+            "is empty",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\" }]\n[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\" }]\n",
+            "nexthop_group[1].name",
+            5,
+            "used twice",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\", wieght = 2 }]\n",
+            "nexthop_group[0].members",
+            3,
+            "unknown field `wieght`",
+        ),
+        // [[route]]
+        (
+            "[[route]]\nprefix = \"10.1.0.1/16\"\nblackhole = true\n",
+            "route[0].prefix",
+            2,
+            "host bits set: `10.1.0.1/16` is not a network address; write 10.1.0.0/16",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/40\"\nblackhole = true\n",
+            "route[0].prefix",
+            2,
+            "out of range 0..=32",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\n",
+            "route[0]",
+            1,
+            "needs one target",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nblackhole = false\n",
+            "route[0]",
+            1,
+            "needs one target",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"up\"\nblackhole = true\n",
+            "route[0].blackhole",
+            5,
+            "exactly one target",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\ngroup = \"nope\"\n",
+            "route[0].group",
+            3,
+            "no [[nexthop_group]] is named `nope`",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"10.255.0.0\"\n",
+            "route[0]",
+            1,
+            "needs the interface",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"10.0.10.9\"\nport = \"up\"\n",
+            "route[0].via",
+            3,
+            "10.0.10.9 is not in a connected subnet of interface 0 (port up)",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"2001:db8:10::9\"\nvlan = 10\n",
+            "route[0].via",
+            3,
+            "2001:db8:10::9 is not in a connected subnet of interface 1 (vlan 10) (10.0.10.1/24)",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nblackhole = true\nport = \"up\"\n",
+            "route[0].port",
+            4,
+            "this route has no via",
+        ),
+        (
+            "[[route]]\nvrf = \"blue\"\nprefix = \"10.1.0.0/16\"\nblackhole = true\n",
+            "route[0].vrf",
+            2,
+            "VRF `blue` is not declared",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nblackhole = true\n[[route]]\nvrf = \"default\"\nprefix = \"10.1.0.0/16\"\nblackhole = true\n",
+            "route[1].prefix",
+            6,
+            "already routed by route[0]",
+        ),
+        (
+            "[[route]]\nprefix = \"10.0.10.0/24\"\nblackhole = true\n",
+            "route[0].prefix",
+            2,
+            "is the connected subnet of interface 1 (vlan 10)",
+        ),
+        (
+            "[[route]]\nprefix = \"10.0.10.1/32\"\nblackhole = true\n",
+            "route[0].prefix",
+            2,
+            "own address",
+        ),
+        (
+            "[[vrf]]\nname = \"blue\"\n[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\" }]\n[[route]]\nvrf = \"blue\"\nprefix = \"10.1.0.0/16\"\ngroup = \"g\"\n",
+            "route[0].group",
+            9,
+            "group `g` forwards in VRF default (its members' interfaces), but this route is in VRF blue",
+        ),
+        (
+            "[[vrf]]\nname = \"blue\"\n[[route]]\nvrf = \"blue\"\nprefix = \"10.1.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"up\"\n",
+            "route[0].via",
+            6,
+            "interface 0 (port up) is in VRF default, but this route is in VRF blue",
+        ),
+        (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nnexthop = \"10.255.0.0\"\n",
+            "route[0].nexthop",
+            3,
+            "unknown field `nexthop`",
+        ),
+        // [[neighbor]]
+        (
+            "[[neighbor]]\nip = \"10.9.9.9\"\nmac = \"02:00:00:00:51:01\"\nport = \"up\"\n",
+            "neighbor[0].ip",
+            2,
+            "not in a connected subnet",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.255.0.0\"\nmac = \"02:00:00:00:51\"\nport = \"up\"\n",
+            "neighbor[0].mac",
+            3,
+            "`02:00:00:00:51` is not a MAC address",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.255.0.0\"\nmac = \"01:00:5e:00:00:01\"\nport = \"up\"\n",
+            "neighbor[0].mac",
+            3,
+            "multicast",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.255.0.0\"\nmac = \"02:00:00:00:01:00\"\nport = \"up\"\n",
+            "neighbor[0].mac",
+            3,
+            "router_mac",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.255.0.0\"\nmac = \"02:00:00:00:51:01\"\nport = \"up\"\n[[neighbor]]\nip = \"10.255.0.0\"\nmac = \"02:00:00:00:51:02\"\nport = \"up\"\n",
+            "neighbor[1].ip",
+            6,
+            "already neighbor[0]",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.0.10.7\"\nmac = \"02:00:00:00:51:01\"\nvlan = 11\n",
+            "neighbor[0].vlan",
+            4,
+            "VLAN 11 is not declared",
+        ),
+        // [[mac]]
+        (
+            "[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:0a\"\nport = \"up\"\n",
+            "mac[0].port",
+            4,
+            "port `up` is not in VLAN 10 (it is a routed port",
+        ),
+        (
+            "[[mac]]\nvlan = 20\nmac = \"02:00:00:00:00:0a\"\nport = \"h1\"\n",
+            "mac[0].vlan",
+            2,
+            "VLAN 20 is not declared",
+        ),
+        (
+            "[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:0a\"\nport = \"h9\"\n",
+            "mac[0].port",
+            4,
+            "no [[port]] is named `h9`",
+        ),
+        (
+            "[[mac]]\nvlan = 10\nmac = \"02-00-00-00-00-0a\"\nport = \"h1\"\n",
+            "mac[0].mac",
+            3,
+            "write six hex bytes: aa:bb:cc:dd:ee:ff",
+        ),
+        (
+            "[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:0a\"\nport = \"h1\"\n[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:0A\"\nport = \"h1\"\n",
+            "mac[1].mac",
+            7,
+            "02:00:00:00:00:0a in VLAN 10 is already mac[0]",
+        ),
+        (
+            "[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:0a\"\n",
+            "mac[0]",
+            1,
+            "missing field `port`",
+        ),
+    ];
+
+    #[test]
+    fn switch_errors_name_line_field_and_problem() {
+        for (extra, field, line, message) in SWITCH_ERRORS {
+            let text = format!("{BASE}{extra}");
+            let error = error_of(&text);
+            let line = BASE_LINES + line;
+            assert_eq!(error.line, line, "line for {extra:?}: {error}");
+            assert_eq!(error.field, *field, "field for {extra:?}: {error}");
+            assert!(
+                error.message.contains(message),
+                "message for {extra:?}: {error}"
+            );
+            let shown = error.to_string();
+            assert!(shown.starts_with(&format!("test.toml:{line}:")), "{shown}");
+        }
+    }
+
+    #[test]
+    fn switch_only_fields_are_rejected_in_io_mode() {
+        let io = "[dataplane]\nmode = \"io\"\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n";
+        let cases: &[(&str, &str, usize)] = &[
+            ("vlan = { mode = \"access\", id = 10 }\n", "port[0].vlan", 6),
+            ("ipv4 = [\"10.0.0.1/24\"]\n", "port[0].ipv4", 6),
+            ("ipv6 = [\"2001:db8::1/64\"]\n", "port[0].ipv6", 6),
+            ("vrf = \"default\"\n", "port[0].vrf", 6),
+            ("[[vlan]]\nid = 10\n", "vlan[0]", 6),
+            ("[[vrf]]\nname = \"x\"\n", "vrf[0]", 6),
+            ("[l2]\nmac_aging_s = 10\n", "l2", 6),
+            ("[ecmp]\nbuckets = 64\n", "ecmp", 6),
+            (
+                "[[nexthop_group]]\nname = \"g\"\nmembers = []\n",
+                "nexthop_group[0]",
+                6,
+            ),
+            (
+                "[[route]]\nprefix = \"10.0.0.0/8\"\nblackhole = true\n",
+                "route[0]",
+                6,
+            ),
+            (
+                "[[neighbor]]\nip = \"10.0.0.1\"\nmac = \"02:00:00:00:00:01\"\nport = \"a\"\n",
+                "neighbor[0]",
+                6,
+            ),
+            (
+                "[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:01\"\nport = \"a\"\n",
+                "mac[0]",
+                6,
+            ),
+        ];
+        for (extra, field, line) in cases {
+            let error = error_of(&format!("{io}{extra}"));
+            assert_eq!(error.line, *line, "{extra:?}: {error}");
+            assert_eq!(error.field, *field, "{extra:?}: {error}");
+            assert!(
+                error.message.contains("only in mode = \"switch\""),
+                "{extra:?}: {error}"
+            );
+        }
+        // router_mac sits above the port; the first offending field in the file is reported.
+        let error = error_of(
+            "[switch]\nrouter_mac = \"02:00:00:00:01:00\"\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\nvlan = { mode = \"access\", id = 10 }\n",
+        );
+        assert_eq!((error.line, error.field.as_str()), (2, "switch.router_mac"));
+        // And io mode has no switch spec.
+        let config = parse(GOOD).unwrap();
+        assert_eq!(config.switch_spec(), None);
+        assert_eq!(
+            config.engine_config(&RunOptions::default()).mode,
+            ForwardingMode::Io
+        );
+    }
+
+    #[test]
+    fn switch_mode_needs_a_unicast_router_mac_and_one_worker() {
+        let body = "[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\nipv4 = [\"10.0.0.1/24\"]\n";
+        let cases: &[(&str, &str, usize, &str)] = &[
+            (
+                "[dataplane]\nmode = \"switch\"\n",
+                "switch.router_mac",
+                2,
+                "is required in mode = \"switch\"",
+            ),
+            (
+                "[switch]\nrouter_mac = \"03:00:00:00:01:00\"\n[dataplane]\nmode = \"switch\"\n",
+                "switch.router_mac",
+                2,
+                "multicast",
+            ),
+            (
+                "[switch]\nrouter_mac = \"00:00:00:00:00:00\"\n[dataplane]\nmode = \"switch\"\n",
+                "switch.router_mac",
+                2,
+                "all zero",
+            ),
+            (
+                "[switch]\nrouter_mac = \"02:00:00:00:01:0g\"\n[dataplane]\nmode = \"switch\"\n",
+                "switch.router_mac",
+                2,
+                "not a MAC address",
+            ),
+            (
+                "[switch]\nrouter_mac = \"02:00:00:00:01:00\"\n[dataplane]\nmode = \"switch\"\nworker_lcores = [1, 2]\n",
+                "dataplane.worker_lcores",
+                5,
+                "exactly one worker lcore for now (its tables are not shared between workers yet); 2 are listed",
+            ),
+        ];
+        for (head, field, line, message) in cases {
+            let error = error_of(&format!("{head}{body}"));
+            assert_eq!(error.line, *line, "{head:?}: {error}");
+            assert_eq!(error.field, *field, "{head:?}: {error}");
+            assert!(error.message.contains(message), "{head:?}: {error}");
+        }
+    }
+
+    const FULL: &str = r#"
+[switch]
+name = "full"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+[l2]
+mac_aging_s = 60
+mac_table_size = 1024
+[ecmp]
+seed = 7
+buckets = 64
+[[vrf]]
+name = "tenant1"
+[[port]]
+name = "h1"
+devargs = "net_null0"
+vlan = { mode = "access", id = 10 }
+[[port]]
+name = "tr"
+devargs = "net_null1"
+vlan = { mode = "trunk", allowed = [10, 20], native = 10 }
+[[port]]
+name = "up1"
+devargs = "net_null2"
+ipv4 = ["10.255.0.1/31"]
+ipv6 = ["2001:db8:ff::1/127"]
+[[port]]
+name = "up2"
+devargs = "net_null3"
+ipv4 = ["10.255.0.3/31"]
+[[port]]
+name = "ten"
+devargs = "net_null4"
+vrf = "tenant1"
+ipv4 = ["192.168.0.1/30"]
+[[port]]
+name = "h3"
+devargs = "net_null5"
+vlan = { mode = "access", id = 30 }
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+ipv6 = ["2001:db8:10::1/64"]
+[[vlan]]
+id = 20
+[[vlan]]
+id = 30
+vrf = "tenant1"
+ipv4 = ["10.0.10.1/24"]          # the same subnet as VLAN 10, in another VRF
+[[nexthop_group]]
+name = "uplinks"
+members = [{ port = "up1", via = "10.255.0.0", weight = 2 }, { port = "up2", via = "10.255.0.2" }]
+[[route]]
+prefix = "10.1.0.0/16"
+group = "uplinks"
+[[route]]
+vrf = "default"
+prefix = "10.2.0.0/16"
+via = "10.255.0.0"               # the same nexthop as the group's first member
+port = "up1"
+[[route]]
+prefix = "2001:db8:100::/48"
+via = "2001:db8:ff::"
+port = "up1"
+[[route]]
+prefix = "10.9.0.0/16"
+blackhole = true
+[[route]]
+vrf = "tenant1"
+prefix = "0.0.0.0/0"
+via = "192.168.0.2"
+port = "ten"
+[[route]]
+prefix = "10.3.0.0/16"
+via = "10.0.10.20"
+vlan = 10
+[[neighbor]]
+ip = "10.255.0.0"
+mac = "02:00:00:00:51:01"
+port = "up1"
+[[neighbor]]
+ip = "10.0.10.20"
+mac = "02:00:00:00:00:14"
+vlan = 10
+[[mac]]
+vlan = 10
+mac = "02:00:00:00:00:0a"
+port = "h1"
+[[mac]]
+vlan = 20
+mac = "02:00:00:00:00:0B"
+port = "tr"
+"#;
+
+    #[test]
+    fn a_full_switch_config_produces_exactly_the_expected_spec() {
+        let config = parse(FULL).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.mode, Mode::Switch);
+        let expected = SwitchSpec {
+            router_mac: [0x02, 0, 0, 0, 0x01, 0x00],
+            ports: vec![
+                PortRole::Access { vlan: 10 },
+                PortRole::Trunk {
+                    allowed: vec![10, 20],
+                    native: Some(10),
+                },
+                PortRole::Routed { interface: 0 },
+                PortRole::Routed { interface: 1 },
+                PortRole::Routed { interface: 2 },
+                PortRole::Access { vlan: 30 },
+            ],
+            vlans: vec![
+                VlanSpec {
+                    id: 10,
+                    interface: Some(3),
+                },
+                VlanSpec {
+                    id: 20,
+                    interface: None,
+                },
+                VlanSpec {
+                    id: 30,
+                    interface: Some(4),
+                },
+            ],
+            vrf_count: 2,
+            interfaces: vec![
+                InterfaceSpec {
+                    vrf: 0,
+                    attachment: Attachment::Port(2),
+                    ipv4: vec![(v4("10.255.0.1"), 31)],
+                    ipv6: vec![(v6("2001:db8:ff::1"), 127)],
+                },
+                InterfaceSpec {
+                    vrf: 0,
+                    attachment: Attachment::Port(3),
+                    ipv4: vec![(v4("10.255.0.3"), 31)],
+                    ipv6: vec![],
+                },
+                InterfaceSpec {
+                    vrf: 1,
+                    attachment: Attachment::Port(4),
+                    ipv4: vec![(v4("192.168.0.1"), 30)],
+                    ipv6: vec![],
+                },
+                InterfaceSpec {
+                    vrf: 0,
+                    attachment: Attachment::Vlan(10),
+                    ipv4: vec![(v4("10.0.10.1"), 24)],
+                    ipv6: vec![(v6("2001:db8:10::1"), 64)],
+                },
+                InterfaceSpec {
+                    vrf: 1,
+                    attachment: Attachment::Vlan(30),
+                    ipv4: vec![(v4("10.0.10.1"), 24)],
+                    ipv6: vec![],
+                },
+            ],
+            nexthops: vec![
+                NexthopSpec {
+                    interface: 0,
+                    ip: ip("10.255.0.0"),
+                },
+                NexthopSpec {
+                    interface: 1,
+                    ip: ip("10.255.0.2"),
+                },
+                NexthopSpec {
+                    interface: 0,
+                    ip: ip("2001:db8:ff::"),
+                },
+                NexthopSpec {
+                    interface: 2,
+                    ip: ip("192.168.0.2"),
+                },
+                NexthopSpec {
+                    interface: 3,
+                    ip: ip("10.0.10.20"),
+                },
+            ],
+            groups: vec![GroupSpec {
+                members: vec![(0, 2), (1, 1)],
+            }],
+            routes: vec![
+                RouteSpec {
+                    vrf: 0,
+                    prefix: ip("10.1.0.0"),
+                    len: 16,
+                    target: RouteTarget::Group(0),
+                },
+                RouteSpec {
+                    vrf: 0,
+                    prefix: ip("10.2.0.0"),
+                    len: 16,
+                    target: RouteTarget::Nexthop(0),
+                },
+                RouteSpec {
+                    vrf: 0,
+                    prefix: ip("2001:db8:100::"),
+                    len: 48,
+                    target: RouteTarget::Nexthop(2),
+                },
+                RouteSpec {
+                    vrf: 0,
+                    prefix: ip("10.9.0.0"),
+                    len: 16,
+                    target: RouteTarget::Blackhole,
+                },
+                RouteSpec {
+                    vrf: 1,
+                    prefix: ip("0.0.0.0"),
+                    len: 0,
+                    target: RouteTarget::Nexthop(3),
+                },
+                RouteSpec {
+                    vrf: 0,
+                    prefix: ip("10.3.0.0"),
+                    len: 16,
+                    target: RouteTarget::Nexthop(4),
+                },
+            ],
+            static_macs: vec![
+                StaticMac {
+                    vlan: 10,
+                    mac: [0x02, 0, 0, 0, 0, 0x0a],
+                    port: 0,
+                },
+                StaticMac {
+                    vlan: 20,
+                    mac: [0x02, 0, 0, 0, 0, 0x0b],
+                    port: 1,
+                },
+            ],
+            static_neighbors: vec![
+                StaticNeighbor {
+                    interface: 0,
+                    ip: ip("10.255.0.0"),
+                    mac: [0x02, 0, 0, 0, 0x51, 0x01],
+                },
+                StaticNeighbor {
+                    interface: 3,
+                    ip: ip("10.0.10.20"),
+                    mac: [0x02, 0, 0, 0, 0, 0x14],
+                },
+            ],
+            mac_aging: 60 * PICOS_PER_SECOND,
+            mac_capacity: 1024,
+            flow_hash_seed: 7,
+            ecmp_buckets: 64,
+        };
+        assert_eq!(config.switch_spec(), Some(expected.clone()));
+        assert_eq!(
+            config.engine_config(&RunOptions::default()).mode,
+            ForwardingMode::Switch(Box::new(expected.clone()))
+        );
+        // The dataplane accepts what the config produces.
+        Forwarder::new(&expected).expect("the forwarder builds from the spec");
+    }
+
+    #[test]
+    fn the_same_interface_and_via_is_one_nexthop_wherever_it_appears() {
+        let text = format!(
+            "{BASE}[[nexthop_group]]\nname = \"a\"\nmembers = [{{ port = \"up\", via = \"10.255.0.0\" }}]\n\
+             [[nexthop_group]]\nname = \"b\"\nmembers = [{{ port = \"up\", via = \"10.255.0.0\", weight = 3 }}, {{ vlan = 10, via = \"10.0.10.9\" }}]\n\
+             [[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"up\"\n\
+             [[route]]\nprefix = \"2001:db8:1::/48\"\nvia = \"10.255.0.0\"\nport = \"up\"\n\
+             [[route]]\nprefix = \"10.2.0.0/16\"\nvia = \"10.0.10.9\"\nvlan = 10\n"
+        );
+        let spec = spec_of(&text);
+        assert_eq!(
+            spec.nexthops,
+            vec![
+                NexthopSpec {
+                    interface: 0,
+                    ip: ip("10.255.0.0")
+                },
+                NexthopSpec {
+                    interface: 1,
+                    ip: ip("10.0.10.9")
+                },
+            ]
+        );
+        assert_eq!(spec.groups[0].members, vec![(0, 1)]);
+        assert_eq!(spec.groups[1].members, vec![(0, 3), (1, 1)]);
+        let targets: Vec<RouteTarget> = spec.routes.iter().map(|r| r.target).collect();
+        assert_eq!(
+            targets,
+            vec![
+                RouteTarget::Nexthop(0),
+                RouteTarget::Nexthop(0),
+                RouteTarget::Nexthop(1)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_group_cannot_have_more_members_than_buckets_or_mix_vrfs() {
+        let mut members = Vec::new();
+        let mut ports = String::new();
+        for i in 0..17 {
+            ports.push_str(&format!(
+                "[[port]]\nname = \"u{i}\"\ndevargs = \"net_null{}\"\nipv4 = [\"10.254.{i}.1/24\"]\n",
+                i + 2
+            ));
+            members.push(format!("{{ port = \"u{i}\", via = \"10.254.{i}.2\" }}"));
+        }
+        let text = format!(
+            "{BASE}[ecmp]\nbuckets = 16\n{ports}[[nexthop_group]]\nname = \"wide\"\nmembers = [{}]\n",
+            members.join(", ")
+        );
+        let error = error_of(&text);
+        assert_eq!(error.field, "nexthop_group[0].members");
+        assert_eq!(error.line, BASE_LINES + 2 + 17 * 4 + 3);
+        assert!(
+            error
+                .message
+                .contains("17 members do not fit in 16 buckets")
+        );
+
+        let text = format!(
+            "{BASE}[[vrf]]\nname = \"blue\"\n[[port]]\nname = \"b\"\ndevargs = \"net_null2\"\nvrf = \"blue\"\nipv4 = [\"10.254.0.1/24\"]\n\
+             [[nexthop_group]]\nname = \"g\"\nmembers = [{{ port = \"up\", via = \"10.255.0.0\" }}, {{ port = \"b\", via = \"10.254.0.2\" }}]\n"
+        );
+        let error = error_of(&text);
+        assert_eq!(error.field, "nexthop_group[0].members[1].via");
+        assert_eq!(error.line, BASE_LINES + 10);
+        assert!(
+            error
+                .message
+                .contains("interface 1 (port b) is in VRF blue, but members[0] is in VRF default"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_example_leaf_and_spine_load_and_say_what_they_should() {
+        let leaf = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/leaf.toml"
+        )))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let spec = leaf.switch_spec().expect("leaf is in switch mode");
+        let names: Vec<&str> = leaf.ports.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["eth1", "eth2", "eth3", "eth49", "eth50"]);
+        assert_eq!(
+            spec.ports,
+            vec![
+                PortRole::Access { vlan: 10 },
+                PortRole::Access { vlan: 10 },
+                PortRole::Access { vlan: 20 },
+                PortRole::Routed { interface: 0 },
+                PortRole::Routed { interface: 1 },
+            ]
+        );
+        // Distinct TAP interfaces, and DPDK runs without hugepages.
+        let mut ifaces: Vec<&str> = leaf.ports.iter().map(|p| p.devargs.as_str()).collect();
+        ifaces.sort_unstable();
+        ifaces.dedup();
+        assert_eq!(ifaces.len(), 5);
+        assert!(leaf.ports.iter().all(|p| p.devargs.starts_with("net_tap")));
+        assert!(leaf.eal.contains(&"--no-huge".to_owned()));
+        assert_eq!(spec.interfaces.len(), 4);
+        assert_eq!(
+            spec.interfaces[2],
+            InterfaceSpec {
+                vrf: 0,
+                attachment: Attachment::Vlan(10),
+                ipv4: vec![(v4("10.0.10.1"), 24)],
+                ipv6: vec![(v6("2001:db8:10::1"), 64)],
+            }
+        );
+        assert_eq!(spec.interfaces[3].ipv4, vec![(v4("10.0.20.1"), 24)]);
+        assert_eq!(
+            spec.nexthops,
+            vec![
+                NexthopSpec {
+                    interface: 0,
+                    ip: ip("10.255.0.0")
+                },
+                NexthopSpec {
+                    interface: 1,
+                    ip: ip("10.255.0.2")
+                },
+            ]
+        );
+        assert_eq!(
+            spec.groups,
+            vec![GroupSpec {
+                members: vec![(0, 1), (1, 1)]
+            }]
+        );
+        let routes: Vec<(IpAddr, u8, RouteTarget)> = spec
+            .routes
+            .iter()
+            .map(|r| (r.prefix, r.len, r.target))
+            .collect();
+        assert_eq!(
+            routes,
+            vec![
+                (ip("0.0.0.0"), 0, RouteTarget::Group(0)),
+                (ip("::"), 0, RouteTarget::Group(0)),
+            ]
+        );
+        Forwarder::new(&spec).expect("the leaf's forwarder builds");
+
+        let spine = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/spine.toml"
+        )))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let spec = spine.switch_spec().expect("spine is in switch mode");
+        assert_eq!(
+            spec.ports,
+            (0..4)
+                .map(|i| PortRole::Routed { interface: i })
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(spec.interfaces.len(), 4);
+        assert!(spec.groups.is_empty());
+        // Three subnets per leaf, each via the leaf's side of its link (leaf k is port k-1).
+        assert_eq!(spec.routes.len(), 12);
+        for k in 1..=4u16 {
+            let leaf_v4 = ip(&format!("10.255.0.{}", 4 * (k - 1) + 1));
+            let leaf_v6 = ip(&format!("2001:db8:ff::{:x}", 4 * (k - 1) + 1));
+            let expect = [
+                (ip(&format!("10.0.{}.0", 20 * k - 10)), 24, leaf_v4),
+                (ip(&format!("10.0.{}.0", 20 * k)), 24, leaf_v4),
+                (ip(&format!("2001:db8:{}::", 20 * k - 10)), 64, leaf_v6),
+            ];
+            for (prefix, len, via) in expect {
+                let route = spec
+                    .routes
+                    .iter()
+                    .find(|r| r.prefix == prefix && r.len == len)
+                    .unwrap_or_else(|| panic!("no route to {prefix}/{len}"));
+                let RouteTarget::Nexthop(n) = route.target else {
+                    panic!("{prefix}/{len} is not via a nexthop");
+                };
+                assert_eq!(
+                    spec.nexthops[n as usize],
+                    NexthopSpec {
+                        interface: k - 1,
+                        ip: via
+                    },
+                    "{prefix}/{len}"
+                );
+            }
+        }
+        assert_eq!(spec.nexthops.len(), 8);
+        Forwarder::new(&spec).expect("the spine's forwarder builds");
+    }
+
+    #[test]
+    fn the_summary_describes_ports_vlans_interfaces_nexthops_groups_and_routes() {
+        let config = parse(FULL).unwrap();
+        let expected = [
+            "router MAC 02:00:00:00:01:00; MAC aging 60 s, MAC table 1024 entries; ECMP 64 buckets per group, flow hash seed 7",
+            "vrf 0 default",
+            "vrf 1 tenant1",
+            "port 0 h1 = net_null0: access, VLAN 10",
+            "port 1 tr = net_null1: trunk, VLANs 10, 20, native 10 untagged",
+            "port 2 up1 = net_null2: routed, interface 0, VRF default, 10.255.0.1/31 2001:db8:ff::1/127",
+            "port 3 up2 = net_null3: routed, interface 1, VRF default, 10.255.0.3/31",
+            "port 4 ten = net_null4: routed, interface 2, VRF tenant1, 192.168.0.1/30",
+            "port 5 h3 = net_null5: access, VLAN 30",
+            "vlan 10: ports h1 (untagged), tr (untagged); interface 3",
+            "vlan 20: ports tr (tagged); no L3 interface",
+            "vlan 30: ports h3 (untagged); interface 4",
+            "interface 0: port up1, VRF default, 10.255.0.1/31 2001:db8:ff::1/127",
+            "interface 1: port up2, VRF default, 10.255.0.3/31",
+            "interface 2: port ten, VRF tenant1, 192.168.0.1/30",
+            "interface 3: vlan 10, VRF default, 10.0.10.1/24 2001:db8:10::1/64",
+            "interface 4: vlan 30, VRF tenant1, 10.0.10.1/24",
+            "nexthop 0: 10.255.0.0 on interface 0 (port up1)",
+            "nexthop 1: 10.255.0.2 on interface 1 (port up2)",
+            "nexthop 2: 2001:db8:ff:: on interface 0 (port up1)",
+            "nexthop 3: 192.168.0.2 on interface 2 (port ten)",
+            "nexthop 4: 10.0.10.20 on interface 3 (vlan 10)",
+            "group 0 uplinks: nexthop 0 (10.255.0.0 on interface 0 (port up1)) weight 2, nexthop 1 (10.255.0.2 on interface 1 (port up2)) weight 1",
+            "route vrf default 10.1.0.0/16 -> group 0 (uplinks)",
+            "route vrf default 10.2.0.0/16 -> nexthop 0 (10.255.0.0 on interface 0 (port up1))",
+            "route vrf default 2001:db8:100::/48 -> nexthop 2 (2001:db8:ff:: on interface 0 (port up1))",
+            "route vrf default 10.9.0.0/16 -> blackhole",
+            "route vrf tenant1 0.0.0.0/0 -> nexthop 3 (192.168.0.2 on interface 2 (port ten))",
+            "route vrf default 10.3.0.0/16 -> nexthop 4 (10.0.10.20 on interface 3 (vlan 10))",
+            "neighbor 10.255.0.0 on interface 0 (port up1) is 02:00:00:00:51:01 (static)",
+            "neighbor 10.0.10.20 on interface 3 (vlan 10) is 02:00:00:00:00:14 (static)",
+            "mac 02:00:00:00:00:0a in vlan 10 on port h1 (static)",
+            "mac 02:00:00:00:00:0b in vlan 20 on port tr (static)",
+        ];
+        assert_eq!(config.summary(), expected);
+
+        let io = parse(GOOD).unwrap();
+        assert_eq!(
+            io.summary(),
+            [
+                "port 0 p0 = net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap (io peer: p1)",
+                "port 1 p1 = 0000:3b:00.1 (io peer: p0)",
+            ]
+        );
+    }
+
+    #[test]
+    fn macs_and_prefixes_parse_strictly() {
+        assert_eq!(
+            parse_mac("02:00:5E:00:01:ff"),
+            Ok([0x02, 0x00, 0x5e, 0x00, 0x01, 0xff])
+        );
+        for bad in [
+            "",
+            "02:00:00:00:00",
+            "02:00:00:00:00:00:00",
+            "2:00:00:00:00:00",
+            "020:0:00:00:00:00",
+            "02:00:00:00:00:zz",
+            "0200.0000.0000",
+            "+2:00:00:00:00:00",
+        ] {
+            assert!(parse_mac(bad).is_err(), "{bad:?} must be rejected");
+        }
+        assert_eq!(route_prefix("0.0.0.0/0"), Ok((ip("0.0.0.0"), 0)));
+        assert_eq!(route_prefix("::/0"), Ok((ip("::"), 0)));
+        assert_eq!(route_prefix("10.0.0.0/8"), Ok((ip("10.0.0.0"), 8)));
+        assert_eq!(route_prefix("10.1.2.3/32"), Ok((ip("10.1.2.3"), 32)));
+        assert!(
+            route_prefix("11.0.0.0/7")
+                .unwrap_err()
+                .contains("host bits set")
+        );
+        assert!(
+            route_prefix("2001:db8::1/64")
+                .unwrap_err()
+                .contains("host bits set")
+        );
+        assert!(route_prefix("10.0.0.0/-1").is_err());
+        assert!(route_prefix("10.0.0.0/").is_err());
+        assert_eq!(
+            interface_address("10.255.0.0/31", false),
+            Ok((ip("10.255.0.0"), 31))
+        );
+        assert_eq!(
+            interface_address("2001:db8:ff::/127", true),
+            Ok((ip("2001:db8:ff::"), 127))
+        );
+        assert!(interface_address("10.0.0.1/0", false).is_err());
+        assert!(interface_address("127.0.0.1/8", false).is_err());
+        assert!(overlaps(ip("10.0.0.0"), 8, ip("10.200.0.1"), 24));
+        assert!(!overlaps(ip("10.0.0.1"), 31, ip("10.0.0.2"), 31));
+        assert!(!overlaps(ip("10.0.0.1"), 8, ip("::a00:1"), 104));
     }
 }

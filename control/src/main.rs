@@ -192,9 +192,8 @@ fn check_config(path: &Path) -> ExitCode {
         "lcores: main {} (control), workers {:?}; burst {}; mbufs {}",
         config.main_lcore, config.worker_lcores, config.burst, config.mbufs
     );
-    for (index, port) in config.ports.iter().enumerate() {
-        let peer = &config.ports[engine::io_peer(index, config.ports.len())].name;
-        println!("port {} = {} (io peer: {peer})", port.name, port.devargs);
+    for line in config.summary() {
+        println!("{line}");
     }
     println!("EAL: {}", config.eal_args(&[]).join(" "));
     ExitCode::SUCCESS

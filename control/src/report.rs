@@ -50,6 +50,8 @@ pub fn to_json(report: &RunReport) -> Value {
         "forwarding_seconds": report.forwarding_time.as_secs_f64(),
         "ports": ports,
         "drops": drops,
+        "punted": report.punted,
+        "generated": report.generated,
     })
 }
 
@@ -95,5 +97,10 @@ pub fn to_text(report: &RunReport) -> String {
         .map(|(r, n)| format!("{}={n}", r.as_str()))
         .collect();
     let _ = writeln!(out, "drops: {}", drops.join(" "));
+    let _ = writeln!(
+        out,
+        "slow path: {} frames punted (ARP/ND/ICMP for the switch), {} frames sent",
+        report.punted, report.generated
+    );
     out
 }

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod frames;
+
 use control::pcap::{self, PcapPacket};
 use std::fs::File;
 use std::path::{Path, PathBuf};

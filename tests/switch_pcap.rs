@@ -1,0 +1,483 @@
+//! End to end: `ironclos run` in switch mode over net_pcap ports, replayed in timestamp order.
+//! Expected outputs are built here from the forwarding rules, not taken from a run.
+
+mod common;
+
+use common::frames::{
+    self, BROADCAST, Mac, ethernet, ipv4_udp, ipv6_udp, routed_v4, tagged, untagged,
+};
+use common::{TestDir, port_stats, replay, u64_at};
+use control::pcap::PcapPacket;
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+const ROUTER: Mac = [0x02, 0, 0, 0, 0x01, 0];
+const HOST_A: Mac = [0x02, 0, 0, 0, 0, 0x0a];
+const HOST_B: Mac = [0x02, 0, 0, 0, 0, 0x0b];
+const HOST_C: Mac = [0x02, 0, 0, 0, 0, 0x0c];
+const HOST_D: Mac = [0x02, 0, 0, 0, 0, 0x0d];
+const SPINE1: Mac = [0x02, 0, 0, 0, 0x51, 1];
+const SPINE2: Mac = [0x02, 0, 0, 0, 0x51, 2];
+const PORTS: usize = 6;
+
+/// A leaf: p0, p1 access VLAN 10; p2 access VLAN 20; p3 trunk {10, 20}; p4, p5 routed uplinks.
+fn leaf_config(dir: &TestDir) -> String {
+    let mut text = format!(
+        r#"[switch]
+name = "leaf-test"
+router_mac = "02:00:00:00:01:00"
+
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+ipv6 = ["2001:db8:10::1/64"]
+
+[[vlan]]
+id = 20
+ipv4 = ["10.0.20.1/24"]
+
+[[nexthop_group]]
+name = "spines"
+members = [{{ port = "p4", via = "10.255.0.0" }}, {{ port = "p5", via = "10.255.0.2" }}]
+
+[[route]]
+prefix = "10.1.0.0/16"
+group = "spines"
+
+[[route]]
+prefix = "2001:db8:b::/48"
+via = "2001:db8:ff::"
+port = "p4"
+
+[[neighbor]]
+ip = "10.255.0.0"
+mac = "02:00:00:00:51:01"
+port = "p4"
+
+[[neighbor]]
+ip = "10.255.0.2"
+mac = "02:00:00:00:51:02"
+port = "p5"
+
+[[neighbor]]
+ip = "2001:db8:ff::"
+mac = "02:00:00:00:51:01"
+port = "p4"
+"#,
+        eal = dir.eal_toml()
+    );
+    let roles = [
+        "vlan = { mode = \"access\", id = 10 }",
+        "vlan = { mode = \"access\", id = 10 }",
+        "vlan = { mode = \"access\", id = 20 }",
+        "vlan = { mode = \"trunk\", allowed = [10, 20] }",
+        "ipv4 = [\"10.255.0.1/31\"]\nipv6 = [\"2001:db8:ff::1/127\"]",
+        "ipv4 = [\"10.255.0.3/31\"]",
+    ];
+    for (i, role) in roles.iter().enumerate() {
+        let input = dir.file(&format!("in{i}.pcap"));
+        let output = dir.file(&format!("out{i}.pcap"));
+        text.push_str(&format!(
+            "\n[[port]]\nname = \"p{i}\"\ndevargs = \"net_pcap{i},rx_pcap={},tx_pcap={}\"\n{role}\n",
+            input.display(),
+            output.display()
+        ));
+    }
+    text
+}
+
+/// Frames per input port, each with a time; ports without frames get empty files.
+struct Trace {
+    inputs: Vec<Vec<PcapPacket>>,
+    clock_us: u64,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        Trace {
+            inputs: vec![Vec::new(); PORTS],
+            clock_us: 1_000_000,
+        }
+    }
+
+    /// Appends a frame on `port`, 10 us after the previous frame of the whole trace.
+    fn send(&mut self, port: usize, frame: Vec<u8>) {
+        self.clock_us += 10;
+        self.inputs[port].push(PcapPacket {
+            timestamp_ns: self.clock_us * 1_000,
+            data: frame,
+        });
+    }
+
+    fn write(&self, dir: &TestDir) {
+        for (i, packets) in self.inputs.iter().enumerate() {
+            dir.write_pcap(&format!("in{i}.pcap"), packets);
+        }
+    }
+}
+
+fn outputs(dir: &TestDir) -> Vec<Vec<Vec<u8>>> {
+    (0..PORTS)
+        .map(|i| {
+            dir.read_pcap(&format!("out{i}.pcap"))
+                .into_iter()
+                .map(|p| p.data)
+                .collect()
+        })
+        .collect()
+}
+
+fn payload(tag: u8) -> Vec<u8> {
+    vec![tag; 46]
+}
+
+fn drops(stats: &serde_json::Value) -> HashMap<String, u64> {
+    stats["drops"]
+        .as_object()
+        .expect("drops")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn mac_learning_then_unicast_and_flooding_per_vlan() {
+    let dir = TestDir::new("sw-l2");
+    let mut trace = Trace::new();
+    let a_to_b_1 = ethernet(HOST_B, HOST_A, None, 0x0800, &payload(1));
+    let b_to_a = ethernet(HOST_A, HOST_B, None, 0x0800, &payload(2));
+    let a_to_b_2 = ethernet(HOST_B, HOST_A, None, 0x0800, &payload(3));
+    let c_broadcast = ethernet(BROADCAST, HOST_C, None, 0x0800, &payload(4));
+    let d_to_c = ethernet(HOST_C, HOST_D, Some(20), 0x0800, &payload(5));
+    let d_to_a_wrong_vlan = ethernet(HOST_A, HOST_D, Some(20), 0x0800, &payload(6));
+    trace.send(0, a_to_b_1.clone()); // unknown: flood in VLAN 10
+    trace.send(1, b_to_a.clone()); // A was learned on p0
+    trace.send(0, a_to_b_2.clone()); // B was learned on p1
+    trace.send(2, c_broadcast.clone()); // broadcast in VLAN 20
+    trace.send(3, d_to_c.clone()); // tagged 20 on the trunk to C (learned on p2)
+    trace.send(3, d_to_a_wrong_vlan.clone()); // A is known in VLAN 10 only: flood in 20
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+
+    assert_eq!(out[0], vec![b_to_a.clone()], "p0 gets only B's reply");
+    assert_eq!(
+        out[1],
+        vec![a_to_b_1.clone(), a_to_b_2.clone()],
+        "p1 gets the flood and the unicast"
+    );
+    assert_eq!(
+        out[2],
+        vec![untagged(&d_to_c), untagged(&d_to_a_wrong_vlan)],
+        "p2 (VLAN 20) gets D's frames without the tag"
+    );
+    assert_eq!(
+        out[3],
+        vec![tagged(&a_to_b_1, 10), tagged(&c_broadcast, 20)],
+        "the trunk gets VLAN-tagged floods"
+    );
+    assert!(
+        out[4].is_empty() && out[5].is_empty(),
+        "routed ports never see bridged traffic"
+    );
+    assert!(
+        drops(&stats).values().all(|&n| n == 0),
+        "{:?}",
+        drops(&stats)
+    );
+    assert_eq!(u64_at(port_stats(&stats, "p3"), "/rx_packets"), 2);
+    assert_eq!(u64_at(port_stats(&stats, "p3"), "/tx_packets"), 2);
+}
+
+#[test]
+fn ipv4_and_ipv6_routing_rewrite_byte_by_byte_and_count_drops() {
+    let dir = TestDir::new("sw-l3");
+    let mut trace = Trace::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let to_b = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0800,
+        &ipv4_udp(a_ip, Ipv4Addr::new(10, 1, 2, 3), 64, 1000, 4791, &[7; 18]),
+    );
+    let v6 = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x86dd,
+        &ipv6_udp(
+            "2001:db8:10::5".parse().unwrap(),
+            "2001:db8:b::7".parse().unwrap(),
+            64,
+            1,
+            2,
+            &[9; 8],
+        ),
+    );
+    let expired = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0800,
+        &ipv4_udp(a_ip, Ipv4Addr::new(10, 1, 2, 3), 1, 1000, 4791, &[]),
+    );
+    let no_route = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0800,
+        &ipv4_udp(a_ip, Ipv4Addr::new(192, 0, 2, 1), 64, 1, 2, &[]),
+    );
+    let mut bad_checksum = to_b.clone();
+    bad_checksum[24] ^= 0x55;
+    // Tagged VLAN 10 from the trunk, routed out of an untagged uplink: the tag comes off.
+    let from_trunk = ethernet(
+        ROUTER,
+        HOST_D,
+        Some(10),
+        0x0800,
+        &ipv4_udp(
+            Ipv4Addr::new(10, 0, 10, 9),
+            Ipv4Addr::new(10, 1, 2, 3),
+            9,
+            1000,
+            4791,
+            &[],
+        ),
+    );
+    trace.send(0, to_b.clone());
+    trace.send(0, v6.clone());
+    trace.send(0, expired);
+    trace.send(0, no_route);
+    trace.send(0, bad_checksum);
+    trace.send(3, from_trunk.clone());
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+
+    // 10.1.2.3 with ports 1000 -> 4791 hashes to one spine; both frames of that flow (same
+    // 5-tuple? the trunk one has another source) must be exact rewrites.
+    let uplink_frames: Vec<&Vec<u8>> = out[4].iter().chain(out[5].iter()).collect();
+    let expected_v4 = [
+        routed_v4(&to_b, 14, SPINE1, ROUTER),
+        routed_v4(&to_b, 14, SPINE2, ROUTER),
+    ];
+    assert!(
+        uplink_frames.iter().any(|f| expected_v4.contains(f)),
+        "IPv4 frame rewritten exactly: {uplink_frames:?}"
+    );
+    let mut expected_v6 = v6.clone();
+    expected_v6[0..6].copy_from_slice(&SPINE1);
+    expected_v6[6..12].copy_from_slice(&ROUTER);
+    expected_v6[14 + 7] = 63;
+    assert!(
+        out[4].contains(&expected_v6),
+        "IPv6 frame on p4 with hop limit 63"
+    );
+    let trunk_routed = untagged(&from_trunk);
+    let expected_trunk = [
+        routed_v4(&trunk_routed, 14, SPINE1, ROUTER),
+        routed_v4(&trunk_routed, 14, SPINE2, ROUTER),
+    ];
+    assert!(
+        uplink_frames.iter().any(|f| expected_trunk.contains(f)),
+        "trunk frame untagged and routed"
+    );
+    assert_eq!(uplink_frames.len(), 3);
+    for frame in out[4]
+        .iter()
+        .chain(out[5].iter())
+        .filter(|f| f[12..14] == [8, 0])
+    {
+        assert_eq!(
+            frames::checksum(&frame[14..34]),
+            0,
+            "IPv4 checksum verifies"
+        );
+    }
+    let drops = drops(&stats);
+    assert_eq!(drops["ttl_expired"], 1);
+    assert_eq!(drops["no_route"], 1);
+    assert_eq!(drops["bad_ipv4_checksum"], 1);
+    assert_eq!(drops.values().sum::<u64>(), 3);
+}
+
+#[test]
+fn unresolved_hosts_are_resolved_with_arp_then_reached() {
+    let dir = TestDir::new("sw-arp");
+    let mut trace = Trace::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let from_spine = |seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), a_ip, 30, 5000, 6000, &[seq; 4]),
+        )
+    };
+    // 1. A packet for A arrives before A is known: dropped, and the switch ARPs for A on
+    //    every VLAN 10 port (tagged on the trunk).
+    trace.send(4, from_spine(1));
+    // 2. A answers the switch.
+    let reply = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0806,
+        &frames::arp(2, HOST_A, a_ip, ROUTER, gateway),
+    );
+    trace.send(0, reply);
+    // 3. Now the packet is routed to A.
+    let second = from_spine(2);
+    trace.send(4, second.clone());
+    // 4. A asks for its gateway; the switch answers.
+    let request = ethernet(
+        BROADCAST,
+        HOST_A,
+        None,
+        0x0806,
+        &frames::arp(1, HOST_A, a_ip, [0; 6], gateway),
+    );
+    trace.send(0, request);
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+
+    let arp_request = ethernet(
+        BROADCAST,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
+    );
+    let arp_reply = ethernet(
+        HOST_A,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(2, ROUTER, gateway, HOST_A, a_ip),
+    );
+    assert_eq!(
+        out[0],
+        vec![
+            arp_request.clone(),
+            routed_v4(&second, 14, HOST_A, ROUTER),
+            arp_reply
+        ]
+    );
+    assert_eq!(
+        out[1],
+        vec![arp_request.clone()],
+        "the ARP request floods VLAN 10"
+    );
+    // Padding of a frame built tagged may differ from a padded frame tagged later: compare the
+    // Ethernet + tag + ARP bytes and require a legal length.
+    assert_eq!(out[3].len(), 1);
+    assert_eq!(
+        out[3][0][..18 + 28],
+        tagged(&arp_request, 10)[..18 + 28],
+        "tagged on the trunk"
+    );
+    assert!(out[3][0].len() >= 60);
+    assert!(out[2].is_empty(), "VLAN 20 hears nothing");
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 1);
+    assert_eq!(
+        stats["punted"], 2,
+        "the ARP reply and the ARP request for the gateway"
+    );
+}
+
+#[test]
+fn ecmp_spreads_flows_within_the_binomial_tolerance_and_keeps_each_flow_on_one_member() {
+    let dir = TestDir::new("sw-ecmp");
+    let mut trace = Trace::new();
+    let flows = 2000u16;
+    let mut sent = Vec::new();
+    for round in 0..2u8 {
+        for flow in 0..flows {
+            let dst = Ipv4Addr::new(10, 1, (flow >> 8) as u8, flow as u8);
+            let frame = ethernet(
+                ROUTER,
+                HOST_A,
+                None,
+                0x0800,
+                &ipv4_udp(
+                    Ipv4Addr::new(10, 0, 10, 5),
+                    dst,
+                    64,
+                    10_000 + flow,
+                    4791,
+                    &[round; 8],
+                ),
+            );
+            sent.push(frame.clone());
+            trace.send(0, frame);
+        }
+    }
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+    assert_eq!(
+        out[4].len() + out[5].len(),
+        sent.len(),
+        "every packet leaves on an uplink"
+    );
+    // Each flow (destination address) on exactly one member, both rounds.
+    let mut member_of: HashMap<[u8; 4], usize> = HashMap::new();
+    for (port, frames) in [(4, &out[4]), (5, &out[5])] {
+        for f in frames {
+            let dst: [u8; 4] = f[30..34].try_into().unwrap();
+            let expected_mac = if port == 4 { SPINE1 } else { SPINE2 };
+            assert_eq!(f[0..6], expected_mac, "MAC of the member's spine");
+            let previous = member_of.insert(dst, port);
+            assert!(
+                previous.is_none_or(|p| p == port),
+                "flow {dst:?} split across members"
+            );
+        }
+    }
+    assert_eq!(member_of.len(), usize::from(flows));
+    // Two equal members own 128 of 256 buckets each; a flow's bucket is a fair coin, so the
+    // count on p4 is Binomial(2000, 1/2): mean 1000, sd sqrt(500) = 22.4. Five sd fails only
+    // for a real skew (probability 6e-7 otherwise).
+    let on_p4 = member_of.values().filter(|&&p| p == 4).count() as f64;
+    assert!(
+        (on_p4 - 1000.0).abs() <= 5.0 * 22.4,
+        "p4 carries {on_p4} of 2000 flows"
+    );
+    assert!(drops(&stats).values().all(|&n| n == 0));
+}
+
+#[test]
+fn replay_is_deterministic() {
+    let run = || {
+        let dir = TestDir::new("sw-det");
+        let mut trace = Trace::new();
+        for i in 0..300u16 {
+            let port = usize::from(i % 4);
+            let src = [0x02, 0, 0, 0, 1, (i % 7) as u8];
+            let dst = [0x02, 0, 0, 0, 1, (i % 5) as u8];
+            let vlan = if port == 3 {
+                Some(10 + 10 * (i % 2))
+            } else {
+                None
+            };
+            trace.send(port, ethernet(dst, src, vlan, 0x0800, &payload(i as u8)));
+        }
+        trace.write(&dir);
+        let (_, stats) = replay(&dir, &leaf_config(&dir));
+        (outputs(&dir), stats["drops"].clone())
+    };
+    let first = run();
+    let second = run();
+    assert_eq!(first, second);
+    let _: Vec<Ipv6Addr> = Vec::new();
+}
