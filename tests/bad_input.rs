@@ -68,7 +68,7 @@ fn a_good_config_checks_without_dpdk() {
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("port a = net_null0 (io peer: b)"),
+        stdout.contains("port 0 a = net_null0 (io peer: b)"),
         "{stdout}"
     );
     assert!(

@@ -6,7 +6,7 @@ mod common;
 use common::frames::{
     self, BROADCAST, Mac, ethernet, ipv4_udp, ipv6_udp, routed_v4, tagged, untagged,
 };
-use common::{TestDir, port_stats, replay, u64_at};
+use common::{TestDir, port_stats, replay, replay_with, u64_at};
 use control::pcap::PcapPacket;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -480,4 +480,138 @@ fn replay_is_deterministic() {
     let second = run();
     assert_eq!(first, second);
     let _: Vec<Ipv6Addr> = Vec::new();
+}
+
+/// p0: a host in VLAN 10; p1..p3: routed uplinks in one ECMP group.
+fn three_uplinks_config(dir: &TestDir) -> String {
+    let mut text = format!(
+        r#"[switch]
+name = "leaf-ecmp3"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+[[nexthop_group]]
+name = "spines"
+members = [{{ port = "p1", via = "10.255.0.0" }}, {{ port = "p2", via = "10.255.0.2" }}, {{ port = "p3", via = "10.255.0.4" }}]
+[[route]]
+prefix = "10.1.0.0/16"
+group = "spines"
+"#,
+        eal = dir.eal_toml()
+    );
+    for (i, spine) in [(1, 0u8), (2, 2), (3, 4)] {
+        text.push_str(&format!(
+            "[[neighbor]]\nip = \"10.255.0.{spine}\"\nmac = \"02:00:00:00:51:0{i}\"\nport = \"p{i}\"\n"
+        ));
+    }
+    let roles = [
+        "vlan = { mode = \"access\", id = 10 }".to_owned(),
+        "ipv4 = [\"10.255.0.1/31\"]".to_owned(),
+        "ipv4 = [\"10.255.0.3/31\"]".to_owned(),
+        "ipv4 = [\"10.255.0.5/31\"]".to_owned(),
+    ];
+    for (i, role) in roles.iter().enumerate() {
+        text.push_str(&format!(
+            "[[port]]\nname = \"p{i}\"\ndevargs = \"net_pcap{i},rx_pcap={},tx_pcap={}\"\n{role}\n",
+            dir.file(&format!("in{i}.pcap")).display(),
+            dir.file(&format!("out{i}.pcap")).display()
+        ));
+    }
+    text
+}
+
+#[test]
+fn a_lost_uplink_moves_only_its_own_flows_and_gets_them_back_when_it_returns() {
+    let dir = TestDir::new("sw-failover");
+    let flows = 600u16;
+    let mut packets = Vec::new();
+    let mut t_us = 1_000_000u64;
+    let mut phase_start = Vec::new();
+    for phase in 1..=3u8 {
+        phase_start.push(t_us);
+        for flow in 0..flows {
+            t_us += 1;
+            let dst = Ipv4Addr::new(10, 1, (flow >> 8) as u8, flow as u8);
+            let udp = ipv4_udp(
+                Ipv4Addr::new(10, 0, 10, 5),
+                dst,
+                64,
+                20_000 + flow,
+                4791,
+                &[phase; 8],
+            );
+            packets.push(PcapPacket {
+                timestamp_ns: t_us * 1_000,
+                data: ethernet(ROUTER, HOST_A, None, 0x0800, &udp),
+            });
+        }
+        t_us += 100;
+    }
+    dir.write_pcap("in0.pcap", &packets);
+    for i in 1..=3 {
+        dir.write_pcap(&format!("in{i}.pcap"), &[]);
+    }
+    // p2 goes down just before phase 2 starts and comes back just before phase 3.
+    let schedule = format!(
+        "[[event]]\nat_us = {}\nport = \"p2\"\nlink = \"down\"\n[[event]]\nat_us = {}\nport = \"p2\"\nlink = \"up\"\n",
+        phase_start[1], phase_start[2]
+    );
+    let schedule_path = dir.file("schedule.toml");
+    std::fs::write(&schedule_path, schedule).unwrap();
+    let (_, stats) = replay_with(
+        &dir,
+        &three_uplinks_config(&dir),
+        &["--schedule", schedule_path.to_str().unwrap()],
+    );
+
+    // member[phase][flow] = output port.
+    let mut member: Vec<HashMap<[u8; 4], usize>> = vec![HashMap::new(); 4];
+    for port in 1..=3usize {
+        for frame in dir.read_pcap(&format!("out{port}.pcap")) {
+            let dst: [u8; 4] = frame.data[30..34].try_into().unwrap();
+            let phase = usize::from(frame.data[42]);
+            assert!(
+                member[phase].insert(dst, port).is_none(),
+                "flow {dst:?} sent twice in phase {phase}"
+            );
+        }
+    }
+    for phase in 1..=3 {
+        assert_eq!(
+            member[phase].len(),
+            usize::from(flows),
+            "every packet of phase {phase} leaves"
+        );
+    }
+    assert!(
+        member[1].values().filter(|&&p| p == 2).count() > 100,
+        "p2 carried flows before it failed"
+    );
+    for (dst, &before) in &member[1] {
+        let during = member[2][dst];
+        assert_ne!(during, 2, "nothing is sent to the down port");
+        if before != 2 {
+            assert_eq!(
+                during, before,
+                "flow {dst:?} was not on the lost member and must not move"
+            );
+        }
+        let after = member[3][dst];
+        assert!(
+            after == during || after == 2,
+            "on recovery flows only move to the returning member"
+        );
+    }
+    let back = member[3].values().filter(|&&p| p == 2).count();
+    assert!(back > 100, "the returning member takes flows back ({back})");
+    assert!(
+        drops(&stats).values().all(|&n| n == 0),
+        "{:?}",
+        drops(&stats)
+    );
 }

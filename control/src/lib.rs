@@ -7,4 +7,5 @@
 pub mod config;
 pub mod pcap;
 pub mod report;
+pub mod schedule;
 pub mod tracegen;

@@ -47,6 +47,10 @@ enum Command {
         /// Write the final counters as JSON to this file.
         #[arg(long)]
         stats_json: Option<PathBuf>,
+        /// Replay only: a TOML file of [[event]] at_us/port/link entries that take links down
+        /// and up at given trace times (see README).
+        #[arg(long)]
+        schedule: Option<PathBuf>,
         /// Extra EAL arguments, after `--`.
         #[arg(last = true)]
         eal: Vec<String>,
@@ -138,6 +142,7 @@ fn main() -> ExitCode {
             exit_when_idle,
             duration,
             stats_json,
+            schedule,
             eal,
         } => {
             let options = RunOptions {
@@ -145,7 +150,12 @@ fn main() -> ExitCode {
                 exit_when_idle,
                 duration,
             };
-            run(&config, &options, stats_json.as_deref())
+            run(
+                &config,
+                &options,
+                stats_json.as_deref(),
+                schedule.as_deref(),
+            )
         }
         Command::CheckConfig { config } => check_config(&config),
         Command::GenTrace {
@@ -187,7 +197,11 @@ fn check_config(path: &Path) -> ExitCode {
         Err(code) => return code,
     };
     println!("{}: ok", path.display());
-    println!("switch {} mode {:?}", config.name, config.mode);
+    println!(
+        "switch {} mode {}",
+        config.name,
+        format!("{:?}", config.mode).to_lowercase()
+    );
     println!(
         "lcores: main {} (control), workers {:?}; burst {}; mbufs {}",
         config.main_lcore, config.worker_lcores, config.burst, config.mbufs
@@ -199,12 +213,30 @@ fn check_config(path: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(path: &Path, options: &RunOptions, stats_json: Option<&Path>) -> ExitCode {
+fn run(
+    path: &Path,
+    options: &RunOptions,
+    stats_json: Option<&Path>,
+    schedule: Option<&Path>,
+) -> ExitCode {
     let config = match load(path) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let run_report = match engine::run(&config.engine_config(options), &mut ConsoleHooks) {
+    let events = match schedule.map(|file| control::schedule::load(file, &config)) {
+        None => Vec::new(),
+        Some(Ok(events)) => events,
+        Some(Err(e)) => {
+            eprintln!("ironclos: schedule error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    if !events.is_empty() && !options.exit_when_idle {
+        eprintln!("ironclos: --schedule applies to replays: add --exit-when-idle");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let engine_config = config.engine_config(options);
+    let run_report = match engine::run_with_schedule(&engine_config, &events, &mut ConsoleHooks) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ironclos: {e}");
@@ -285,7 +317,7 @@ fn demo(dir: Option<PathBuf>) -> ExitCode {
         exit_when_idle: true,
         ..Default::default()
     };
-    let status = run(&config_path, &options, Some(&dir.join("stats.json")));
+    let status = run(&config_path, &options, Some(&dir.join("stats.json")), None);
     if status != ExitCode::SUCCESS {
         return status;
     }

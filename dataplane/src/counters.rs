@@ -54,10 +54,12 @@ pub enum DropReason {
     FloodCopyFailed,
     /// No headroom left in the mbuf to insert a VLAN tag.
     NoHeadroom,
+    /// Received on, or to be sent out of, a port whose link is down.
+    LinkDown,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 23] = [
+    pub const ALL: [DropReason; 24] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -81,6 +83,7 @@ impl DropReason {
         DropReason::PuntQueueFull,
         DropReason::FloodCopyFailed,
         DropReason::NoHeadroom,
+        DropReason::LinkDown,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -110,6 +113,7 @@ impl DropReason {
             DropReason::PuntQueueFull => "punt_queue_full",
             DropReason::FloodCopyFailed => "flood_copy_failed",
             DropReason::NoHeadroom => "no_headroom",
+            DropReason::LinkDown => "link_down",
         }
     }
 }

@@ -154,20 +154,28 @@ pub fn wait_with_timeout(mut child: std::process::Child, timeout: Duration) -> R
 /// Replays: runs `ironclos run --config <config> --exit-when-idle --stats-json stats.json`
 /// and returns the parsed counters.
 pub fn replay(dir: &TestDir, config_text: &str) -> (RunOutput, serde_json::Value) {
+    replay_with(dir, config_text, &[])
+}
+
+/// As `replay`, with extra `ironclos run` arguments (e.g. `--schedule FILE`).
+pub fn replay_with(
+    dir: &TestDir,
+    config_text: &str,
+    extra: &[&str],
+) -> (RunOutput, serde_json::Value) {
     let config = dir.file("ironclos.toml");
     std::fs::write(&config, config_text).expect("write config");
     let stats = dir.file("stats.json");
-    let out = run_ironclos(
-        &[
-            "run",
-            "--config",
-            config.to_str().expect("utf-8 path"),
-            "--exit-when-idle",
-            "--stats-json",
-            stats.to_str().expect("utf-8 path"),
-        ],
-        Duration::from_secs(60),
-    );
+    let mut args = vec![
+        "run",
+        "--config",
+        config.to_str().expect("utf-8 path"),
+        "--exit-when-idle",
+        "--stats-json",
+        stats.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    let out = run_ironclos(&args, Duration::from_secs(60));
     out.assert_success();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats written"))

@@ -57,6 +57,21 @@ pub struct EngineConfig {
     pub duration: Option<Duration>,
 }
 
+/// Something that happens at a given trace time in a replay (`--schedule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduledEvent {
+    /// Trace time (the pcap timestamps' clock).
+    pub at: crate::clock::Picos,
+    pub action: ScheduledAction,
+}
+
+/// What a scheduled event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduledAction {
+    /// The link of port `port` (index in the config) goes down or comes up.
+    Link { port: u16, up: bool },
+}
+
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopCause {
@@ -171,11 +186,29 @@ const LINK_POLL_PERIOD: Duration = Duration::from_millis(100);
 
 /// Runs the switch until a signal, the duration, or the end of every input.
 pub fn run(config: &EngineConfig, hooks: &mut dyn EngineHooks) -> Result<RunReport, EngineError> {
+    run_with_schedule(config, &[], hooks)
+}
+
+/// As `run`, applying `schedule` (sorted by time) as trace time passes. Replays of switch
+/// mode only: it needs trace time.
+pub fn run_with_schedule(
+    config: &EngineConfig,
+    schedule: &[ScheduledEvent],
+    hooks: &mut dyn EngineHooks,
+) -> Result<RunReport, EngineError> {
+    let replaying_switch =
+        config.exit_when_idle && matches!(config.mode, ForwardingMode::Switch(_));
+    if !schedule.is_empty() && !replaying_switch {
+        return Err(EngineError::Config(
+            "a schedule needs switch mode and a replay (--exit-when-idle on pcap inputs)"
+                .to_owned(),
+        ));
+    }
     if config.worker_lcores.is_empty() {
         return Err(EngineError::NoWorkers);
     }
     let eal = Eal::init(&config.eal_args).map_err(EngineError::Eal)?;
-    let result = run_with_eal(config, hooks);
+    let result = run_with_eal(config, schedule, hooks);
     // Ports and pool are dropped inside run_with_eal, before the EAL goes away.
     eal.cleanup();
     result
@@ -183,6 +216,7 @@ pub fn run(config: &EngineConfig, hooks: &mut dyn EngineHooks) -> Result<RunRepo
 
 fn run_with_eal(
     config: &EngineConfig,
+    schedule: &[ScheduledEvent],
     hooks: &mut dyn EngineHooks,
 ) -> Result<RunReport, EngineError> {
     let stop = dpdk::install_stop_signal_handlers();
@@ -274,6 +308,7 @@ fn run_with_eal(
                 stop,
                 burst,
                 config.exit_when_idle,
+                schedule.to_vec(),
             )
             .map_err(|e| EngineError::Config(e.to_string()))?;
             jobs.push(Box::new(move || job.run()));

@@ -6,7 +6,7 @@
 //! end: pcap files) merges all inputs into one stream in pcap-timestamp order and runs on trace
 //! time, so the same traces give the same outputs on any machine.
 
-use super::WorkerShared;
+use super::{ScheduledAction, ScheduledEvent, WorkerShared};
 use crate::clock::{PICOS_PER_MICRO, PICOS_PER_SECOND, Picos, TscClock};
 use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
@@ -39,6 +39,8 @@ pub(crate) struct SwitchWorker {
     requests: Vec<ControlRequest>,
     link_generation_seen: u64,
     last_aging: Picos,
+    /// Replay events not yet applied, latest first (so the next one pops off the end).
+    schedule: Vec<ScheduledEvent>,
 }
 
 impl SwitchWorker {
@@ -52,7 +54,9 @@ impl SwitchWorker {
         stop: StopSignal,
         burst: usize,
         replay: bool,
+        mut schedule: Vec<ScheduledEvent>,
     ) -> Result<SwitchWorker, ForwarderError> {
+        schedule.sort_by_key(|e| std::cmp::Reverse(e.at));
         let mut forwarder = Forwarder::new(spec)?;
         for (index, up) in shared.link_up.iter().enumerate() {
             forwarder.set_port_up(index as u16, up.load(Ordering::Relaxed));
@@ -82,6 +86,7 @@ impl SwitchWorker {
             requests: Vec::with_capacity(256),
             link_generation_seen: 0,
             last_aging: 0,
+            schedule,
         })
     }
 
@@ -168,9 +173,21 @@ impl SwitchWorker {
             let Some((micros, port)) = next else { break };
             let mbuf = pending[port].pop_front().expect("front exists");
             now = now.max(micros.saturating_mul(PICOS_PER_MICRO));
+            self.apply_schedule(now);
             self.handle(mbuf, port as u16, now);
             self.serve_requests(now);
             self.age(now);
+        }
+    }
+
+    /// Applies every scheduled event due at or before `now` (events before a frame's arrival
+    /// take effect first, DESIGN.md's tie rule).
+    fn apply_schedule(&mut self, now: Picos) {
+        while self.schedule.last().is_some_and(|e| e.at <= now) {
+            let event = self.schedule.pop().expect("checked");
+            match event.action {
+                ScheduledAction::Link { port, up } => self.forwarder.set_port_up(port, up),
+            }
         }
     }
 
@@ -206,6 +223,11 @@ impl SwitchWorker {
     }
 
     fn handle(&mut self, mut mbuf: Mbuf, in_port: u16, now: Picos) {
+        if !self.forwarder.port_up(in_port) {
+            // A link that is down delivers nothing; a replay trace may still hold frames.
+            self.counters.drop_packets(DropReason::LinkDown, 1);
+            return;
+        }
         if mbuf.packet().segments() > 1 {
             self.counters.drop_packets(DropReason::MultiSegment, 1);
             return;
@@ -281,6 +303,10 @@ impl SwitchWorker {
     }
 
     fn send(&mut self, mut mbuf: Mbuf, port: u16, tag: TagOp) {
+        if !self.forwarder.port_up(port) {
+            self.counters.drop_packets(DropReason::LinkDown, 1);
+            return;
+        }
         let tagged_ok = match tag {
             TagOp::Keep => true,
             TagOp::Push(vid) => mbuf.packet_mut().push_vlan(vid),
