@@ -9,6 +9,8 @@ use dataplane::pipeline::spec::{
     StaticNeighbor, SwitchSpec, VlanSpec,
 };
 use serde::Deserialize;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::{Range, RangeInclusive};
@@ -73,6 +75,8 @@ struct RawConfig {
     groups: Vec<Spanned<RawGroup>>,
     #[serde(default, rename = "route")]
     routes: Vec<Spanned<RawRoute>>,
+    /// Files of routes, one a line (see `SwitchBuilder::route_file`); a top-level key.
+    route_files: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default, rename = "neighbor")]
     neighbors: Vec<Spanned<RawNeighbor>>,
     #[serde(default, rename = "mac")]
@@ -334,7 +338,8 @@ impl Config {
         Self::parse(path, &source)
     }
 
-    /// Validates config text; `path` is only used in messages.
+    /// Validates config text. `path` names the file in messages, and its directory is where
+    /// relative `route_files` are read from.
     pub fn parse(path: &Path, source: &str) -> Result<Config, ConfigError> {
         let at = |span: std::ops::Range<usize>, field: &str, message: String| {
             let (line, column) = line_column(source, span.start);
@@ -350,7 +355,14 @@ impl Config {
         let raw: RawConfig = toml::from_str(source).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let field = field_at(source, span.start);
-            at(span, &field, e.message().trim().to_owned())
+            let mut message = e.message().trim().to_owned();
+            if message.contains("unknown field `route_files`") {
+                // TOML puts a key below a [table] header into that table.
+                message.push_str(
+                    "; `route_files` is a top-level key: put it above the first [table] header",
+                );
+            }
+            at(span, &field, message)
         })?;
 
         let name = raw.switch.name.get_ref().trim().to_owned();
@@ -920,16 +932,108 @@ struct Locator<'a> {
 }
 
 impl Locator<'_> {
-    fn at(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> ConfigError {
+    fn at(
+        &self,
+        span: Range<usize>,
+        field: &(impl fmt::Display + ?Sized),
+        message: impl Into<String>,
+    ) -> ConfigError {
         let (line, column) = line_column(self.source, span.start);
         ConfigError {
             file: self.path.to_owned(),
             line,
             column,
-            field: field.to_owned(),
+            field: field.to_string(),
             message: message.into(),
         }
     }
+}
+
+/// A field name made only when an error needs it: `base.key`, or `key` when `base` is empty
+/// (a route file's fields), or `base` when `key` is empty (the whole table).
+#[derive(Debug, Clone, Copy)]
+struct Field<'f> {
+    base: &'f str,
+    key: &'f str,
+}
+
+impl fmt::Display for Field<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.base.is_empty(), self.key.is_empty()) {
+            (_, true) => f.write_str(self.base),
+            (true, false) => f.write_str(self.key),
+            (false, false) => write!(f, "{}.{}", self.base, self.key),
+        }
+    }
+}
+
+/// A value as written and where: `span` is a byte range of the text of the `Locator` the
+/// value is checked with (a TOML string's, or a word's on a route file line).
+#[derive(Debug, Clone)]
+struct Written<'t> {
+    text: &'t str,
+    span: Range<usize>,
+}
+
+impl<'t> From<&'t Spanned<String>> for Written<'t> {
+    fn from(value: &'t Spanned<String>) -> Self {
+        Written {
+            text: value.get_ref(),
+            span: value.span(),
+        }
+    }
+}
+
+/// One static route as written: a `[[route]]` table, or a line of a route file. Both are
+/// checked by `SwitchBuilder::static_route`, so they obey the same rules.
+struct RouteInput<'t> {
+    /// Field names start with this: `route[3]` (`route[3].via`, ...) in the config; empty in
+    /// a route file (`via`, ...).
+    base: &'t str,
+    /// The whole route: the table, or the line from its first word.
+    whole: Range<usize>,
+    vrf: Option<Written<'t>>,
+    prefix: Written<'t>,
+    group: Option<Written<'t>>,
+    via: Option<Written<'t>>,
+    port: Option<Written<'t>>,
+    vlan: Option<Spanned<i64>>,
+    /// `blackhole = true`, or the word `blackhole` (`blackhole = false` is no target).
+    blackhole: Option<Range<usize>>,
+}
+
+impl<'t> RouteInput<'t> {
+    fn field(&self, key: &'t str) -> Field<'t> {
+        Field {
+            base: self.base,
+            key,
+        }
+    }
+
+    /// The field of the whole route: `route[3]`, or `route` for a route file line.
+    fn whole_field(&self) -> Field<'t> {
+        Field {
+            base: if self.base.is_empty() {
+                "route"
+            } else {
+                self.base
+            },
+            key: "",
+        }
+    }
+
+    fn in_route_file(&self) -> bool {
+        self.base.is_empty()
+    }
+}
+
+/// Where a route was written, for "already routed by ..." messages.
+#[derive(Debug, Clone, Copy)]
+enum RouteOrigin {
+    /// `[[route]]` number n of the config.
+    Table(u32),
+    /// Route file n (an index into `SwitchBuilder::route_file_paths`), line m.
+    File(u32, u32),
 }
 
 /// In io mode, any switch-mode field is a mistake: report the first one in the file.
@@ -943,6 +1047,9 @@ fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigErro
     }
     if let Some(ecmp) = &raw.ecmp {
         found.push((ecmp.span(), "ecmp".to_owned()));
+    }
+    if let Some(files) = &raw.route_files {
+        found.push((files.span(), "route_files".to_owned()));
     }
     for (index, port) in raw.ports.iter().enumerate() {
         let port = port.get_ref();
@@ -1009,6 +1116,20 @@ struct SwitchBuilder<'a> {
     static_macs: Vec<StaticMac>,
     ecmp_buckets: usize,
     router_mac: [u8; 6],
+    // Indexes, so a million routes are checked in linear time.
+    /// By VLAN id: the index in `vlans`.
+    vlan_index: Vec<Option<u16>>,
+    /// By name: the group id.
+    group_ids: HashMap<String, u32>,
+    /// By (interface, ip): the nexthop id.
+    nexthop_ids: HashMap<(u16, IpAddr), u32>,
+    /// By (vrf, prefix, len): where the route was written.
+    route_origins: HashMap<(u16, IpAddr, u8), RouteOrigin>,
+    /// By (vrf, prefix, len): the interface address (interface, address, length) whose
+    /// connected subnet or own address (/32, /128) that prefix is; no route may take it.
+    interface_prefixes: HashMap<(u16, IpAddr, u8), (u16, IpAddr, u8)>,
+    /// The route files read so far, as their messages name them.
+    route_file_paths: Vec<PathBuf>,
 }
 
 impl<'a> SwitchBuilder<'a> {
@@ -1029,6 +1150,12 @@ impl<'a> SwitchBuilder<'a> {
             static_macs: Vec::new(),
             ecmp_buckets: defaults::ECMP_BUCKETS as usize,
             router_mac: [0; 6],
+            vlan_index: vec![None; usize::from(u16::MAX) + 1],
+            group_ids: HashMap::new(),
+            nexthop_ids: HashMap::new(),
+            route_origins: HashMap::new(),
+            interface_prefixes: HashMap::new(),
+            route_file_paths: Vec::new(),
         }
     }
 
@@ -1098,7 +1225,9 @@ impl<'a> SwitchBuilder<'a> {
         self.ports_roles(&raw.ports)?;
         self.vlan_interfaces(&raw.vlans)?;
         self.nexthop_groups(&raw.groups)?;
+        self.index_interface_prefixes();
         self.static_routes(&raw.routes)?;
+        self.route_files(raw.route_files.as_ref())?;
         self.neighbors(&raw.neighbors)?;
         self.mac_entries(&raw.macs)?;
 
@@ -1165,14 +1294,15 @@ impl<'a> SwitchBuilder<'a> {
         for (index, vlan) in vlans.iter().enumerate() {
             let id_spanned = &vlan.get_ref().id;
             let field = format!("vlan[{index}].id");
-            let id = self.vlan_id(id_spanned, &field)?;
-            if let Some(first) = self.vlans.iter().position(|v| v.id == id) {
+            let id = self.vlan_id(self.loc, id_spanned, &field)?;
+            if let Some(first) = self.vlan_index[usize::from(id)] {
                 return Err(self.loc.at(
                     id_spanned.span(),
                     &field,
                     format!("VLAN {id} is declared twice (also vlan[{first}])"),
                 ));
             }
+            self.vlan_index[usize::from(id)] = Some(self.vlans.len() as u16);
             self.vlans.push(VlanSpec {
                 id,
                 interface: None,
@@ -1215,7 +1345,11 @@ impl<'a> SwitchBuilder<'a> {
                     self.port_vlan(vlan, &base)?
                 }
                 (None, true) => {
-                    let vrf = self.vrf_ref(port.vrf.as_ref(), &format!("{base}.vrf"))?;
+                    let vrf = self.vrf_ref(
+                        self.loc,
+                        port.vrf.as_ref().map(Written::from),
+                        &format!("{base}.vrf"),
+                    )?;
                     let interface = self.add_interface(
                         vrf,
                         Attachment::Port(index as u16),
@@ -1272,7 +1406,7 @@ impl<'a> SwitchBuilder<'a> {
                         "an access port needs `id`, its VLAN",
                     ));
                 };
-                let vlan = self.declared_vlan(id, &format!("{field}.id"))?;
+                let vlan = self.declared_vlan(self.loc, id, &format!("{field}.id"))?;
                 Ok(PortRole::Access { vlan })
             }
             VlanMode::Trunk => {
@@ -1300,7 +1434,7 @@ impl<'a> SwitchBuilder<'a> {
                 let mut allowed: Vec<u16> = Vec::new();
                 for (j, a) in allowed_spanned.get_ref().iter().enumerate() {
                     let item = format!("{field}.allowed[{j}]");
-                    let id = self.declared_vlan(a, &item)?;
+                    let id = self.declared_vlan(self.loc, a, &item)?;
                     if allowed.contains(&id) {
                         return Err(self.loc.at(
                             a.span(),
@@ -1314,7 +1448,7 @@ impl<'a> SwitchBuilder<'a> {
                     None => None,
                     Some(n) => {
                         let item = format!("{field}.native");
-                        let id = self.declared_vlan(n, &item)?;
+                        let id = self.declared_vlan(self.loc, n, &item)?;
                         if !allowed.contains(&id) {
                             return Err(self.loc.at(
                                 n.span(),
@@ -1339,7 +1473,11 @@ impl<'a> SwitchBuilder<'a> {
             let base = format!("vlan[{index}]");
             let id = self.vlans[index].id;
             let interface = if v.ipv4.is_some() || v.ipv6.is_some() {
-                let vrf = self.vrf_ref(v.vrf.as_ref(), &format!("{base}.vrf"))?;
+                let vrf = self.vrf_ref(
+                    self.loc,
+                    v.vrf.as_ref().map(Written::from),
+                    &format!("{base}.vrf"),
+                )?;
                 self.add_interface(
                     vrf,
                     Attachment::Vlan(id),
@@ -1442,7 +1580,7 @@ impl<'a> SwitchBuilder<'a> {
             let group = raw_group.get_ref();
             let base = format!("nexthop_group[{index}]");
             let name = self.identifier(&group.name, &format!("{base}.name"))?;
-            if let Some(first) = self.group_names.iter().position(|n| *n == name) {
+            if let Some(first) = self.group_ids.get(&name) {
                 return Err(self.loc.at(
                     group.name.span(),
                     &format!("{base}.name"),
@@ -1476,12 +1614,18 @@ impl<'a> SwitchBuilder<'a> {
                 let member = raw_member.get_ref();
                 let mbase = format!("{base}.members[{j}]");
                 let interface = self.interface_ref(
-                    member.port.as_ref(),
+                    self.loc,
+                    member.port.as_ref().map(Written::from),
                     member.vlan.as_ref(),
                     raw_member.span(),
                     &mbase,
                 )?;
-                let ip = self.neighbor_ip(interface, &member.via, &format!("{mbase}.via"))?;
+                let ip = self.neighbor_ip(
+                    self.loc,
+                    interface,
+                    Written::from(&member.via),
+                    &format!("{mbase}.via"),
+                )?;
                 let weight = self.int_or(
                     member.weight.as_ref(),
                     &format!("{mbase}.weight"),
@@ -1518,6 +1662,8 @@ impl<'a> SwitchBuilder<'a> {
                 }
                 spec.members.push((nexthop, weight));
             }
+            self.group_ids
+                .insert(name.clone(), self.groups.len() as u32);
             self.groups.push(spec);
             self.group_names.push(name);
             self.group_vrfs.push(group_vrf.map_or(0, |(v, _)| v));
@@ -1525,153 +1671,258 @@ impl<'a> SwitchBuilder<'a> {
         Ok(())
     }
 
+    /// Every interface address's connected subnet and own address, by VRF, for the routes'
+    /// "is not an interface's subnet or address" rule. An address's connected subnet comes
+    /// first (a /32 interface address is reported as its subnet, not as its address).
+    fn index_interface_prefixes(&mut self) {
+        for (id, iface) in self.interfaces.iter().enumerate() {
+            let addresses = iface
+                .ipv4
+                .iter()
+                .map(|&(a, l)| (IpAddr::V4(a), l))
+                .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
+            for (addr, len) in addresses {
+                let value = (id as u16, addr, len);
+                self.interface_prefixes
+                    .entry((iface.vrf, masked(addr, len), len))
+                    .or_insert(value);
+                self.interface_prefixes
+                    .entry((iface.vrf, addr, host_len(addr)))
+                    .or_insert(value);
+            }
+        }
+    }
+
     fn static_routes(&mut self, routes: &[Spanned<RawRoute>]) -> Result<(), ConfigError> {
+        let loc = self.loc;
         for (index, raw_route) in routes.iter().enumerate() {
             let route = raw_route.get_ref();
             let base = format!("route[{index}]");
-            let vrf = self.vrf_ref(route.vrf.as_ref(), &format!("{base}.vrf"))?;
-            let prefix_field = format!("{base}.prefix");
-            let (prefix, len) = route_prefix(route.prefix.get_ref())
-                .map_err(|m| self.loc.at(route.prefix.span(), &prefix_field, m))?;
-            let vrf_name = &self.vrf_names[usize::from(vrf)];
-            if let Some(first) = self
-                .routes
-                .iter()
-                .position(|r| r.vrf == vrf && r.prefix == prefix && r.len == len)
-            {
-                return Err(self.loc.at(
-                    route.prefix.span(),
-                    &prefix_field,
-                    format!("{prefix}/{len} in VRF {vrf_name} is already routed by route[{first}]"),
-                ));
-            }
-            for (id, iface) in self.interfaces.iter().enumerate() {
-                if iface.vrf != vrf {
-                    continue;
-                }
-                for (addr, addr_len) in iface
-                    .ipv4
-                    .iter()
-                    .map(|&(a, l)| (IpAddr::V4(a), l))
-                    .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
-                {
-                    let label = self.interface_label(id as u16);
-                    if len == addr_len && masked(addr, len) == prefix {
-                        return Err(self.loc.at(
-                            route.prefix.span(),
-                            &prefix_field,
-                            format!(
-                                "{prefix}/{len} is the connected subnet of {label} ({addr}/{addr_len}); it is routed there already"
-                            ),
-                        ));
-                    }
-                    if prefix == addr && len == host_len(addr) {
-                        return Err(self.loc.at(
-                            route.prefix.span(),
-                            &prefix_field,
-                            format!("{prefix}/{len} is this switch's own address on {label}"),
-                        ));
-                    }
-                }
-            }
-
-            let blackhole = route.blackhole.as_ref().filter(|b| *b.get_ref());
-            let targets: Vec<(Range<usize>, &str)> = [
-                route.group.as_ref().map(|g| (g.span(), "group")),
-                route.via.as_ref().map(|v| (v.span(), "via")),
-                blackhole.map(|b| (b.span(), "blackhole")),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            if targets.is_empty() {
-                return Err(self.loc.at(
-                    raw_route.span(),
-                    &base,
-                    format!(
-                        "route to {prefix}/{len} needs one target: group = \"NAME\", via = \"ADDRESS\" with port or vlan, or blackhole = true"
-                    ),
-                ));
-            }
-            if let Some((span, key)) = targets.get(1) {
-                return Err(self.loc.at(
-                    span.clone(),
-                    &format!("{base}.{key}"),
-                    format!(
-                        "a route has exactly one target; `{key}` and `{}` are both given",
-                        targets[0].1
-                    ),
-                ));
-            }
-            if route.via.is_none() {
-                let stray = [
-                    route.port.as_ref().map(|p| (p.span(), "port")),
-                    route.vlan.as_ref().map(|v| (v.span(), "vlan")),
-                ];
-                if let Some((span, key)) = stray.into_iter().flatten().next() {
-                    return Err(self.loc.at(
-                        span,
-                        &format!("{base}.{key}"),
-                        format!("`{key}` names the interface of `via`; this route has no via"),
-                    ));
-                }
-            }
-            let target = if let Some(group) = &route.group {
-                let field = format!("{base}.group");
-                let Some(id) = self.group_names.iter().position(|n| n == group.get_ref()) else {
-                    return Err(self.loc.at(
-                        group.span(),
-                        &field,
-                        format!("no [[nexthop_group]] is named `{}`", group.get_ref()),
-                    ));
-                };
-                let group_vrf = self.group_vrfs[id];
-                if group_vrf != vrf {
-                    return Err(self.loc.at(
-                        group.span(),
-                        &field,
-                        format!(
-                            "group `{}` forwards in VRF {} (its members' interfaces), but this route is in VRF {}",
-                            group.get_ref(),
-                            self.vrf_names[usize::from(group_vrf)],
-                            self.vrf_names[usize::from(vrf)]
-                        ),
-                    ));
-                }
-                RouteTarget::Group(id as u32)
-            } else if let Some(via) = &route.via {
-                let interface = self.interface_ref(
-                    route.port.as_ref(),
-                    route.vlan.as_ref(),
-                    raw_route.span(),
-                    &base,
-                )?;
-                let iface_vrf = self.interfaces[usize::from(interface)].vrf;
-                if iface_vrf != vrf {
-                    return Err(self.loc.at(
-                        via.span(),
-                        &format!("{base}.via"),
-                        format!(
-                            "{} is in VRF {}, but this route is in VRF {}",
-                            self.interface_label(interface),
-                            self.vrf_names[usize::from(iface_vrf)],
-                            self.vrf_names[usize::from(vrf)]
-                        ),
-                    ));
-                }
-                let ip = self.neighbor_ip(interface, via, &format!("{base}.via"))?;
-                RouteTarget::Nexthop(self.nexthop(interface, ip))
-            } else {
-                RouteTarget::Blackhole
+            let input = RouteInput {
+                base: &base,
+                whole: raw_route.span(),
+                vrf: route.vrf.as_ref().map(Written::from),
+                prefix: Written::from(&route.prefix),
+                group: route.group.as_ref().map(Written::from),
+                via: route.via.as_ref().map(Written::from),
+                port: route.port.as_ref().map(Written::from),
+                vlan: route.vlan.clone(),
+                blackhole: route
+                    .blackhole
+                    .as_ref()
+                    .filter(|b| *b.get_ref())
+                    .map(Spanned::span),
             };
-            self.routes.push(RouteSpec {
-                vrf,
-                prefix,
-                len,
-                target,
-            });
+            self.static_route(loc, &input, RouteOrigin::Table(index as u32))?;
         }
         Ok(())
+    }
+
+    /// Reads the `route_files`, relative to the config's directory, in order.
+    fn route_files(
+        &mut self,
+        files: Option<&Spanned<Vec<Spanned<String>>>>,
+    ) -> Result<(), ConfigError> {
+        let Some(files) = files else {
+            return Ok(());
+        };
+        let dir = self.loc.path.parent().unwrap_or(Path::new(""));
+        for (index, entry) in files.get_ref().iter().enumerate() {
+            let field = format!("route_files[{index}]");
+            if entry.get_ref().trim().is_empty() {
+                return Err(self.loc.at(
+                    entry.span(),
+                    &field,
+                    "is empty; give a route file's path",
+                ));
+            }
+            let path = dir.join(entry.get_ref());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                self.loc.at(
+                    entry.span(),
+                    &field,
+                    format!("cannot read route file {}: {e}", path.display()),
+                )
+            })?;
+            self.route_file_paths.push(path.clone());
+            let file = (self.route_file_paths.len() - 1) as u32;
+            self.route_file(
+                &Locator {
+                    path: &path,
+                    source: &text,
+                },
+                file,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The routes of one route file (`loc` holds its text): one route a line, `#` starts a
+    /// comment, words are separated by whitespace.
+    fn route_file(&mut self, loc: &Locator, file: u32) -> Result<(), ConfigError> {
+        // At most a route a line: room for them all at once, rather than growing by doubling.
+        let lines = loc.source.bytes().filter(|&b| b == b'\n').count() + 1;
+        self.routes.reserve(lines);
+        self.route_origins.reserve(lines);
+        let mut line_start = 0;
+        for (index, line) in loc.source.split('\n').enumerate() {
+            let offset = line_start;
+            line_start += line.len() + 1;
+            let line = line.split_once('#').map_or(line, |(before, _)| before);
+            if let Some(route) = route_line(loc, line, offset)? {
+                self.static_route(loc, &route, RouteOrigin::File(file, index as u32 + 1))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one static route, from the config or a route file (`loc` locates its values),
+    /// and adds it. Errors point at the offending value.
+    fn static_route(
+        &mut self,
+        loc: &Locator,
+        route: &RouteInput,
+        origin: RouteOrigin,
+    ) -> Result<(), ConfigError> {
+        let vrf = self.vrf_ref(loc, route.vrf.clone(), &route.field("vrf"))?;
+        let prefix_field = route.field("prefix");
+        let prefix_span = route.prefix.span.clone();
+        let (prefix, len) = route_prefix(route.prefix.text)
+            .map_err(|m| loc.at(prefix_span.clone(), &prefix_field, m))?;
+        // The prefix is taken now: if this route is rejected, so is the whole config.
+        match self.route_origins.entry((vrf, prefix, len)) {
+            Entry::Vacant(slot) => {
+                slot.insert(origin);
+            }
+            Entry::Occupied(first) => {
+                let first = *first.get();
+                return Err(loc.at(
+                    prefix_span,
+                    &prefix_field,
+                    format!(
+                        "{prefix}/{len} in VRF {} is already routed by {}",
+                        self.vrf_names[usize::from(vrf)],
+                        self.route_origin_label(first)
+                    ),
+                ));
+            }
+        }
+        if let Some(&(id, addr, addr_len)) = self.interface_prefixes.get(&(vrf, prefix, len)) {
+            let label = self.interface_label(id);
+            let message = if len == addr_len {
+                format!(
+                    "{prefix}/{len} is the connected subnet of {label} ({addr}/{addr_len}); it is routed there already"
+                )
+            } else {
+                format!("{prefix}/{len} is this switch's own address on {label}")
+            };
+            return Err(loc.at(prefix_span, &prefix_field, message));
+        }
+
+        let mut targets = [
+            route.group.as_ref().map(|g| (g.span.clone(), "group")),
+            route.via.as_ref().map(|v| (v.span.clone(), "via")),
+            route.blackhole.clone().map(|b| (b, "blackhole")),
+        ]
+        .into_iter()
+        .flatten();
+        let Some((_, first_key)) = targets.next() else {
+            let how = if route.in_route_file() {
+                "group NAME, via ADDRESS with port NAME or vlan ID, or blackhole"
+            } else {
+                "group = \"NAME\", via = \"ADDRESS\" with port or vlan, or blackhole = true"
+            };
+            return Err(loc.at(
+                route.whole.clone(),
+                &route.whole_field(),
+                format!("route to {prefix}/{len} needs one target: {how}"),
+            ));
+        };
+        if let Some((span, key)) = targets.next() {
+            return Err(loc.at(
+                span,
+                &route.field(key),
+                format!("a route has exactly one target; `{key}` and `{first_key}` are both given"),
+            ));
+        }
+        if route.via.is_none() {
+            let stray = [
+                route.port.as_ref().map(|p| (p.span.clone(), "port")),
+                route.vlan.as_ref().map(|v| (v.span(), "vlan")),
+            ];
+            if let Some((span, key)) = stray.into_iter().flatten().next() {
+                return Err(loc.at(
+                    span,
+                    &route.field(key),
+                    format!("`{key}` names the interface of `via`; this route has no via"),
+                ));
+            }
+        }
+        let target = if let Some(group) = &route.group {
+            let Some(&id) = self.group_ids.get(group.text) else {
+                return Err(loc.at(
+                    group.span.clone(),
+                    &route.field("group"),
+                    format!("no [[nexthop_group]] is named `{}`", group.text),
+                ));
+            };
+            let group_vrf = self.group_vrfs[id as usize];
+            if group_vrf != vrf {
+                return Err(loc.at(
+                    group.span.clone(),
+                    &route.field("group"),
+                    format!(
+                        "group `{}` forwards in VRF {} (its members' interfaces), but this route is in VRF {}",
+                        group.text,
+                        self.vrf_names[usize::from(group_vrf)],
+                        self.vrf_names[usize::from(vrf)]
+                    ),
+                ));
+            }
+            RouteTarget::Group(id)
+        } else if let Some(via) = &route.via {
+            let interface = self.interface_ref(
+                loc,
+                route.port.clone(),
+                route.vlan.as_ref(),
+                route.whole.clone(),
+                route.base,
+            )?;
+            let iface_vrf = self.interfaces[usize::from(interface)].vrf;
+            if iface_vrf != vrf {
+                return Err(loc.at(
+                    via.span.clone(),
+                    &route.field("via"),
+                    format!(
+                        "{} is in VRF {}, but this route is in VRF {}",
+                        self.interface_label(interface),
+                        self.vrf_names[usize::from(iface_vrf)],
+                        self.vrf_names[usize::from(vrf)]
+                    ),
+                ));
+            }
+            let ip = self.neighbor_ip(loc, interface, via.clone(), &route.field("via"))?;
+            RouteTarget::Nexthop(self.nexthop(interface, ip))
+        } else {
+            RouteTarget::Blackhole
+        };
+        self.routes.push(RouteSpec {
+            vrf,
+            prefix,
+            len,
+            target,
+        });
+        Ok(())
+    }
+
+    /// "route[3]" or "routes.txt:12".
+    fn route_origin_label(&self, origin: RouteOrigin) -> String {
+        match origin {
+            RouteOrigin::Table(index) => format!("route[{index}]"),
+            RouteOrigin::File(file, line) => {
+                format!("{}:{line}", self.route_file_paths[file as usize].display())
+            }
+        }
     }
 
     fn neighbors(&mut self, neighbors: &[Spanned<RawNeighbor>]) -> Result<(), ConfigError> {
@@ -1679,12 +1930,18 @@ impl<'a> SwitchBuilder<'a> {
             let neighbor = raw_neighbor.get_ref();
             let base = format!("neighbor[{index}]");
             let interface = self.interface_ref(
-                neighbor.port.as_ref(),
+                self.loc,
+                neighbor.port.as_ref().map(Written::from),
                 neighbor.vlan.as_ref(),
                 raw_neighbor.span(),
                 &base,
             )?;
-            let ip = self.neighbor_ip(interface, &neighbor.ip, &format!("{base}.ip"))?;
+            let ip = self.neighbor_ip(
+                self.loc,
+                interface,
+                Written::from(&neighbor.ip),
+                &format!("{base}.ip"),
+            )?;
             if let Some(first) = self
                 .static_neighbors
                 .iter()
@@ -1710,8 +1967,12 @@ impl<'a> SwitchBuilder<'a> {
         for (index, raw_mac) in macs.iter().enumerate() {
             let entry = raw_mac.get_ref();
             let base = format!("mac[{index}]");
-            let vlan = self.declared_vlan(&entry.vlan, &format!("{base}.vlan"))?;
-            let port = self.port_index(&entry.port, &format!("{base}.port"))?;
+            let vlan = self.declared_vlan(self.loc, &entry.vlan, &format!("{base}.vlan"))?;
+            let port = self.port_index(
+                self.loc,
+                Written::from(&entry.port),
+                &format!("{base}.port"),
+            )?;
             let member = match &self.roles[usize::from(port)] {
                 PortRole::Access { vlan: v } => *v == vlan,
                 PortRole::Trunk { allowed, .. } => allowed.contains(&vlan),
@@ -1749,15 +2010,12 @@ impl<'a> SwitchBuilder<'a> {
 
     /// The one nexthop for (interface, ip), made on first use.
     fn nexthop(&mut self, interface: u16, ip: IpAddr) -> u32 {
-        if let Some(id) = self
-            .nexthops
-            .iter()
-            .position(|n| n.interface == interface && n.ip == ip)
-        {
-            return id as u32;
+        let next = self.nexthops.len() as u32;
+        let id = *self.nexthop_ids.entry((interface, ip)).or_insert(next);
+        if id == next {
+            self.nexthops.push(NexthopSpec { interface, ip });
         }
-        self.nexthops.push(NexthopSpec { interface, ip });
-        (self.nexthops.len() - 1) as u32
+        id
     }
 
     /// "interface 2 (port eth49)" or "interface 3 (vlan 10)".
@@ -1774,47 +2032,47 @@ impl<'a> SwitchBuilder<'a> {
     /// The L3 interface named by `port = "..."` (a routed port) or `vlan = N` (an SVI).
     fn interface_ref(
         &self,
-        port: Option<&Spanned<String>>,
+        loc: &Locator,
+        port: Option<Written>,
         vlan: Option<&Spanned<i64>>,
         whole: Range<usize>,
         base: &str,
     ) -> Result<u16, ConfigError> {
+        let field = |key| Field { base, key };
         match (port, vlan) {
-            (Some(_), Some(vlan)) => Err(self.loc.at(
+            (Some(_), Some(vlan)) => Err(loc.at(
                 vlan.span(),
-                &format!("{base}.vlan"),
+                &field("vlan"),
                 "give `port` (a routed port) or `vlan` (a VLAN interface), not both",
             )),
-            (None, None) => Err(self.loc.at(
+            (None, None) => Err(loc.at(
                 whole,
-                base,
+                &field(""),
                 "needs the interface the neighbour is on: port = \"NAME\" (a routed port) or vlan = ID (a VLAN with addresses)",
             )),
             (Some(port), None) => {
-                let field = format!("{base}.port");
-                let index = self.port_index(port, &field)?;
+                let index = self.port_index(loc, port.clone(), &field("port"))?;
                 match &self.roles[usize::from(index)] {
                     PortRole::Routed { interface } => Ok(*interface),
-                    role => Err(self.loc.at(
-                        port.span(),
-                        &field,
+                    role => Err(loc.at(
+                        port.span,
+                        &field("port"),
                         format!(
                             "port `{}` is not a routed port (it is {}); name its VLAN's interface with vlan = ID instead",
-                            port.get_ref(),
+                            port.text,
                             describe_role(role)
                         ),
                     )),
                 }
             }
             (None, Some(vlan)) => {
-                let field = format!("{base}.vlan");
-                let id = self.declared_vlan(vlan, &field)?;
-                let spec = self.vlans.iter().find(|v| v.id == id);
+                let id = self.declared_vlan(loc, vlan, &field("vlan"))?;
+                let spec = self.vlan_index[usize::from(id)].map(|i| &self.vlans[usize::from(i)]);
                 match spec.and_then(|v| v.interface) {
                     Some(interface) => Ok(interface),
-                    None => Err(self.loc.at(
+                    None => Err(loc.at(
                         vlan.span(),
-                        &field,
+                        &field("vlan"),
                         format!(
                             "VLAN {id} has no L3 interface; give its [[vlan]] ipv4/ipv6 addresses"
                         ),
@@ -1827,30 +2085,32 @@ impl<'a> SwitchBuilder<'a> {
     /// A neighbour's address: inside a connected subnet of `interface`, not the switch's own.
     fn neighbor_ip(
         &self,
+        loc: &Locator,
         interface: u16,
-        text: &Spanned<String>,
-        field: &str,
+        text: Written,
+        field: &(impl fmt::Display + ?Sized),
     ) -> Result<IpAddr, ConfigError> {
-        let ip: IpAddr = text.get_ref().trim().parse().map_err(|_| {
-            self.loc.at(
-                text.span(),
+        let Ok(ip) = text.text.trim().parse::<IpAddr>() else {
+            return Err(loc.at(
+                text.span,
                 field,
                 format!(
                     "`{}` is not an IPv4 or IPv6 address (a neighbour's address, without /length)",
-                    text.get_ref()
+                    text.text
                 ),
-            )
-        })?;
+            ));
+        };
         let iface = &self.interfaces[usize::from(interface)];
-        let subnets: Vec<(IpAddr, u8)> = iface
-            .ipv4
-            .iter()
-            .map(|&(a, l)| (IpAddr::V4(a), l))
-            .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
-            .collect();
-        if subnets.iter().any(|&(a, _)| a == ip) {
-            return Err(self.loc.at(
-                text.span(),
+        let subnets = || {
+            iface
+                .ipv4
+                .iter()
+                .map(|&(a, l)| (IpAddr::V4(a), l))
+                .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+        };
+        if subnets().any(|(a, _)| a == ip) {
+            return Err(loc.at(
+                text.span,
                 field,
                 format!(
                     "{ip} is this switch's own address on {}",
@@ -1858,17 +2118,13 @@ impl<'a> SwitchBuilder<'a> {
                 ),
             ));
         }
-        if !subnets
-            .iter()
-            .any(|&(a, l)| a.is_ipv4() == ip.is_ipv4() && masked(a, l) == masked(ip, l))
-        {
-            let list = subnets
-                .iter()
+        if !subnets().any(|(a, l)| a.is_ipv4() == ip.is_ipv4() && masked(a, l) == masked(ip, l)) {
+            let list = subnets()
                 .map(|(a, l)| format!("{a}/{l}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            return Err(self.loc.at(
-                text.span(),
+            return Err(loc.at(
+                text.span,
                 field,
                 format!(
                     "{ip} is not in a connected subnet of {} ({list})",
@@ -1879,46 +2135,55 @@ impl<'a> SwitchBuilder<'a> {
         Ok(ip)
     }
 
-    fn port_index(&self, name: &Spanned<String>, field: &str) -> Result<u16, ConfigError> {
-        self.ports
-            .iter()
-            .position(|p| p.name == name.get_ref().trim())
-            .map(|i| i as u16)
-            .ok_or_else(|| {
-                self.loc.at(
-                    name.span(),
-                    field,
-                    format!("no [[port]] is named `{}`", name.get_ref()),
-                )
-            })
+    fn port_index(
+        &self,
+        loc: &Locator,
+        name: Written,
+        field: &(impl fmt::Display + ?Sized),
+    ) -> Result<u16, ConfigError> {
+        let wanted = name.text.trim();
+        match self.ports.iter().position(|p| p.name == wanted) {
+            Some(i) => Ok(i as u16),
+            None => Err(loc.at(
+                name.span,
+                field,
+                format!("no [[port]] is named `{}`", name.text),
+            )),
+        }
     }
 
     /// A VRF by name; `default` when not given.
-    fn vrf_ref(&self, name: Option<&Spanned<String>>, field: &str) -> Result<u16, ConfigError> {
+    fn vrf_ref(
+        &self,
+        loc: &Locator,
+        name: Option<Written>,
+        field: &(impl fmt::Display + ?Sized),
+    ) -> Result<u16, ConfigError> {
         let Some(name) = name else { return Ok(0) };
-        self.vrf_names
-            .iter()
-            .position(|n| n == name.get_ref())
-            .map(|i| i as u16)
-            .ok_or_else(|| {
-                self.loc.at(
-                    name.span(),
-                    field,
-                    format!(
-                        "VRF `{}` is not declared; add [[vrf]] name = \"{}\" (only `default` exists without one)",
-                        name.get_ref(),
-                        name.get_ref()
-                    ),
-                )
-            })
+        match self.vrf_names.iter().position(|n| n == name.text) {
+            Some(i) => Ok(i as u16),
+            None => Err(loc.at(
+                name.span,
+                field,
+                format!(
+                    "VRF `{}` is not declared; add [[vrf]] name = \"{}\" (only `default` exists without one)",
+                    name.text, name.text
+                ),
+            )),
+        }
     }
 
-    fn vlan_id(&self, value: &Spanned<i64>, field: &str) -> Result<u16, ConfigError> {
+    fn vlan_id(
+        &self,
+        loc: &Locator,
+        value: &Spanned<i64>,
+        field: &(impl fmt::Display + ?Sized),
+    ) -> Result<u16, ConfigError> {
         let id = *value.get_ref();
         if limits::VLAN_ID.contains(&id) {
             Ok(id as u16)
         } else {
-            Err(self.loc.at(
+            Err(loc.at(
                 value.span(),
                 field,
                 format!("VLAN {id} is out of range 1..=4094 (0 and 4095 are reserved)"),
@@ -1927,12 +2192,17 @@ impl<'a> SwitchBuilder<'a> {
     }
 
     /// A VLAN id that has a [[vlan]].
-    fn declared_vlan(&self, value: &Spanned<i64>, field: &str) -> Result<u16, ConfigError> {
-        let id = self.vlan_id(value, field)?;
-        if self.vlans.iter().any(|v| v.id == id) {
+    fn declared_vlan(
+        &self,
+        loc: &Locator,
+        value: &Spanned<i64>,
+        field: &(impl fmt::Display + ?Sized),
+    ) -> Result<u16, ConfigError> {
+        let id = self.vlan_id(loc, value, field)?;
+        if self.vlan_index[usize::from(id)].is_some() {
             Ok(id)
         } else {
-            Err(self.loc.at(
+            Err(loc.at(
                 value.span(),
                 field,
                 format!("VLAN {id} is not declared; add a [[vlan]] with id = {id}"),
@@ -2077,6 +2347,115 @@ fn route_prefix(text: &str) -> Result<(IpAddr, u8), String> {
         ));
     }
     Ok((addr, len))
+}
+
+/// What a route file line may say, for messages.
+const ROUTE_LINE_FORMS: &str = "a route line is PREFIX/LEN followed by `group NAME`, `via ADDRESS port NAME`, `via ADDRESS vlan ID` or `blackhole`, and optionally `vrf NAME`";
+
+/// A route file line, comment cut off, as a route; `None` if it has no words. `offset` is
+/// where the line starts in the text `loc` holds. Only the form is checked here; the route
+/// itself is checked by `SwitchBuilder::static_route`, as a `[[route]]` is.
+fn route_line<'t>(
+    loc: &Locator,
+    line: &'t str,
+    offset: usize,
+) -> Result<Option<RouteInput<'t>>, ConfigError> {
+    let mut words = words(line).map(|(at, text)| Written {
+        text,
+        span: offset + at..offset + at + text.len(),
+    });
+    let Some(prefix) = words.next() else {
+        return Ok(None);
+    };
+    let mut route = RouteInput {
+        base: "",
+        whole: prefix.span.start..offset + line.len(),
+        vrf: None,
+        prefix,
+        group: None,
+        via: None,
+        port: None,
+        vlan: None,
+        blackhole: None,
+    };
+    let mut vlan: Option<Written> = None;
+    while let Some(word) = words.next() {
+        let key = word.text;
+        let twice = || loc.at(word.span.clone(), key, format!("`{key}` is given twice"));
+        let (slot, value) = match key {
+            "blackhole" => {
+                if route.blackhole.is_some() {
+                    return Err(twice());
+                }
+                route.blackhole = Some(word.span);
+                continue;
+            }
+            "group" => (&mut route.group, "NAME"),
+            "via" => (&mut route.via, "ADDRESS"),
+            "port" => (&mut route.port, "NAME"),
+            "vlan" => (&mut vlan, "ID"),
+            "vrf" => (&mut route.vrf, "NAME"),
+            _ => {
+                return Err(loc.at(
+                    word.span,
+                    "route",
+                    format!("unexpected `{key}`: {ROUTE_LINE_FORMS}"),
+                ));
+            }
+        };
+        if slot.is_some() {
+            return Err(twice());
+        }
+        let Some(written) = words.next() else {
+            return Err(loc.at(
+                word.span,
+                key,
+                format!("`{key}` needs a value: {key} {value}"),
+            ));
+        };
+        *slot = Some(written);
+    }
+    if let Some(vlan) = vlan {
+        let Ok(id) = vlan.text.parse::<i64>() else {
+            return Err(loc.at(
+                vlan.span,
+                "vlan",
+                format!("`{}` is not a VLAN id (1..=4094)", vlan.text),
+            ));
+        };
+        route.vlan = Some(Spanned::new(vlan.span, id));
+    }
+    if let Some(via) = &route.via
+        && route.port.is_none()
+        && route.vlan.is_none()
+    {
+        return Err(loc.at(
+            via.span.clone(),
+            "via",
+            "`via ADDRESS` needs the interface the neighbour is on: `port NAME` (a routed port) or `vlan ID` (a VLAN with addresses)",
+        ));
+    }
+    Ok(Some(route))
+}
+
+/// The words of `line` (separated by ASCII whitespace), each with its byte offset in `line`.
+fn words(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let bytes = line.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if at == bytes.len() {
+            return None;
+        }
+        let start = at;
+        while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        // ASCII whitespace never splits a UTF-8 sequence, so these are char boundaries.
+        Some((start, &line[start..at]))
+    })
 }
 
 /// An interface address: the address and its subnet (host bits are the address).
@@ -3585,5 +3964,540 @@ port = "tr"
         assert!(overlaps(ip("10.0.0.0"), 8, ip("10.200.0.1"), 24));
         assert!(!overlaps(ip("10.0.0.1"), 31, ip("10.0.0.2"), 31));
         assert!(!overlaps(ip("10.0.0.1"), 8, ip("::a00:1"), 104));
+    }
+
+    // ---------------------------------------------------------------- route files
+
+    /// A directory of its own under the temp dir, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> TempDir {
+            let dir =
+                std::env::temp_dir().join(format!("ironclos-config-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+
+        fn write(&self, name: &str, text: &str) -> PathBuf {
+            let path = self.0.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            path
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Added to BASE for the route file cases: a VRF, a VLAN without addresses, a group and
+    /// a [[route]].
+    const ROUTE_FILE_EXTRA: &str = r#"[[vrf]]
+name = "blue"
+[[vlan]]
+id = 20
+[[nexthop_group]]
+name = "g"
+members = [{ port = "up", via = "10.255.0.0" }]
+[[route]]
+prefix = "10.7.0.0/16"
+blackhole = true
+"#;
+
+    /// The first lines of every route file case: a comment, a blank line, a good route.
+    const ROUTE_FILE_PREAMBLE: &str = "# routes\n\n10.100.0.0/16 group g   # to the spines\n";
+
+    /// (route file text after the preamble, line and column in it, field, message part;
+    /// `{dir}` in the message is the temp dir).
+    const ROUTE_FILE_ERRORS: &[(&str, usize, usize, &str, &str)] = &[
+        // prefixes
+        (
+            "10.1.0.1/16 blackhole",
+            1,
+            1,
+            "prefix",
+            "host bits set: `10.1.0.1/16` is not a network address; write 10.1.0.0/16",
+        ),
+        ("\t10.1.0.1/16\tblackhole", 1, 2, "prefix", "host bits set"),
+        ("2001:db8::1/64 blackhole", 1, 1, "prefix", "host bits set"),
+        (
+            "10.1.0.0/40 blackhole",
+            1,
+            1,
+            "prefix",
+            "out of range 0..=32",
+        ),
+        (
+            "10.1.0.0 blackhole",
+            1,
+            1,
+            "prefix",
+            "`10.1.0.0` has no prefix length",
+        ),
+        (
+            "10.1.0.x/16 blackhole",
+            1,
+            1,
+            "prefix",
+            "not an IPv4 or IPv6 address",
+        ),
+        (
+            "10.1.0.0/16 blackhole\n10.2.0.0/16 blackhole\n  10.1.0.0/16 group g",
+            3,
+            3,
+            "prefix",
+            "10.1.0.0/16 in VRF default is already routed by {dir}/routes.txt:4",
+        ),
+        (
+            "10.1.0.0/16 blackhole vrf blue\n10.1.0.0/16 blackhole\n10.1.0.0/16 vrf blue blackhole",
+            3,
+            1,
+            "prefix",
+            "10.1.0.0/16 in VRF blue is already routed by {dir}/routes.txt:4",
+        ),
+        (
+            "10.7.0.0/16 blackhole",
+            1,
+            1,
+            "prefix",
+            "10.7.0.0/16 in VRF default is already routed by route[0]",
+        ),
+        (
+            "10.0.10.0/24 blackhole",
+            1,
+            1,
+            "prefix",
+            "is the connected subnet of interface 1 (vlan 10) (10.0.10.1/24)",
+        ),
+        (
+            "2001:db8:ff::/127 group g",
+            1,
+            1,
+            "prefix",
+            "is the connected subnet of interface 0 (port up)",
+        ),
+        (
+            "10.0.10.1/32 blackhole",
+            1,
+            1,
+            "prefix",
+            "10.0.10.1/32 is this switch's own address on interface 1 (vlan 10)",
+        ),
+        // targets
+        (
+            "10.1.0.0/16",
+            1,
+            1,
+            "route",
+            "route to 10.1.0.0/16 needs one target: group NAME, via ADDRESS with port NAME or vlan ID, or blackhole",
+        ),
+        (
+            "10.1.0.0/16 vrf blue   # no target",
+            1,
+            1,
+            "route",
+            "needs one target",
+        ),
+        (
+            "10.1.0.0/16 blackhole group g",
+            1,
+            13,
+            "blackhole",
+            "a route has exactly one target; `blackhole` and `group` are both given",
+        ),
+        (
+            "10.1.0.0/16 group nope # spines",
+            1,
+            19,
+            "group",
+            "no [[nexthop_group]] is named `nope`",
+        ),
+        (
+            "10.1.0.0/16 group g vrf blue",
+            1,
+            19,
+            "group",
+            "group `g` forwards in VRF default (its members' interfaces), but this route is in VRF blue",
+        ),
+        (
+            "10.1.0.0/16 blackhole port up",
+            1,
+            28,
+            "port",
+            "`port` names the interface of `via`; this route has no via",
+        ),
+        // via and its interface
+        (
+            "10.1.0.0/16 via 10.255.0.0",
+            1,
+            17,
+            "via",
+            "needs the interface the neighbour is on: `port NAME` (a routed port) or `vlan ID`",
+        ),
+        (
+            "10.1.0.0/16 via 10.0.10.9 port up",
+            1,
+            17,
+            "via",
+            "10.0.10.9 is not in a connected subnet of interface 0 (port up) (10.255.0.1/31, 2001:db8:ff::1/127)",
+        ),
+        (
+            "10.1.0.0/16 via 10.255.0.1 port up",
+            1,
+            17,
+            "via",
+            "10.255.0.1 is this switch's own address on interface 0 (port up)",
+        ),
+        (
+            "10.1.0.0/16 via 10.255.0.0/31 port up",
+            1,
+            17,
+            "via",
+            "`10.255.0.0/31` is not an IPv4 or IPv6 address",
+        ),
+        (
+            "10.1.0.0/16 via 10.255.0.0 port up vrf blue",
+            1,
+            17,
+            "via",
+            "interface 0 (port up) is in VRF default, but this route is in VRF blue",
+        ),
+        (
+            "10.1.0.0/16 via 10.255.0.0 port nope",
+            1,
+            33,
+            "port",
+            "no [[port]] is named `nope`",
+        ),
+        (
+            "10.1.0.0/16 via 10.0.10.2 port h1",
+            1,
+            32,
+            "port",
+            "port `h1` is not a routed port (it is an access port of VLAN 10)",
+        ),
+        (
+            "10.1.0.0/16 via 10.0.30.2 vlan 30",
+            1,
+            32,
+            "vlan",
+            "VLAN 30 is not declared; add a [[vlan]] with id = 30",
+        ),
+        (
+            "10.1.0.0/16 via 10.0.20.2 vlan 20",
+            1,
+            32,
+            "vlan",
+            "VLAN 20 has no L3 interface",
+        ),
+        (
+            "10.1.0.0/16 via 10.0.10.2 vlan 4095",
+            1,
+            32,
+            "vlan",
+            "VLAN 4095 is out of range 1..=4094",
+        ),
+        (
+            "10.1.0.0/16 via 10.0.10.2 vlan ten",
+            1,
+            32,
+            "vlan",
+            "`ten` is not a VLAN id",
+        ),
+        (
+            "10.1.0.0/16 via 10.255.0.0 port up vlan 10",
+            1,
+            41,
+            "vlan",
+            "not both",
+        ),
+        (
+            "10.1.0.0/16 blackhole vrf red",
+            1,
+            27,
+            "vrf",
+            "VRF `red` is not declared",
+        ),
+        // the form of a line
+        (
+            "10.1.0.0/16 nexthop 10.255.0.0",
+            1,
+            13,
+            "route",
+            "unexpected `nexthop`: a route line is PREFIX/LEN followed by",
+        ),
+        (
+            "10.1.0.0/16 group",
+            1,
+            13,
+            "group",
+            "`group` needs a value: group NAME",
+        ),
+        (
+            "10.1.0.0/16 blackhole vrf blue vrf blue",
+            1,
+            32,
+            "vrf",
+            "`vrf` is given twice",
+        ),
+        (
+            "10.1.0.0/16 blackhole blackhole",
+            1,
+            23,
+            "blackhole",
+            "`blackhole` is given twice",
+        ),
+    ];
+
+    #[test]
+    fn route_file_errors_name_the_route_file_line_column_and_field() {
+        let dir = TempDir::new("route-file-errors");
+        let config = dir.write(
+            "leaf.toml",
+            &format!("route_files = [\"routes.txt\"]\n{BASE}{ROUTE_FILE_EXTRA}"),
+        );
+        // The preamble alone is fine.
+        dir.write("routes.txt", ROUTE_FILE_PREAMBLE);
+        let spec = Config::load(&config)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .switch_spec()
+            .unwrap();
+        assert_eq!(spec.routes.len(), 2);
+
+        let routes = dir.0.join("routes.txt");
+        for (text, line, column, field, message) in ROUTE_FILE_ERRORS {
+            dir.write("routes.txt", &format!("{ROUTE_FILE_PREAMBLE}{text}\n"));
+            let error = Config::load(&config).expect_err(text);
+            let line = ROUTE_FILE_PREAMBLE.lines().count() + line;
+            assert_eq!(error.file, routes, "file for {text:?}: {error}");
+            assert_eq!(
+                (error.line, error.column),
+                (line, *column),
+                "line, column for {text:?}: {error}"
+            );
+            assert_eq!(error.field, *field, "field for {text:?}: {error}");
+            let message = message.replace("{dir}", &dir.0.display().to_string());
+            assert!(
+                error.message.contains(&message),
+                "message for {text:?}: {error}"
+            );
+            let shown = error.to_string();
+            let head = format!("{}:{line}:{column}: field `{field}`: ", routes.display());
+            assert!(shown.starts_with(&head), "{shown}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_route_file_is_reported_at_its_route_files_entry() {
+        let dir = TempDir::new("route-file-missing");
+        dir.write("a.txt", "10.1.0.0/16 blackhole\n");
+        dir.write("sub/b.txt", "10.2.0.0/16 blackhole\n");
+        let config = dir.write(
+            "leaf.toml",
+            &format!(
+                "# a leaf\nroute_files = [\n    \"a.txt\",\n    \"sub/b.txt\",\n    \"missing.txt\",\n]\n{BASE}"
+            ),
+        );
+        let error = Config::load(&config).unwrap_err();
+        assert_eq!(error.file, config);
+        assert_eq!((error.line, error.column), (5, 5), "{error}");
+        assert_eq!(error.field, "route_files[2]");
+        let missing = dir.0.join("missing.txt");
+        assert!(
+            error
+                .message
+                .starts_with(&format!("cannot read route file {}: ", missing.display())),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("leaf.toml:5:5: field `route_files[2]`")
+        );
+
+        // A directory cannot be read as a route file, and an empty entry names nothing.
+        for (entry, message) in [("sub", "cannot read route file"), ("  ", "is empty")] {
+            std::fs::write(
+                &config,
+                format!("route_files = [\"a.txt\", \"{entry}\"]\n{BASE}"),
+            )
+            .unwrap();
+            let error = Config::load(&config).unwrap_err();
+            assert_eq!((error.line, error.field.as_str()), (1, "route_files[1]"));
+            assert!(error.message.contains(message), "{error}");
+        }
+    }
+
+    #[test]
+    fn route_files_is_a_top_level_switch_mode_key() {
+        let error = error_of(
+            "route_files = [\"routes.txt\"]\n[dataplane]\nmode = \"io\"\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+        );
+        assert_eq!((error.line, error.field.as_str()), (1, "route_files"));
+        assert!(
+            error.message.contains("only in mode = \"switch\""),
+            "{error}"
+        );
+
+        // Below a [table] header, TOML puts the key in that table.
+        let error = error_of(&format!("{BASE}route_files = [\"routes.txt\"]\n"));
+        assert_eq!(error.line, BASE_LINES + 1);
+        assert_eq!(error.field, "vlan[0].route_files");
+        assert!(
+            error.message.contains(
+                "`route_files` is a top-level key: put it above the first [table] header"
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn route_files_and_route_tables_make_one_route_list_with_shared_nexthops() {
+        let dir = TempDir::new("route-file-mixed");
+        let config = dir.write(
+            "leaf.toml",
+            &format!(
+                "route_files = [\"routes.txt\", \"more/v6.txt\", \"empty.txt\"]   # relative to this file\n{BASE}\
+                 [[vrf]]\nname = \"blue\"\n\
+                 [[port]]\nname = \"b\"\ndevargs = \"net_null2\"\nvrf = \"blue\"\nipv4 = [\"10.254.0.1/24\"]\n\
+                 [[nexthop_group]]\nname = \"g\"\nmembers = [{{ port = \"up\", via = \"10.255.0.0\" }}, {{ vlan = 10, via = \"10.0.10.9\", weight = 3 }}]\n\
+                 [[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"10.0.10.20\"\nvlan = 10\n"
+            ),
+        );
+        dir.write(
+            "routes.txt",
+            "# leaf routes\n\
+             10.2.0.0/24 group g\n\
+             \x20 10.2.1.0/24\t\tgroup   g    # a comment after a route\n\
+             \n\
+             10.3.0.0/16 via 10.255.0.0 port up\n\
+             10.4.0.0/16 via 10.0.10.20 vlan 10\r\n\
+             10.5.0.0/16 via 10.0.10.30 vlan 10\n\
+             10.6.0.0/16 via 10.0.10.30 vlan 10 vrf default\n\
+             10.9.0.0/16 blackhole\n\
+             10.2.0.0/24 via 10.254.0.2 port b vrf blue\n\
+             0.0.0.0/0 vrf blue blackhole\n\
+             #10.10.0.0/16 blackhole\n\
+             10.11.0.0/16 blackhole",
+        );
+        dir.write(
+            "more/v6.txt",
+            "2001:db8:100::/48 group g\n\n2001:db8:200::/48 via 2001:db8:ff:: port up\n",
+        );
+        dir.write("empty.txt", "# nothing yet\n\n   \n#\n");
+        let config = Config::load(&config).unwrap_or_else(|e| panic!("{e}"));
+        let spec = config.switch_spec().unwrap();
+        // Routed ports first (up, b), then the SVI of VLAN 10.
+        let nexthop = |interface: u16, at: &str| NexthopSpec {
+            interface,
+            ip: ip(at),
+        };
+        assert_eq!(
+            spec.nexthops,
+            vec![
+                nexthop(0, "10.255.0.0"),    // the group's
+                nexthop(2, "10.0.10.9"),     // the group's
+                nexthop(2, "10.0.10.20"),    // [[route]]
+                nexthop(2, "10.0.10.30"),    // routes.txt
+                nexthop(1, "10.254.0.2"),    // routes.txt, VRF blue
+                nexthop(0, "2001:db8:ff::"), // more/v6.txt
+            ]
+        );
+        assert_eq!(spec.groups[0].members, vec![(0, 1), (1, 3)]);
+        let route = |vrf: u16, prefix: &str, len: u8, target: RouteTarget| RouteSpec {
+            vrf,
+            prefix: ip(prefix),
+            len,
+            target,
+        };
+        use RouteTarget::{Blackhole, Group, Nexthop};
+        assert_eq!(
+            spec.routes,
+            vec![
+                route(0, "10.1.0.0", 16, Nexthop(2)),
+                route(0, "10.2.0.0", 24, Group(0)),
+                route(0, "10.2.1.0", 24, Group(0)),
+                route(0, "10.3.0.0", 16, Nexthop(0)),
+                route(0, "10.4.0.0", 16, Nexthop(2)),
+                route(0, "10.5.0.0", 16, Nexthop(3)),
+                route(0, "10.6.0.0", 16, Nexthop(3)),
+                route(0, "10.9.0.0", 16, Blackhole),
+                route(1, "10.2.0.0", 24, Nexthop(4)),
+                route(1, "0.0.0.0", 0, Blackhole),
+                route(0, "10.11.0.0", 16, Blackhole),
+                route(0, "2001:db8:100::", 48, Group(0)),
+                route(0, "2001:db8:200::", 48, Nexthop(5)),
+            ]
+        );
+        assert!(
+            config.summary().contains(
+                &"route vrf blue 10.2.0.0/24 -> nexthop 4 (10.254.0.2 on interface 1 (port b))"
+                    .to_owned()
+            )
+        );
+        Forwarder::new(&spec).expect("the forwarder builds from the spec");
+    }
+
+    /// Writes `count` routes to `routes.txt` in `dir`: /24s from 20.0.0.0 to group `g`, and
+    /// every 1000th via a neighbour instead. Returns the config that reads them.
+    fn bulk_route_config(dir: &TempDir, count: u32) -> PathBuf {
+        let mut text = String::with_capacity(count as usize * 24);
+        text.push_str("# generated\n");
+        for i in 0..count {
+            let prefix = Ipv4Addr::from((20u32 << 24) + (i << 8));
+            if i % 1000 == 999 {
+                text.push_str(&format!("{prefix}/24 via 10.255.0.0 port up\n"));
+            } else {
+                text.push_str(&format!("{prefix}/24 group g\n"));
+            }
+        }
+        dir.write("routes.txt", &text);
+        dir.write(
+            "leaf.toml",
+            &format!(
+                "route_files = [\"routes.txt\"]\n{BASE}[[nexthop_group]]\nname = \"g\"\nmembers = [{{ port = \"up\", via = \"10.255.0.0\" }}]\n"
+            ),
+        )
+    }
+
+    fn load_bulk_routes(name: &str, count: u32) -> Duration {
+        let dir = TempDir::new(name);
+        let config = bulk_route_config(&dir, count);
+        let start = std::time::Instant::now();
+        let loaded = Config::load(&config).unwrap_or_else(|e| panic!("{e}"));
+        let elapsed = start.elapsed();
+        let spec = loaded.switch_spec().unwrap();
+        assert_eq!(spec.routes.len(), count as usize);
+        assert_eq!(spec.nexthops.len(), 1);
+        assert_eq!(spec.routes[0].target, RouteTarget::Group(0));
+        assert_eq!(spec.routes[999].target, RouteTarget::Nexthop(0));
+        let last = spec.routes.last().unwrap();
+        assert_eq!(
+            (last.prefix, last.len),
+            (
+                IpAddr::V4(Ipv4Addr::from((20u32 << 24) + ((count - 1) << 8))),
+                24
+            )
+        );
+        eprintln!("{count} routes from a route file: parsed and checked in {elapsed:?}");
+        elapsed
+    }
+
+    #[test]
+    fn two_hundred_thousand_routes_load_from_a_route_file() {
+        load_bulk_routes("route-file-200k", 200_000);
+    }
+
+    /// The scale the benchmark needs; run in release:
+    /// `cargo test --release -p control --lib million -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement: run in release"]
+    fn a_million_routes_load_from_a_route_file() {
+        let elapsed = load_bulk_routes("route-file-1m", 1_000_000);
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     }
 }
