@@ -2,13 +2,20 @@
 //! burst size and worker core, interleaved over rounds. The machine is shared and noisy, so
 //! the figure that counts is the median over rounds of the per-round ratio to a C loop.
 //!
-//! Every contender forwards one input port to one output port (`net_null1,no-rx=1`), on one
-//! worker core (lcore 1), with 64-byte frames. Inputs: `net_null` (raw I/O, no real headers)
-//! and `net_pcap` with `infinite_rx=1` over generated IPv4/UDP traces of 1 and 8192 flows.
+//! Every contender forwards one input port to sinks (`net_null,no-rx=1`) on one worker core
+//! (lcore 1) with 64-byte frames. Two sections:
+//! - io: ironclos io mode against the C io-forward loop on `net_null` (raw I/O) and `net_pcap`
+//!   `infinite_rx=1` inputs of 1 and 8192 IPv4/UDP flows (the MAC-swap and L3 loops are shown
+//!   for scale);
+//! - switch: ironclos switch mode on L2 (a learned/static MAC), L3v4 (1M routes, 4-way ECMP)
+//!   and L3v6 (100k routes), against the C MAC-swap and L3 loops, the L3 loop loading the same
+//!   route file.
 
 use control::pcap::write_pcap_file;
-use control::tracegen::{UdpTraceSpec, udp_trace};
+use control::tracegen::{UdpTraceSpec, udp_trace, udp6_trace};
 use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,6 +27,7 @@ const USAGE: &str = "\
 pps: packets-per-second benchmark of ironclos against C reference loops
 
 usage: pps [--ironclos PATH] [--rounds N] [--seconds S] [--burst N] [--out DIR] [--no-huge]
+           [--only io|switch] [--v4-routes N] [--v6-routes N]
 
   --ironclos PATH  the ironclos binary (default target/release/ironclos)
   --rounds N       interleaved rounds (default 5); the report is the median over rounds
@@ -27,6 +35,9 @@ usage: pps [--ironclos PATH] [--rounds N] [--seconds S] [--burst N] [--out DIR] 
   --burst N        RX/TX burst size for every contender (default 32)
   --out DIR        where traces, configs and results.json go (default bench-results)
   --no-huge        run without hugepages even if the machine has them (figures halve)
+  --only SECTION   run only the io or the switch section
+  --v4-routes N    IPv4 routes for the L3v4 case (default 1000000)
+  --v6-routes N    IPv6 routes for the L3v6 case (default 100000)
 ";
 
 struct Options {
@@ -36,6 +47,9 @@ struct Options {
     burst: u32,
     out: PathBuf,
     force_no_huge: bool,
+    only: Option<String>,
+    v4_routes: u32,
+    v6_routes: u32,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -46,29 +60,41 @@ fn parse_options() -> Result<Options, String> {
         burst: 32,
         out: PathBuf::from("bench-results"),
         force_no_huge: false,
+        only: None,
+        v4_routes: 1_000_000,
+        v6_routes: 100_000,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        let number = |text: String, name: &str| {
+            text.parse::<u64>()
+                .map_err(|_| format!("{name}: not a number"))
+        };
         match arg.as_str() {
             "--ironclos" => options.ironclos = PathBuf::from(value("--ironclos")?),
-            "--rounds" => {
-                options.rounds = value("--rounds")?
-                    .parse()
-                    .map_err(|_| "--rounds: not a number")?
-            }
+            "--rounds" => options.rounds = number(value("--rounds")?, "--rounds")? as usize,
             "--seconds" => {
                 options.seconds = value("--seconds")?
                     .parse()
                     .map_err(|_| "--seconds: not a number")?
             }
-            "--burst" => {
-                options.burst = value("--burst")?
-                    .parse()
-                    .map_err(|_| "--burst: not a number")?
-            }
+            "--burst" => options.burst = number(value("--burst")?, "--burst")? as u32,
             "--out" => options.out = PathBuf::from(value("--out")?),
             "--no-huge" => options.force_no_huge = true,
+            "--v4-routes" => {
+                options.v4_routes = number(value("--v4-routes")?, "--v4-routes")? as u32
+            }
+            "--v6-routes" => {
+                options.v6_routes = number(value("--v6-routes")?, "--v6-routes")? as u32
+            }
+            "--only" => {
+                let section = value("--only")?;
+                if section != "io" && section != "switch" {
+                    return Err("--only takes io or switch".to_owned());
+                }
+                options.only = Some(section);
+            }
             "-h" | "--help" => {
                 print!("{USAGE}");
                 std::process::exit(0);
@@ -96,67 +122,92 @@ fn hugepages_available() -> bool {
     free >= 256 && mounted
 }
 
-/// One input arrangement.
-struct Workload {
-    name: &'static str,
-    /// devargs of the input port (port 0); port 1 is always a sink.
-    input: String,
-    /// Whether frames carry real headers (net_null's are all zeros: an L3 loop drops them).
-    real_headers: bool,
+fn eal_memory(huge: bool) -> Vec<String> {
+    let mut args: Vec<String> = if huge {
+        vec!["-m".into(), "1024".into()]
+    } else {
+        vec!["--no-huge".into(), "-m".into(), "1536".into()]
+    };
+    args.extend([
+        "--no-pci".into(),
+        "--no-telemetry".into(),
+        "--log-level=error".into(),
+    ]);
+    args
+}
+
+/// How to run one contender once.
+#[derive(Clone)]
+enum Runner {
+    /// A C loop: binary, input devargs, extra program arguments after `--`.
+    C {
+        binary: &'static str,
+        input: String,
+        extra: Vec<String>,
+    },
+    /// ironclos with a config body (everything but [switch]/[dataplane] headers and EAL); in
+    /// switch mode `router` is the router MAC (the trace's destination MAC for L3 cases).
+    Ironclos {
+        mode: &'static str,
+        router: &'static str,
+        body: String,
+    },
+}
+
+struct Env<'a> {
+    options: &'a Options,
+    huge: bool,
 }
 
 const SINK: &str = "net_null1,no-rx=1";
+/// The generated traces' destination MAC: the router MAC in the L3 cases.
+const TRACE_DST_MAC: &str = "02:00:00:00:00:02";
+/// A router MAC that is not in the traces (L2 cases bridge them).
+const OTHER_MAC: &str = "02:00:00:00:01:00";
 
-/// One measured run.
-#[derive(Debug, Clone)]
-struct Sample {
-    mpps: f64,
-}
-
-fn eal_memory(huge: bool) -> Vec<String> {
-    if huge {
-        vec!["-m".into(), "512".into(), "--no-pci".into()]
-    } else {
-        vec![
-            "--no-huge".into(),
-            "-m".into(),
-            "1024".into(),
-            "--no-pci".into(),
-        ]
+impl Runner {
+    fn run(&self, env: &Env<'_>, tag: &str) -> Result<f64, String> {
+        let prefix = format!("pps-{tag}");
+        let result = match self {
+            Runner::C {
+                binary,
+                input,
+                extra,
+            } => run_c(binary, input, extra, env, &prefix),
+            Runner::Ironclos { mode, router, body } => {
+                run_ironclos(mode, router, body, env, &prefix)
+            }
+        };
+        let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+        result
     }
 }
 
-fn run_c_loop(
+fn run_c(
     binary: &str,
-    workload: &Workload,
-    options: &Options,
-    huge: bool,
-    tag: &str,
-) -> Result<Sample, String> {
+    input: &str,
+    extra: &[String],
+    env: &Env<'_>,
+    prefix: &str,
+) -> Result<f64, String> {
     let mut args: Vec<String> = vec![
         "-l".into(),
         "1".into(),
         "--file-prefix".into(),
-        format!("pps-{tag}"),
+        prefix.into(),
     ];
-    args.extend(eal_memory(huge));
+    args.extend(eal_memory(env.huge));
     args.extend([
-        "--no-telemetry".to_owned(),
-        "--log-level=error".to_owned(),
-        "--vdev".to_owned(),
-        workload.input.clone(),
-        "--vdev".to_owned(),
-        SINK.to_owned(),
-        "--".to_owned(),
-        "--rx-port".into(),
-        "0".into(),
-        "--tx-port".into(),
-        "1".into(),
-        "--burst".into(),
-        options.burst.to_string(),
-        "--duration".into(),
-        options.seconds.to_string(),
+        "--vdev".into(),
+        input.into(),
+        "--vdev".into(),
+        SINK.into(),
+        "--".into(),
     ]);
+    args.extend(["--rx-port", "0", "--tx-port", "1"].map(String::from));
+    args.extend(["--burst".into(), env.options.burst.to_string()]);
+    args.extend(["--duration".into(), env.options.seconds.to_string()]);
+    args.extend(extra.iter().cloned());
     let out = Command::new(binary)
         .args(&args)
         .output()
@@ -174,48 +225,54 @@ fn run_c_loop(
         .find(|l| l.trim_start().starts_with('{'))
         .ok_or("no JSON line")?;
     let value: Value = serde_json::from_str(line).map_err(|e| format!("{binary}: {e}: {line}"))?;
-    let mpps = value["mpps"]
+    value["mpps"]
         .as_f64()
-        .ok_or_else(|| format!("{binary}: no mpps in {line}"))?;
-    Ok(Sample { mpps })
+        .ok_or_else(|| format!("{binary}: no mpps in {line}"))
 }
 
 fn run_ironclos(
-    workload: &Workload,
-    options: &Options,
-    huge: bool,
-    tag: &str,
-) -> Result<Sample, String> {
-    let dir = &options.out;
-    let config = dir.join(format!("ironclos-{}.toml", workload.name));
-    let mut eal = eal_memory(huge);
-    eal.extend([
-        "--no-telemetry".to_owned(),
-        "--log-level=error".to_owned(),
-        "--file-prefix".to_owned(),
-        format!("pps-{tag}"),
-    ]);
+    mode: &str,
+    router: &str,
+    body: &str,
+    env: &Env<'_>,
+    prefix: &str,
+) -> Result<f64, String> {
+    let dir = &env.options.out;
+    let config = dir.join(format!("{prefix}.toml"));
+    let mut eal = eal_memory(env.huge);
+    eal.extend(["--file-prefix".to_owned(), prefix.to_owned()]);
     let eal_list = eal
         .iter()
         .map(|a| format!("\"{a}\""))
         .collect::<Vec<_>>()
         .join(", ");
+    let router = if mode == "switch" {
+        format!("router_mac = \"{router}\"\n")
+    } else {
+        String::new()
+    };
+    // Top-level keys (route_files) come first in the body; everything else are tables.
+    let (top, tables) = match body.find("\n[") {
+        Some(at) if !body.starts_with('[') => body.split_at(at + 1),
+        _ => ("", body),
+    };
     let text = format!(
-        "[switch]\nname = \"bench\"\n[dataplane]\nmode = \"io\"\nmain_lcore = 0\nworker_lcores = [1]\nburst = {}\nmbufs = 16383\n\
-         eal = [{eal_list}]\n\n[[port]]\nname = \"in\"\ndevargs = \"{}\"\n\n[[port]]\nname = \"sink\"\ndevargs = \"{SINK}\"\n",
-        options.burst, workload.input
+        "{top}[switch]\nname = \"bench\"\n{router}[dataplane]\nmode = \"{mode}\"\nmain_lcore = 0\nworker_lcores = [1]\n\
+         burst = {}\nmbufs = 16383\neal = [{eal_list}]\n\n{tables}",
+        env.options.burst
     );
     std::fs::write(&config, text).map_err(|e| e.to_string())?;
-    let stats = dir.join("ironclos-stats.json");
-    let out = Command::new(&options.ironclos)
+    let stats = dir.join(format!("{prefix}-stats.json"));
+    let out = Command::new(&env.options.ironclos)
         .args(["run", "--config"])
         .arg(&config)
         .arg("--duration")
-        .arg(options.seconds.to_string())
+        .arg(env.options.seconds.to_string())
         .arg("--stats-json")
         .arg(&stats)
         .output()
-        .map_err(|e| format!("{}: {e}", options.ironclos.display()))?;
+        .map_err(|e| format!("{}: {e}", env.options.ironclos.display()))?;
+    let _ = std::fs::remove_file(&config);
     if !out.status.success() {
         return Err(format!(
             "ironclos failed: {}",
@@ -225,6 +282,7 @@ fn run_ironclos(
     let value: Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&stats);
     let seconds = value["forwarding_seconds"]
         .as_f64()
         .ok_or("no forwarding_seconds")?;
@@ -234,9 +292,18 @@ fn run_ironclos(
         .iter()
         .filter_map(|p| p["tx_packets"].as_u64())
         .sum();
-    Ok(Sample {
-        mpps: tx as f64 / seconds / 1e6,
-    })
+    Ok(tx as f64 / seconds / 1e6)
+}
+
+/// A comparison: ironclos against one reference, both measured every round.
+struct Case {
+    section: &'static str,
+    name: String,
+    ironclos: Runner,
+    reference_name: &'static str,
+    reference: Runner,
+    /// The issue's aim for the median ratio, if any.
+    aim: Option<f64>,
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -252,22 +319,233 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-fn write_traces(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let mut paths = Vec::new();
-    for flows in [1u32, 8192] {
-        // 8192 packets either way, so both inputs preload the same number of mbufs.
-        let spec = UdpTraceSpec {
-            flows,
-            packets: 8192,
-            frame_len: 60,
-            ..Default::default()
-        };
-        let path = dir.join(format!("udp-{flows}flows.pcap"));
-        write_pcap_file(&path, &udp_trace(&spec)).map_err(|e| e.to_string())?;
-        paths.push(path);
+/// Deterministic xorshift64* for route tables.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    Ok((paths[0].clone(), paths[1].clone()))
+}
+
+/// `count` distinct IPv4 prefixes outside 10.0.0.0/8 (the bench's own interfaces), about 97%
+/// /24 and the rest /25../32, each to the `spines` group. The C L3 loop reads the same file.
+fn write_v4_routes(path: &Path, count: u32) -> std::io::Result<()> {
+    let mut rng = Rng(0x1c10_5eed);
+    let mut seen = std::collections::HashSet::with_capacity(count as usize);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    while seen.len() < count as usize {
+        let r = rng.next();
+        let first = 11 + (r % 212) as u32; // 11..=222
+        let len = if (r >> 8) % 100 < 97 {
+            24
+        } else {
+            25 + ((r >> 16) % 8) as u32
+        };
+        let bits = (first << 24) | ((r >> 24) as u32 & 0x00ff_ffff);
+        let prefix = bits & (u32::MAX << (32 - len));
+        if seen.insert((prefix, len)) {
+            let [a, b, c, d] = prefix.to_be_bytes();
+            writeln!(out, "{a}.{b}.{c}.{d}/{len} group spines")?;
+        }
+    }
+    out.flush()
+}
+
+/// `count` distinct IPv6 prefixes inside 2001:db8::/32 (/48s and /64s) to `spines`.
+fn write_v6_routes(path: &Path, count: u32) -> std::io::Result<()> {
+    let mut rng = Rng(0x6e6e_5eed);
+    let mut seen = std::collections::HashSet::with_capacity(count as usize);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    while seen.len() < count as usize {
+        let r = rng.next();
+        let len = if r.is_multiple_of(4) { 64 } else { 48 };
+        let high = 0x2001_0db8_u128 << 96 | (u128::from(r >> 8) << 32);
+        let prefix = high & (u128::MAX << (128 - len));
+        if seen.insert((prefix, len)) {
+            writeln!(
+                out,
+                "{}/{len} group spines",
+                std::net::Ipv6Addr::from(prefix)
+            )?;
+        }
+    }
+    out.flush()
+}
+
+/// Config body of the switch-mode L3 cases: a routed ingress port, four routed uplinks to
+/// static neighbours in one ECMP group, default routes, and a route file.
+fn l3_body(input: &str, routes: &Path) -> String {
+    // Top-level keys must precede every [table] in TOML: run_ironclos puts this line first.
+    let route_files = format!("route_files = [\"{}\"]\n", routes.display());
+    let mut body = String::new();
+    body.push_str(
+        "[[nexthop_group]]\nname = \"spines\"\nmembers = [{ port = \"up1\", via = \"10.255.0.0\" }, \
+         { port = \"up2\", via = \"10.255.0.2\" }, { port = \"up3\", via = \"10.255.0.4\" }, { port = \"up4\", via = \"10.255.0.6\" }]\n\
+         [[route]]\nprefix = \"0.0.0.0/0\"\ngroup = \"spines\"\n[[route]]\nprefix = \"::/0\"\ngroup = \"spines\"\n",
+    );
+    for i in 0..4 {
+        let _ = write!(
+            body,
+            "[[neighbor]]\nip = \"10.255.0.{}\"\nmac = \"02:00:00:00:51:0{}\"\nport = \"up{}\"\n",
+            2 * i,
+            i + 1,
+            i + 1
+        );
+    }
+    let _ = write!(
+        body,
+        "[[port]]\nname = \"in\"\ndevargs = \"{input}\"\nipv4 = [\"10.0.1.254/24\"]\nipv6 = [\"2001:db8:1::fffe/64\"]\n"
+    );
+    for i in 0..4 {
+        let _ = write!(
+            body,
+            "[[port]]\nname = \"up{}\"\ndevargs = \"net_null{},no-rx=1\"\nipv4 = [\"10.255.0.{}/31\"]\n",
+            i + 1,
+            i + 1,
+            2 * i + 1
+        );
+    }
+    route_files + "\n" + &body
+}
+
+/// Config body of the L2 case: both ports in VLAN 10, the trace's destination MAC pinned to
+/// the sink port (the source MAC is learned on every packet).
+fn l2_body(input: &str) -> String {
+    format!(
+        "[[vlan]]\nid = 10\n[[mac]]\nvlan = 10\nmac = \"02:00:00:00:00:02\"\nport = \"sink\"\n\
+         [[port]]\nname = \"in\"\ndevargs = \"{input}\"\nvlan = {{ mode = \"access\", id = 10 }}\n\
+         [[port]]\nname = \"sink\"\ndevargs = \"{SINK}\"\nvlan = {{ mode = \"access\", id = 10 }}\n"
+    )
+}
+
+fn io_body(input: &str) -> String {
+    format!(
+        "[[port]]\nname = \"in\"\ndevargs = \"{input}\"\n\n[[port]]\nname = \"sink\"\ndevargs = \"{SINK}\"\n"
+    )
+}
+
+fn pcap_input(path: &Path) -> String {
+    format!("net_pcap0,rx_pcap={},infinite_rx=1", path.display())
+}
+
+fn write_trace(path: &Path, packets: &[control::pcap::PcapPacket]) -> Result<(), String> {
+    write_pcap_file(path, packets).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
+    let dir = &options.out;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    // 8192 packets in every trace, so each preloads the same number of mbufs.
+    let v4 = |flows: u32, spread_dst: bool| UdpTraceSpec {
+        flows,
+        packets: 8192,
+        frame_len: 60,
+        spread_dst,
+        ..Default::default()
+    };
+    let trace1 = dir.join("udp-1flow.pcap");
+    let trace8k = dir.join("udp-8192flows.pcap");
+    let l3_1 = dir.join("udp-1flow-l3.pcap");
+    let l3_8k = dir.join("udp-8192flows-l3.pcap");
+    let v6_8k = dir.join("udp6-8192flows.pcap");
+    write_trace(&trace1, &udp_trace(&v4(1, false)))?;
+    write_trace(&trace8k, &udp_trace(&v4(8192, false)))?;
+    let mut l3_spec = v4(1, true);
+    l3_spec.dst_ip = [20, 0, 0, 1]; // outside the bench's own 10.0.0.0/8 interfaces
+    write_trace(&l3_1, &udp_trace(&l3_spec))?;
+    l3_spec.flows = 8192;
+    write_trace(&l3_8k, &udp_trace(&l3_spec))?;
+    let v6_spec = UdpTraceSpec {
+        flows: 8192,
+        packets: 8192,
+        frame_len: 62,
+        ..Default::default()
+    };
+    write_trace(&v6_8k, &udp6_trace(&v6_spec))?;
+
+    let mut cases = Vec::new();
+    let c = |binary: &'static str, input: String, extra: Vec<String>| Runner::C {
+        binary,
+        input,
+        extra,
+    };
+    if options.only.as_deref() != Some("switch") {
+        for (name, input) in [
+            ("io null", "net_null0".to_owned()),
+            ("io pcap 1 flow", pcap_input(&trace1)),
+            ("io pcap 8192 flows", pcap_input(&trace8k)),
+        ] {
+            cases.push(Case {
+                section: "io",
+                name: name.to_owned(),
+                ironclos: Runner::Ironclos {
+                    mode: "io",
+                    router: "",
+                    body: io_body(&input),
+                },
+                reference_name: "c-io",
+                reference: c(C_IO_FWD, input.clone(), vec![]),
+                aim: Some(0.90),
+            });
+        }
+    }
+    if options.only.as_deref() != Some("io") {
+        let v4_routes = dir.join("routes-v4.txt");
+        let v6_routes = dir.join("routes-v6.txt");
+        write_v4_routes(&v4_routes, options.v4_routes).map_err(|e| e.to_string())?;
+        write_v6_routes(&v6_routes, options.v6_routes).map_err(|e| e.to_string())?;
+        let routes_arg = vec!["--routes-file".to_owned(), v4_routes.display().to_string()];
+        for (flows, trace) in [(1, &trace1), (8192, &trace8k)] {
+            let input = pcap_input(trace);
+            cases.push(Case {
+                section: "switch",
+                name: format!("L2 {flows} flow(s)"),
+                ironclos: Runner::Ironclos {
+                    mode: "switch",
+                    router: OTHER_MAC,
+                    body: l2_body(&input),
+                },
+                reference_name: "c-macswap",
+                reference: c(C_MACSWAP, input.clone(), vec![]),
+                aim: Some(0.70),
+            });
+        }
+        for (flows, trace, aim) in [(1, &l3_1, 0.70), (8192, &l3_8k, 0.60)] {
+            let input = pcap_input(trace);
+            cases.push(Case {
+                section: "switch",
+                name: format!(
+                    "L3v4 {}k routes ECMP4 {flows} flow(s)",
+                    options.v4_routes / 1000
+                ),
+                ironclos: Runner::Ironclos {
+                    mode: "switch",
+                    router: TRACE_DST_MAC,
+                    body: l3_body(&input, &v4_routes),
+                },
+                reference_name: "c-l3",
+                reference: c(C_L3FWD, input.clone(), routes_arg.clone()),
+                aim: Some(aim),
+            });
+        }
+        cases.push(Case {
+            section: "switch",
+            name: format!("L3v6 {}k routes ECMP4 8192 flows", options.v6_routes / 1000),
+            ironclos: Runner::Ironclos {
+                mode: "switch",
+                router: TRACE_DST_MAC,
+                body: l3_body(&pcap_input(&v6_8k), &v6_routes),
+            },
+            reference_name: "c-l3 (v4, same v4 route table)",
+            reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
+            aim: Some(0.50),
+        });
+    }
+    Ok(cases)
 }
 
 fn main() {
@@ -286,36 +564,17 @@ fn main() {
         std::process::exit(2);
     }
     let huge = !options.force_no_huge && hugepages_available();
-    let (one_flow, many_flows) = match write_traces(&options.out) {
-        Ok(p) => p,
+    let cases = match build_cases(&options) {
+        Ok(c) => c,
         Err(e) => {
-            eprintln!("pps: cannot write traces: {e}");
+            eprintln!("pps: cannot prepare inputs: {e}");
             std::process::exit(1);
         }
     };
-    let workloads = [
-        Workload {
-            name: "null",
-            input: "net_null0".to_owned(),
-            real_headers: false,
-        },
-        Workload {
-            name: "pcap-1flow",
-            input: format!("net_pcap0,rx_pcap={},infinite_rx=1", one_flow.display()),
-            real_headers: true,
-        },
-        Workload {
-            name: "pcap-8192flows",
-            input: format!("net_pcap0,rx_pcap={},infinite_rx=1", many_flows.display()),
-            real_headers: true,
-        },
-    ];
-    let contenders: [(&str, Option<&str>); 4] = [
-        ("ironclos-io", None),
-        ("c-io", Some(C_IO_FWD)),
-        ("c-macswap", Some(C_MACSWAP)),
-        ("c-l3", Some(C_L3FWD)),
-    ];
+    let env = Env {
+        options: &options,
+        huge,
+    };
     println!(
         "pps: {} rounds x {} s, burst {}, one worker on lcore 1, 64-byte frames, {}",
         options.rounds,
@@ -328,34 +587,42 @@ fn main() {
         }
     );
 
-    // samples[workload][contender] = Mpps per round.
-    let mut samples = vec![vec![Vec::<f64>::new(); contenders.len()]; workloads.len()];
+    // samples[case] = (ironclos Mpps per round, reference Mpps per round).
+    let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); cases.len()];
     for round in 0..options.rounds {
-        for (w, workload) in workloads.iter().enumerate() {
-            // Rotate the order each round so no contender always runs first (warm caches,
-            // turbo state, a noisy neighbour's schedule).
-            for k in 0..contenders.len() {
-                let c = (k + round) % contenders.len();
-                let (name, binary) = contenders[c];
-                if name == "c-l3" && !workload.real_headers {
-                    continue;
-                }
-                let tag = format!("{}-{round}-{w}-{c}", std::process::id());
-                let sample = match binary {
-                    None => run_ironclos(workload, &options, huge, &tag),
-                    Some(binary) => run_c_loop(binary, workload, &options, huge, &tag),
+        for (index, case) in cases.iter().enumerate() {
+            // Alternate which contender goes first, so neither always meets a warm cache or a
+            // quiet neighbour.
+            let order: [bool; 2] = if (round + index) % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
+            for ironclos_turn in order {
+                let (runner, label) = if ironclos_turn {
+                    (&case.ironclos, "ironclos")
+                } else {
+                    (&case.reference, case.reference_name)
                 };
-                let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/pps-{tag}"));
-                match sample {
-                    Ok(s) => {
+                let tag = format!(
+                    "{}-{round}-{index}-{}",
+                    std::process::id(),
+                    u8::from(ironclos_turn)
+                );
+                match runner.run(&env, &tag) {
+                    Ok(mpps) => {
                         eprintln!(
-                            "round {round} {:<15} {:<12} {:>7.2} Mpps",
-                            workload.name, name, s.mpps
+                            "round {round} {:<36} {:<32} {:>7.2} Mpps",
+                            case.name, label, mpps
                         );
-                        samples[w][c].push(s.mpps);
+                        if ironclos_turn {
+                            samples[index].0.push(mpps);
+                        } else {
+                            samples[index].1.push(mpps);
+                        }
                     }
                     Err(e) => {
-                        eprintln!("pps: round {round} {} {name}: {e}", workload.name);
+                        eprintln!("pps: round {round} {} {label}: {e}", case.name);
                         std::process::exit(1);
                     }
                 }
@@ -363,45 +630,35 @@ fn main() {
         }
     }
 
-    let ratio_to = |w: usize, of: usize, to: usize| -> f64 {
-        let mut ratios: Vec<f64> = samples[w][of]
-            .iter()
-            .zip(&samples[w][to])
-            .map(|(a, b)| a / b)
-            .collect();
-        median(&mut ratios)
-    };
     println!(
-        "\n{:<16} {:>12} {:>10} {:>12} {:>8}   {:>14}",
-        "workload", "ironclos-io", "c-io", "c-macswap", "c-l3", "ironclos/c-io"
+        "\n{:<38} {:>9} {:>9}  {:<32} {:>7} {:>6}",
+        "case", "ironclos", "ref", "reference", "ratio", "aim"
     );
     let mut results = Vec::new();
-    for (w, workload) in workloads.iter().enumerate() {
-        let medians: Vec<f64> = (0..contenders.len())
-            .map(|c| median(&mut samples[w][c].clone()))
-            .collect();
-        let ratio = ratio_to(w, 0, 1);
-        let cell = |m: f64| {
-            if m.is_nan() {
-                "n/a".to_owned()
-            } else {
-                format!("{m:.2}")
-            }
-        };
+    for (case, (ours, theirs)) in cases.iter().zip(&samples) {
+        let mut ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+        let ratio = median(&mut ratios);
+        let ours_median = median(&mut ours.clone());
+        let theirs_median = median(&mut theirs.clone());
         println!(
-            "{:<16} {:>12} {:>10} {:>12} {:>8}   {:>14.3}",
-            workload.name,
-            cell(medians[0]),
-            cell(medians[1]),
-            cell(medians[2]),
-            cell(medians[3]),
-            ratio
+            "{:<38} {:>9.2} {:>9.2}  {:<32} {:>7.3} {:>6}",
+            case.name,
+            ours_median,
+            theirs_median,
+            case.reference_name,
+            ratio,
+            case.aim.map_or(String::new(), |a| format!("{a:.2}"))
         );
         results.push(json!({
-            "workload": workload.name,
-            "median_mpps": contenders.iter().zip(&medians).map(|((n, _), m)| (n.to_string(), json!(m))).collect::<serde_json::Map<_, _>>(),
-            "samples_mpps": contenders.iter().enumerate().map(|(c, (n, _))| (n.to_string(), json!(samples[w][c]))).collect::<serde_json::Map<_, _>>(),
-            "median_ratio_ironclos_io_to_c_io": ratio,
+            "section": case.section,
+            "case": case.name,
+            "reference": case.reference_name,
+            "ironclos_mpps_samples": ours,
+            "reference_mpps_samples": theirs,
+            "ironclos_mpps_median": ours_median,
+            "reference_mpps_median": theirs_median,
+            "median_ratio": ratio,
+            "aim": case.aim,
         }));
     }
     println!("(Mpps are medians over rounds; the ratio is the median of per-round ratios.)");
@@ -413,12 +670,11 @@ fn main() {
         "results": results,
     });
     let path = options.out.join("results.json");
-    if let Err(e) = std::fs::write(
+    match std::fs::write(
         &path,
         serde_json::to_string_pretty(&summary).expect("JSON") + "\n",
     ) {
-        eprintln!("pps: cannot write {}: {e}", path.display());
-    } else {
-        println!("results: {}", path.display());
+        Ok(()) => println!("results: {}", path.display()),
+        Err(e) => eprintln!("pps: cannot write {}: {e}", path.display()),
     }
 }
