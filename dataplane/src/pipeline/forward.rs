@@ -129,6 +129,38 @@ struct Nexthop {
     last_request: Option<Picos>,
 }
 
+/// How often a source MAC already learned on its port is refreshed in the MAC table (the table
+/// is skipped in between); a quarter of the aging time if that is shorter.
+const LEARN_REFRESH: Picos = PICOS_PER_SECOND;
+/// Slots of the destination-MAC cache (a power of two).
+const DST_CACHE_SLOTS: usize = 1024;
+
+/// The source most recently learned on a port: frames from the same host on the same port
+/// skip the MAC table until the refresh is due, unless the table changed an answer since.
+#[derive(Debug, Clone, Copy, Default)]
+struct LearnCacheEntry {
+    key: u64,
+    generation: u64,
+    refreshed: Picos,
+}
+
+/// A remembered destination lookup: valid while the table's generation is unchanged and the
+/// entry cannot have aged out yet.
+#[derive(Debug, Clone, Copy, Default)]
+struct DstCacheEntry {
+    key: u64,
+    generation: u64,
+    valid_until: Picos,
+    port: u16,
+}
+
+#[inline]
+fn mac_key(vlan: u16, mac: [u8; 6]) -> u64 {
+    let [a, b, c, d, e, f] = mac;
+    // Bit 63 marks a used slot, so the all-zero default never matches a real key.
+    u64::from_be_bytes([0x80 | (vlan >> 8) as u8, vlan as u8, a, b, c, d, e, f])
+}
+
 /// Recently gleaned connected hosts, so an unresolved host does not ask the control plane
 /// once per packet. Direct-mapped and fixed-size: no allocation on the fast path.
 const GLEAN_SLOTS: usize = 256;
@@ -148,6 +180,9 @@ pub struct Forwarder {
     flow_hash_seed: u32,
     glean: [(IpAddr, Picos); GLEAN_SLOTS],
     requests: Vec<ControlRequest>,
+    learn_cache: Vec<LearnCacheEntry>,
+    dst_cache: Box<[DstCacheEntry; DST_CACHE_SLOTS]>,
+    mac_aging: Picos,
     /// MACs that moved between ports (a loop or a host moving).
     pub mac_moves: u64,
     /// Source MACs not learned because the table was full.
@@ -241,6 +276,9 @@ impl Forwarder {
             flow_hash_seed: spec.flow_hash_seed,
             glean: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0); GLEAN_SLOTS],
             requests: Vec::with_capacity(MAX_PENDING_REQUESTS),
+            learn_cache: vec![LearnCacheEntry::default(); port_count],
+            dst_cache: Box::new([DstCacheEntry::default(); DST_CACHE_SLOTS]),
+            mac_aging: spec.mac_aging,
             mac_moves: 0,
             mac_learn_failures: 0,
         };
@@ -538,6 +576,7 @@ impl Forwarder {
 
     /// Decides the fate of one frame received on `in_port` at `now`, rewriting it in place
     /// (MACs, TTL, checksum, VID) when it is routed.
+    #[inline]
     pub fn process(&mut self, frame: &mut [u8], in_port: u16, now: Picos) -> Verdict {
         if frame.len() < 14 {
             return Verdict::Drop(DropReason::Truncated);
@@ -598,11 +637,7 @@ impl Forwarder {
             },
         };
 
-        match self.macs.learn(vlan, src, in_port, now) {
-            LearnOutcome::Moved { .. } => self.mac_moves += 1,
-            LearnOutcome::TableFull => self.mac_learn_failures += 1,
-            _ => {}
-        }
+        self.learn_source(vlan, src, in_port, now);
 
         let svi = self.vlans[usize::from(vlan)].interface;
         if let Some(interface) = svi {
@@ -621,7 +656,7 @@ impl Forwarder {
                 ingress_tagged: tagged,
             };
         }
-        match self.macs.lookup(vlan, dst, now) {
+        match self.lookup_destination(vlan, dst, now) {
             Some(out) if out == in_port => Verdict::Drop(DropReason::SamePort),
             Some(out) => Verdict::Forward {
                 port: out,
@@ -634,9 +669,66 @@ impl Forwarder {
         }
     }
 
+    /// Learns a frame's source, skipping the table when the same host was just learned on the
+    /// same port and nothing in the table changed since (one host per server port is the
+    /// common case on a leaf).
+    #[inline(always)]
+    fn learn_source(&mut self, vlan: u16, src: [u8; 6], in_port: u16, now: Picos) {
+        let key = mac_key(vlan, src);
+        let generation = self.macs.generation();
+        let cached = self.learn_cache[usize::from(in_port)];
+        let refresh = LEARN_REFRESH.min(self.mac_aging / 4);
+        if cached.key == key
+            && cached.generation == generation
+            && now.saturating_sub(cached.refreshed) < refresh
+        {
+            return;
+        }
+        match self.macs.learn(vlan, src, in_port, now) {
+            LearnOutcome::Moved { .. } => self.mac_moves += 1,
+            LearnOutcome::TableFull => {
+                self.mac_learn_failures += 1;
+                return;
+            }
+            LearnOutcome::StaticConflict => return,
+            _ => {}
+        }
+        self.learn_cache[usize::from(in_port)] = LearnCacheEntry {
+            key,
+            generation: self.macs.generation(),
+            refreshed: now,
+        };
+    }
+
+    /// Looks up a destination MAC through a small direct-mapped cache of recent answers.
+    #[inline(always)]
+    fn lookup_destination(&mut self, vlan: u16, dst: [u8; 6], now: Picos) -> Option<u16> {
+        let key = mac_key(vlan, dst);
+        let generation = self.macs.generation();
+        let slot = (key as usize ^ (key >> 16) as usize) & (DST_CACHE_SLOTS - 1);
+        let cached = self.dst_cache[slot];
+        if cached.key == key && cached.generation == generation && now < cached.valid_until {
+            return Some(cached.port);
+        }
+        let port = self.macs.lookup(vlan, dst, now)?;
+        let entry = self.macs.get(vlan, dst)?;
+        let valid_until = if entry.is_static {
+            Picos::MAX
+        } else {
+            entry.last_seen.saturating_add(self.mac_aging)
+        };
+        self.dst_cache[slot] = DstCacheEntry {
+            key,
+            generation,
+            valid_until,
+            port,
+        };
+        Some(port)
+    }
+
     /// How to turn the frame's current tagging into what `out` expects for `vlan`; a VID
     /// rewrite between two tagged ports is done in place.
-    #[inline]
+    #[inline(always)]
     fn tag_op(&self, frame: &mut [u8], tagged: bool, out: u16, vlan: u16) -> TagOp {
         match (tagged, self.egress_tagged(out, vlan)) {
             (false, false) => TagOp::Keep,
@@ -928,7 +1020,7 @@ impl Forwarder {
     ) -> Verdict {
         let (port, vlan) = match self.interfaces[usize::from(out_iface)].attachment {
             Attachment::Port(p) => (p, None),
-            Attachment::Vlan(v) => match self.macs.lookup(v, dst_mac, now) {
+            Attachment::Vlan(v) => match self.lookup_destination(v, dst_mac, now) {
                 Some(p) => (p, Some(v)),
                 None => {
                     // Flooding routed (possibly lossless) traffic risks PFC deadlocks

@@ -259,6 +259,35 @@ fn vlans_are_separate_and_moves_are_followed() {
 }
 
 #[test]
+fn a_host_that_moves_away_and_back_is_followed_despite_the_learning_caches() {
+    let mut f = forwarder();
+    let to_a = |f: &mut Forwarder, t: u64| f.process(&mut eth(A, B, None, 0x0800, &[]), 1, t);
+    for (step, port) in [0u16, 2, 0, 2, 2, 0].into_iter().enumerate() {
+        let t = T0 + step as u64 * 1000;
+        f.process(&mut eth(B, A, None, 0x0800, &[]), port, t);
+        assert_eq!(
+            to_a(&mut f, t + 1),
+            Verdict::Forward {
+                port,
+                tag: TagOp::Keep
+            },
+            "step {step}"
+        );
+        // Repeated frames within the refresh interval take the cached path and agree.
+        f.process(&mut eth(B, A, None, 0x0800, &[]), port, t + 2);
+        assert_eq!(
+            to_a(&mut f, t + 3),
+            Verdict::Forward {
+                port,
+                tag: TagOp::Keep
+            },
+            "step {step} cached"
+        );
+    }
+    assert_eq!(f.mac_moves, 4);
+}
+
+#[test]
 fn learned_macs_age_out() {
     let mut spec = leaf_spec();
     spec.mac_aging = 10 * PICOS_PER_SECOND;

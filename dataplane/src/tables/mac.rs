@@ -183,6 +183,10 @@ pub struct MacTable {
     max_entries: usize,
     aging_time: u64,
     stats: MacStats,
+    /// Bumped whenever an existing address changes port or disappears (moves, removals,
+    /// flushes, aging, static changes), so caches in front of the table know a remembered
+    /// answer may be wrong. Adding a new address leaves it alone: no remembered answer changes.
+    generation: u64,
 }
 
 impl MacTable {
@@ -202,7 +206,16 @@ impl MacTable {
             max_entries,
             aging_time: DEFAULT_AGING_TIME,
             stats: MacStats::default(),
+            generation: 0,
         }
+    }
+
+    /// The change generation (see the field): equal generations mean no address moved or
+    /// disappeared in between.
+    #[inline]
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Sets the aging time in picoseconds; it applies to existing entries too (their
@@ -260,6 +273,9 @@ impl MacTable {
             }
             let expired = now.saturating_sub(e.last_seen) >= aging_time;
             let from = e.port;
+            if from != port {
+                self.generation += 1;
+            }
             e.port = port;
             e.last_seen = e.last_seen.max(now);
             return if expired {
@@ -304,6 +320,7 @@ impl MacTable {
         if !self.map.contains_key(&key) && self.map.len() >= self.max_entries {
             return Err(MacTableFull);
         }
+        self.generation += 1;
         Ok(self.map.insert(
             key,
             MacEntry {
@@ -316,6 +333,7 @@ impl MacTable {
 
     /// Deletes the entry for an address, static or dynamic.
     pub fn remove(&mut self, vlan: u16, mac: [u8; 6]) -> Option<MacEntry> {
+        self.generation += 1;
         self.map.remove(&pack(vlan, mac))
     }
 
@@ -324,6 +342,7 @@ impl MacTable {
     pub fn flush_port(&mut self, port: u16) -> usize {
         let before = self.map.len();
         self.map.retain(|_, e| e.is_static || e.port != port);
+        self.generation += 1;
         before - self.map.len()
     }
 
@@ -331,6 +350,7 @@ impl MacTable {
     pub fn flush_vlan(&mut self, vlan: u16) -> usize {
         let before = self.map.len();
         self.map.retain(|&k, e| e.is_static || unpack(k).0 != vlan);
+        self.generation += 1;
         before - self.map.len()
     }
 
@@ -342,6 +362,9 @@ impl MacTable {
         self.map
             .retain(|_, e| e.is_static || now.saturating_sub(e.last_seen) < aging_time);
         let aged = before - self.map.len();
+        if aged > 0 {
+            self.generation += 1;
+        }
         self.stats.aged += aged as u64;
         aged
     }
@@ -532,6 +555,33 @@ mod tests {
         t.remove(1, mac(1));
         assert_eq!(t.learn(1, mac(3), 3, 30 * S), LearnOutcome::New);
         assert!(t.get(1, mac(0)).unwrap().is_static);
+    }
+
+    #[test]
+    fn generation_changes_exactly_when_a_remembered_answer_could_change() {
+        let mut t = MacTable::new(16);
+        let g0 = t.generation();
+        t.learn(1, A, 1, 0);
+        t.learn(1, B, 2, 0);
+        t.learn(1, A, 1, 5);
+        assert_eq!(
+            t.generation(),
+            g0,
+            "new addresses and refreshes change no answer"
+        );
+        t.learn(1, A, 3, 6);
+        let g1 = t.generation();
+        assert_ne!(g1, g0, "a move does");
+        t.age(1);
+        assert_eq!(t.generation(), g1, "aging that removes nothing does not");
+        t.age(DEFAULT_AGING_TIME + 10);
+        let g2 = t.generation();
+        assert_ne!(g2, g1, "aging that removes does");
+        let _ = t.add_static(1, B, 4);
+        assert_ne!(t.generation(), g2, "static changes do");
+        let g3 = t.generation();
+        t.flush_port(4);
+        assert_ne!(t.generation(), g3, "flushes do");
     }
 
     #[test]
