@@ -7,7 +7,11 @@
  * A program defines CONTENDER (the "contender" name in the report), then includes this file,
  * then defines the three hooks declared below. main() lives here.
  *
- *   PROG [EAL args] -- --rx-port 0 --tx-port 1 --burst 32 --duration 5 [--routes N] [--mbufs N]
+ *   PROG [EAL args] -- --rx-port 0 --tx-port 1 --burst 32 --duration 5 [--routes N]
+ *        [--routes-file FILE] [--mbufs N]
+ *
+ * --routes and --routes-file are for the L3 loop (the others accept and ignore them); they
+ * exclude each other.
  *
  * Unidirectional: rx only on the RX port, tx only on the TX port, one lcore (the main one).
  * stdout carries exactly one JSON line (and nothing at all on error); DPDK's log, its usage
@@ -56,6 +60,8 @@ struct bench_args {
 	uint16_t burst;
 	double duration_s;
 	uint32_t routes;
+	/* --routes-file: one IPv4 prefix per line (see l3fwd_lpm.c), or NULL. */
+	const char *routes_file;
 	uint32_t mbufs;
 };
 
@@ -106,7 +112,7 @@ bench_usage(const char *prog)
 	fprintf(stderr,
 		"usage: %s [EAL args] -- --rx-port P --tx-port P [--burst N (1..%d, default 32)]\n"
 		"          [--duration SECONDS (default 5)] [--routes N (default 1)]\n"
-		"          [--mbufs N (default 16383)]\n",
+		"          [--routes-file FILE (instead of --routes)] [--mbufs N (default 16383)]\n",
 		prog, BENCH_MAX_BURST);
 }
 
@@ -128,18 +134,22 @@ bench_parse_u64(const char *opt, const char *val, uint64_t min, uint64_t max)
 static void
 bench_parse_args(int argc, char **argv, struct bench_args *a)
 {
-	enum { OPT_RX = 256, OPT_TX, OPT_BURST, OPT_DURATION, OPT_ROUTES, OPT_MBUFS, OPT_HELP };
+	enum {
+		OPT_RX = 256, OPT_TX, OPT_BURST, OPT_DURATION, OPT_ROUTES, OPT_ROUTES_FILE,
+		OPT_MBUFS, OPT_HELP
+	};
 	static const struct option longopts[] = {
 		{ "rx-port", required_argument, NULL, OPT_RX },
 		{ "tx-port", required_argument, NULL, OPT_TX },
 		{ "burst", required_argument, NULL, OPT_BURST },
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "routes", required_argument, NULL, OPT_ROUTES },
+		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "mbufs", required_argument, NULL, OPT_MBUFS },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	int have_rx = 0, have_tx = 0;
+	int have_rx = 0, have_tx = 0, have_routes = 0;
 	int opt;
 
 	a->rx_port = 0;
@@ -147,6 +157,7 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
 	a->burst = 32;
 	a->duration_s = 5.0;
 	a->routes = 1;
+	a->routes_file = NULL;
 	a->mbufs = 16383;
 
 	optind = 1; /* EAL used getopt before us */
@@ -177,6 +188,12 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
 		}
 		case OPT_ROUTES:
 			a->routes = (uint32_t)bench_parse_u64("--routes", optarg, 0, 16u << 20);
+			have_routes = 1;
+			break;
+		case OPT_ROUTES_FILE:
+			if (optarg == NULL || *optarg == '\0')
+				bench_die("--routes-file needs a file name");
+			a->routes_file = optarg;
 			break;
 		case OPT_MBUFS:
 			a->mbufs = (uint32_t)bench_parse_u64("--mbufs", optarg, 1024, 1u << 24);
@@ -195,6 +212,11 @@ bench_parse_args(int argc, char **argv, struct bench_args *a)
 	if (optind < argc) {
 		bench_usage(argv[0]);
 		bench_die("unexpected argument '%s'", argv[optind]);
+	}
+	if (a->routes_file != NULL) {
+		if (have_routes)
+			bench_die("--routes and --routes-file exclude each other");
+		a->routes = 0; /* no generated routes: the file's only */
 	}
 	if (!have_rx || !have_tx) {
 		bench_usage(argv[0]);
