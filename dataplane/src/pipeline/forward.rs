@@ -814,6 +814,7 @@ impl Forwarder {
         }
     }
 
+    #[inline]
     fn route_ipv4(
         &mut self,
         frame: &mut [u8],
@@ -882,6 +883,7 @@ impl Forwarder {
         verdict
     }
 
+    #[inline]
     fn route_ipv6(
         &mut self,
         frame: &mut [u8],
@@ -949,7 +951,7 @@ impl Forwarder {
 
     /// The interface and MAC to send to, or why not. Asks the control plane to resolve what
     /// is missing (rate-limited), never waits for it.
-    #[inline]
+    #[inline(always)]
     fn resolve_target(
         &mut self,
         target: RouteTarget,
@@ -1010,6 +1012,7 @@ impl Forwarder {
     }
 
     /// Rewrites the L2 header for a routed packet leaving `out_iface` toward `dst_mac`.
+    #[inline(always)]
     fn egress_l2(
         &mut self,
         frame: &mut [u8],
