@@ -56,10 +56,16 @@ pub enum DropReason {
     NoHeadroom,
     /// Received on, or to be sent out of, a port whose link is down.
     LinkDown,
+    /// The shared packet buffer is full.
+    BufferFull,
+    /// Tail drop: a lossy queue would exceed its byte limit.
+    QueueFull,
+    /// A Not-ECT frame of a lossy class dropped by the ECN/RED curve.
+    RedDrop,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 24] = [
+    pub const ALL: [DropReason; 27] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -84,6 +90,9 @@ impl DropReason {
         DropReason::FloodCopyFailed,
         DropReason::NoHeadroom,
         DropReason::LinkDown,
+        DropReason::BufferFull,
+        DropReason::QueueFull,
+        DropReason::RedDrop,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -114,6 +123,9 @@ impl DropReason {
             DropReason::FloodCopyFailed => "flood_copy_failed",
             DropReason::NoHeadroom => "no_headroom",
             DropReason::LinkDown => "link_down",
+            DropReason::BufferFull => "buffer_full",
+            DropReason::QueueFull => "queue_full",
+            DropReason::RedDrop => "red_drop",
         }
     }
 }

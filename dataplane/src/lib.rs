@@ -9,6 +9,7 @@ pub mod counters;
 pub mod dpdk;
 pub mod engine;
 pub mod pipeline;
+pub mod qos;
 pub mod slowpath;
 pub mod tables;
 pub mod wire;

@@ -1,0 +1,172 @@
+//! Traffic-class classification: trust DSCP or PCP, then the port's map. Also finds the IP
+//! header of a frame for ECN, which reads and writes the same byte as the DSCP.
+
+use super::{PortQos, Trust};
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_QINQ: u16 = 0x88a8;
+const ETHERNET_HEADER: usize = 14;
+const VLAN_TAG: usize = 4;
+
+/// Which IP version a frame carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpVersion {
+    V4,
+    V6,
+}
+
+/// Where a frame's IP header starts, and the PCP of its outer 802.1Q tag if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct L3Location {
+    pub ip: Option<(usize, IpVersion)>,
+    pub pcp: Option<u8>,
+}
+
+/// Walks Ethernet and up to two VLAN tags. The IP header is reported only when its first
+/// two bytes (version and DSCP/ECN) are inside the frame and the version matches.
+#[inline]
+pub fn locate_l3(frame: &[u8]) -> L3Location {
+    let mut location = L3Location {
+        ip: None,
+        pcp: None,
+    };
+    if frame.len() < ETHERNET_HEADER {
+        return location;
+    }
+    let mut offset = 12;
+    let mut ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let mut tags = 0;
+    while (ethertype == ETHERTYPE_VLAN || ethertype == ETHERTYPE_QINQ) && tags < 2 {
+        if frame.len() < offset + VLAN_TAG + 2 {
+            return location;
+        }
+        if tags == 0 {
+            location.pcp = Some(frame[offset + 2] >> 5);
+        }
+        offset += VLAN_TAG;
+        ethertype = u16::from_be_bytes([frame[offset], frame[offset + 1]]);
+        tags += 1;
+    }
+    let l3 = offset + 2;
+    if frame.len() < l3 + 2 {
+        return location;
+    }
+    location.ip = match (ethertype, frame[l3] >> 4) {
+        (ETHERTYPE_IPV4, 4) => Some((l3, IpVersion::V4)),
+        (ETHERTYPE_IPV6, 6) => Some((l3, IpVersion::V6)),
+        _ => None,
+    };
+    location
+}
+
+/// The IP traffic-class byte (DSCP << 2 | ECN) of the header at `offset`.
+#[inline]
+pub fn traffic_class_byte(frame: &[u8], offset: usize, version: IpVersion) -> u8 {
+    match version {
+        IpVersion::V4 => frame[offset + 1],
+        IpVersion::V6 => (frame[offset] << 4) | (frame[offset + 1] >> 4),
+    }
+}
+
+/// The traffic class `qos` gives this frame as it arrives.
+#[inline]
+pub fn classify(frame: &[u8], qos: &PortQos) -> u8 {
+    let location = locate_l3(frame);
+    let pcp_class = |pcp: Option<u8>| qos.pcp_to_tc[usize::from(pcp.unwrap_or(0) & 7)];
+    match qos.trust {
+        Trust::Pcp => pcp_class(location.pcp),
+        Trust::Dscp => match location.ip {
+            Some((offset, version)) => {
+                let dscp = traffic_class_byte(frame, offset, version) >> 2;
+                qos.dscp_to_tc[usize::from(dscp)]
+            }
+            None if location.pcp.is_some() => pcp_class(location.pcp),
+            None => 0,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipv4(dscp: u8, ecn: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 20];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        f[14] = 0x45;
+        f[15] = (dscp << 2) | ecn;
+        f
+    }
+
+    fn ipv6(dscp: u8, ecn: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        let tc = (dscp << 2) | ecn;
+        f[14] = 0x60 | (tc >> 4);
+        f[15] = (tc << 4) | 0x0a; // flow label bits must not leak into the class
+        f
+    }
+
+    fn tagged(mut f: Vec<u8>, pcp: u8, vid: u16) -> Vec<u8> {
+        let tci = (u16::from(pcp) << 13) | vid;
+        let mut tag = ETHERTYPE_VLAN.to_be_bytes().to_vec();
+        tag.extend_from_slice(&tci.to_be_bytes());
+        f.splice(12..12, tag);
+        f
+    }
+
+    #[test]
+    fn dscp_trust_uses_the_map_for_ipv4_and_ipv6() {
+        let qos = PortQos::default();
+        for (dscp, tc) in [(0, 0), (3, 3), (4, 4), (48, 6), (46, 0), (63, 0)] {
+            assert_eq!(classify(&ipv4(dscp, 2), &qos), tc, "v4 dscp {dscp}");
+            assert_eq!(classify(&ipv6(dscp, 1), &qos), tc, "v6 dscp {dscp}");
+            assert_eq!(classify(&tagged(ipv4(dscp, 0), 7, 10), &qos), tc);
+        }
+    }
+
+    #[test]
+    fn pcp_trust_reads_the_outer_tag() {
+        let qos = PortQos {
+            trust: Trust::Pcp,
+            pcp_to_tc: [1, 0, 2, 3, 4, 5, 6, 7],
+            ..PortQos::default()
+        };
+        assert_eq!(classify(&tagged(ipv4(48, 0), 5, 10), &qos), 5);
+        assert_eq!(classify(&tagged(ipv4(48, 0), 0, 10), &qos), 1);
+        assert_eq!(classify(&ipv4(48, 0), &qos), 1, "untagged is PCP 0");
+    }
+
+    #[test]
+    fn non_ip_under_dscp_trust_falls_back_to_pcp_then_tc0() {
+        let qos = PortQos::default();
+        let mut arp = vec![0u8; 60];
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(classify(&arp, &qos), 0);
+        assert_eq!(classify(&tagged(arp, 4, 10), &qos), 4);
+    }
+
+    #[test]
+    fn short_or_inconsistent_frames_never_panic() {
+        let qos = PortQos::default();
+        for len in 0..20 {
+            let f = ipv4(3, 0);
+            let _ = classify(&f[..len.min(f.len())], &qos);
+            let t = tagged(ipv6(4, 0), 3, 1);
+            let _ = classify(&t[..len.min(t.len())], &qos);
+        }
+        // EtherType says IPv4 but the version nibble is 6: not IP for classification.
+        let mut f = ipv4(3, 0);
+        f[14] = 0x65;
+        assert_eq!(locate_l3(&f).ip, None);
+    }
+
+    #[test]
+    fn traffic_class_byte_spans_the_ipv6_nibbles() {
+        let f = ipv6(0b101011, 0b11);
+        let (offset, version) = locate_l3(&f).ip.unwrap();
+        assert_eq!(traffic_class_byte(&f, offset, version), 0b1010_1111);
+    }
+}

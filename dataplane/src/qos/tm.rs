@@ -1,0 +1,610 @@
+//! The traffic manager: admission (shared buffer, tail drop, ECN/RED), eight queues per egress
+//! port in a fixed slab of packet slots (no allocation after start), per-(port, TC) ingress
+//! and egress byte accounting, and per-port transmission one frame at a time at line rate.
+//!
+//! Time only moves when the caller says so (`advance`), which makes replay exact. Events at the
+//! same instant follow DESIGN.md's tie rule: frames finishing transmission, then arrivals (the
+//! caller's enqueues), then scheduler choices. A frame counts in its queue's depth (and its
+//! ingress port's depth) from its arrival until its last bit has left the port.
+
+use super::dwrr::PortScheduler;
+use super::ecn::{self, EcnCurve, MarkRng};
+use super::{PortSpeed, QosSpec, TC_COUNT};
+use crate::clock::Picos;
+use crate::counters::{Counter, DropReason};
+use std::sync::Arc;
+
+const NIL: u32 = u32::MAX;
+/// Events kept for the log; later ones are counted in `events_lost`.
+const EVENT_CAPACITY: usize = 1 << 20;
+/// Ports the active-port mask can hold.
+pub const MAX_PORTS: usize = 64;
+
+/// Per (port, TC) counters, written by the worker only and readable from any thread.
+#[derive(Debug, Default)]
+pub struct QueueCounters {
+    pub enqueued_packets: Counter,
+    pub enqueued_bytes: Counter,
+    /// Frames whose last bit has left the port.
+    pub dequeued_packets: Counter,
+    pub dequeued_bytes: Counter,
+    pub dropped_packets: Counter,
+    pub dropped_bytes: Counter,
+    pub ecn_marked: Counter,
+    /// Egress bytes held now and the most ever held.
+    pub depth_bytes: Counter,
+    pub peak_depth_bytes: Counter,
+    /// Bytes held for frames that arrived on this port in this TC (the PFC side).
+    pub ingress_bytes: Counter,
+    pub peak_ingress_bytes: Counter,
+}
+
+/// Every queue's counters, `[port][tc]`.
+#[derive(Debug)]
+pub struct TmCounters {
+    pub queues: Vec<[QueueCounters; TC_COUNT]>,
+    pub events_lost: Counter,
+}
+
+impl TmCounters {
+    pub fn new(ports: usize) -> TmCounters {
+        TmCounters {
+            queues: (0..ports).map(|_| Default::default()).collect(),
+            events_lost: Counter::default(),
+        }
+    }
+}
+
+/// What a queue did at an instant, for the event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QosEventKind {
+    /// The egress depth rose to or above a watermark.
+    WatermarkUp(u64),
+    /// The egress depth fell below a watermark.
+    WatermarkDown(u64),
+    /// The first CE mark since the depth was last below Kmin.
+    EcnMarkingStart,
+    /// The depth fell below Kmin after marking.
+    EcnMarkingStop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QosEvent {
+    pub at: Picos,
+    pub port: u16,
+    pub tc: u8,
+    /// Egress depth of (port, tc) right after the change.
+    pub depth: u64,
+    pub kind: QosEventKind,
+}
+
+/// The admission decision for one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Queued; `marked` says whether CE was set on the way in.
+    Queued {
+        marked: bool,
+    },
+    Dropped(DropReason),
+}
+
+struct Slot<P> {
+    packet: Option<P>,
+    len: u32,
+    ingress: u16,
+    next: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Queue {
+    head: u32,
+    tail: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    tc: u8,
+    ingress: u16,
+    len: u32,
+    end: Picos,
+}
+
+struct TcConfig {
+    queue_limit: u64,
+    ecn: Option<EcnCurve>,
+    watermarks: Vec<u64>,
+}
+
+struct EgressPort {
+    speed: PortSpeed,
+    lossless: u8,
+    tcs: [TcConfig; TC_COUNT],
+    scheduler: PortScheduler,
+    queues: [Queue; TC_COUNT],
+    /// Bytes held per TC, the in-flight frame included.
+    depth: [u64; TC_COUNT],
+    marking: [bool; TC_COUNT],
+    in_flight: Option<InFlight>,
+    /// When the port is idle with frames queued: the instant of its next scheduler choice.
+    decision_at: Option<Picos>,
+    /// End of the last transmission.
+    free_at: Picos,
+}
+
+/// The queues and links of every egress port. `P` is the packet handle (an mbuf in the engine,
+/// anything in tests); the traffic manager never looks inside it except through the frame
+/// accessor given to `enqueue`.
+pub struct TrafficManager<P> {
+    ports: Vec<EgressPort>,
+    slots: Vec<Slot<P>>,
+    free_slot: u32,
+    /// `[ingress port][tc]` bytes held.
+    ingress: Vec<[u64; TC_COUNT]>,
+    buffer_used: u64,
+    buffer_bytes: u64,
+    rng: MarkRng,
+    /// Bit p: port p has a transmission in flight or a pending choice.
+    active: u64,
+    counters: Arc<TmCounters>,
+    record_events: bool,
+    events: Vec<QosEvent>,
+}
+
+impl<P> TrafficManager<P> {
+    /// `slots` bounds the frames held at once (the engine passes its mbuf count).
+    pub fn new(spec: &QosSpec, slots: usize, counters: Arc<TmCounters>) -> TrafficManager<P> {
+        assert!(spec.ports.len() <= MAX_PORTS, "at most {MAX_PORTS} ports");
+        assert!(counters.queues.len() >= spec.ports.len());
+        let ports = spec
+            .ports
+            .iter()
+            .map(|q| EgressPort {
+                speed: q.speed,
+                lossless: q.lossless,
+                tcs: std::array::from_fn(|tc| {
+                    let t = &q.tcs[tc];
+                    let mut watermarks = t.watermarks.clone();
+                    watermarks.sort_unstable();
+                    watermarks.dedup();
+                    TcConfig {
+                        queue_limit: t.queue_limit,
+                        ecn: t.ecn.as_ref().map(EcnCurve::new),
+                        watermarks,
+                    }
+                }),
+                scheduler: PortScheduler::new(&std::array::from_fn(|tc| q.tcs[tc].sched)),
+                queues: [Queue {
+                    head: NIL,
+                    tail: NIL,
+                }; TC_COUNT],
+                depth: [0; TC_COUNT],
+                marking: [false; TC_COUNT],
+                in_flight: None,
+                decision_at: None,
+                free_at: 0,
+            })
+            .collect();
+        let slots_count = slots.clamp(1, NIL as usize - 1);
+        let slots = (0..slots_count)
+            .map(|i| Slot {
+                packet: None,
+                len: 0,
+                ingress: 0,
+                next: if i + 1 == slots_count {
+                    NIL
+                } else {
+                    i as u32 + 1
+                },
+            })
+            .collect();
+        TrafficManager {
+            ports,
+            slots,
+            free_slot: 0,
+            ingress: vec![[0; TC_COUNT]; spec.ports.len()],
+            buffer_used: 0,
+            buffer_bytes: spec.buffer_bytes,
+            rng: MarkRng::new(spec.ecn_seed),
+            active: 0,
+            counters,
+            record_events: spec.events,
+            events: Vec::with_capacity(if spec.events { 4096 } else { 0 }),
+        }
+    }
+
+    pub fn counters(&self) -> &Arc<TmCounters> {
+        &self.counters
+    }
+
+    /// Whether TC `tc` is lossless for frames arriving on `port`.
+    #[inline]
+    pub fn is_lossless(&self, port: u16, tc: u8) -> bool {
+        self.ports[usize::from(port)].lossless & (1 << (tc & 7)) != 0
+    }
+
+    /// Egress bytes held for (port, tc), the frame on the wire included.
+    pub fn depth(&self, port: u16, tc: u8) -> u64 {
+        self.ports[usize::from(port)].depth[usize::from(tc & 7)]
+    }
+
+    /// Bytes held for frames that arrived on `port` in `tc`.
+    pub fn ingress_depth(&self, port: u16, tc: u8) -> u64 {
+        self.ingress[usize::from(port)][usize::from(tc & 7)]
+    }
+
+    /// Frames held in queues or on the wire.
+    pub fn held_frames(&self) -> usize {
+        self.slots.iter().filter(|s| s.packet.is_some()).count()
+            + self.ports.iter().filter(|p| p.in_flight.is_some()).count()
+    }
+
+    /// Whether any port still has something to send or finish.
+    pub fn is_busy(&self) -> bool {
+        self.active != 0
+    }
+
+    /// The earliest pending completion or choice, if any.
+    pub fn next_event(&self) -> Option<Picos> {
+        self.earliest().map(|(at, _, _)| at)
+    }
+
+    /// Takes the recorded events (oldest first).
+    pub fn take_events(&mut self) -> Vec<QosEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Admits or drops a frame that arrives at `now` for (egress, tc) from `ingress`. On
+    /// admission ECN may set CE in the frame (reached through `frame_of`); on drop the packet is
+    /// released here and the reason returned.
+    #[inline]
+    pub fn enqueue(
+        &mut self,
+        now: Picos,
+        egress: u16,
+        tc: u8,
+        ingress: u16,
+        mut packet: P,
+        frame_of: impl FnOnce(&mut P) -> &mut [u8],
+    ) -> Admission {
+        let tc = tc & 7;
+        let (e, t) = (usize::from(egress), usize::from(tc));
+        let lossless = self.is_lossless(ingress, tc);
+        let frame = frame_of(&mut packet);
+        let len = frame.len() as u32;
+        let depth = self.ports[e].depth[t];
+        let verdict = self.admission(e, t, lossless, depth, frame);
+        let slot = match verdict {
+            Ok(_) => self
+                .take_slot(packet, len, ingress)
+                .ok_or(DropReason::BufferFull),
+            Err(reason) => Err(reason),
+        };
+        let slot = match slot {
+            Ok(slot) => slot,
+            Err(reason) => {
+                let counters = &self.counters.queues[e][t];
+                counters.dropped_packets.add(1);
+                counters.dropped_bytes.add(u64::from(len));
+                return Admission::Dropped(reason);
+            }
+        };
+        let marked = verdict == Ok(true);
+        let port = &mut self.ports[e];
+        let queue = &mut port.queues[t];
+        if queue.tail == NIL {
+            queue.head = slot;
+        } else {
+            self.slots[queue.tail as usize].next = slot;
+        }
+        queue.tail = slot;
+        self.hold(now, e, t, usize::from(ingress), u64::from(len));
+        let counters = &self.counters.queues[e][t];
+        counters.enqueued_packets.add(1);
+        counters.enqueued_bytes.add(u64::from(len));
+        if marked {
+            counters.ecn_marked.add(1);
+            let port = &mut self.ports[e];
+            if !port.marking[t] {
+                port.marking[t] = true;
+                let depth = port.depth[t];
+                self.record(now, egress, tc, depth, QosEventKind::EcnMarkingStart);
+            }
+        }
+        let port = &mut self.ports[e];
+        if port.in_flight.is_none() && port.decision_at.is_none() {
+            port.decision_at = Some(now.max(port.free_at));
+            self.active |= 1 << e;
+        }
+        Admission::Queued { marked }
+    }
+
+    /// The DESIGN.md admission order: shared buffer, tail drop (lossy), then the ECN curve on
+    /// the depth before this frame: mark ECT, RED-drop Not-ECT of a lossy class, admit the rest.
+    #[inline]
+    fn admission(
+        &mut self,
+        e: usize,
+        t: usize,
+        lossless: bool,
+        depth: u64,
+        frame: &mut [u8],
+    ) -> Result<bool, DropReason> {
+        let len = frame.len() as u64;
+        if self.buffer_used + len > self.buffer_bytes {
+            return Err(DropReason::BufferFull);
+        }
+        let config = &self.ports[e].tcs[t];
+        if !lossless && depth + len > config.queue_limit {
+            return Err(DropReason::QueueFull);
+        }
+        let Some(curve) = config.ecn else {
+            return Ok(false);
+        };
+        let p = curve.probability(depth);
+        if p == ecn::Probability::NEVER {
+            return Ok(false);
+        }
+        match ecn::codepoint(frame) {
+            Some(ecn::ECT0 | ecn::ECT1) => {
+                if self.rng.decide(p) {
+                    Ok(ecn::mark_ce(frame))
+                } else {
+                    Ok(false)
+                }
+            }
+            Some(ecn::CE) => Ok(false),
+            _ if lossless => Ok(false),
+            _ => {
+                if self.rng.decide(p) {
+                    Err(DropReason::RedDrop)
+                } else {
+                    Ok(false)
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn take_slot(&mut self, packet: P, len: u32, ingress: u16) -> Option<u32> {
+        let index = self.free_slot;
+        if index == NIL {
+            return None;
+        }
+        let slot = &mut self.slots[index as usize];
+        self.free_slot = slot.next;
+        slot.packet = Some(packet);
+        slot.len = len;
+        slot.ingress = ingress;
+        slot.next = NIL;
+        Some(index)
+    }
+
+    fn hold(&mut self, now: Picos, e: usize, t: usize, ingress: usize, len: u64) {
+        self.buffer_used += len;
+        self.ingress[ingress][t] += len;
+        let ingress_depth = self.ingress[ingress][t];
+        let port = &mut self.ports[e];
+        let before = port.depth[t];
+        port.depth[t] += len;
+        let after = port.depth[t];
+        let counters = &self.counters.queues[e][t];
+        counters.depth_bytes.set(after);
+        if after > counters.peak_depth_bytes.get() {
+            counters.peak_depth_bytes.set(after);
+        }
+        let ingress_counters = &self.counters.queues[ingress][t];
+        ingress_counters.ingress_bytes.set(ingress_depth);
+        if ingress_depth > ingress_counters.peak_ingress_bytes.get() {
+            ingress_counters.peak_ingress_bytes.set(ingress_depth);
+        }
+        if self.record_events {
+            for i in 0..self.ports[e].tcs[t].watermarks.len() {
+                let mark = self.ports[e].tcs[t].watermarks[i];
+                if before < mark && after >= mark {
+                    self.record(
+                        now,
+                        e as u16,
+                        t as u8,
+                        after,
+                        QosEventKind::WatermarkUp(mark),
+                    );
+                }
+            }
+        }
+    }
+
+    fn release(&mut self, now: Picos, e: usize, t: usize, ingress: usize, len: u64) {
+        self.buffer_used -= len;
+        self.ingress[ingress][t] -= len;
+        self.counters.queues[ingress][t]
+            .ingress_bytes
+            .set(self.ingress[ingress][t]);
+        let port = &mut self.ports[e];
+        let before = port.depth[t];
+        port.depth[t] -= len;
+        let after = port.depth[t];
+        let counters = &self.counters.queues[e][t];
+        counters.depth_bytes.set(after);
+        counters.dequeued_packets.add(1);
+        counters.dequeued_bytes.add(len);
+        let stop_marking = port.marking[t] && port.tcs[t].ecn.is_some_and(|c| after < c.kmin());
+        if stop_marking {
+            port.marking[t] = false;
+            self.record(now, e as u16, t as u8, after, QosEventKind::EcnMarkingStop);
+        }
+        if self.record_events {
+            for i in (0..self.ports[e].tcs[t].watermarks.len()).rev() {
+                let mark = self.ports[e].tcs[t].watermarks[i];
+                if before >= mark && after < mark {
+                    self.record(
+                        now,
+                        e as u16,
+                        t as u8,
+                        after,
+                        QosEventKind::WatermarkDown(mark),
+                    );
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, at: Picos, port: u16, tc: u8, depth: u64, kind: QosEventKind) {
+        if !self.record_events {
+            return;
+        }
+        if self.events.len() < EVENT_CAPACITY {
+            self.events.push(QosEvent {
+                at,
+                port,
+                tc,
+                depth,
+                kind,
+            });
+        } else {
+            self.counters.events_lost.add(1);
+        }
+    }
+
+    /// The earliest pending event over all ports: (time, 0 = completion / 1 = choice, port).
+    #[inline]
+    fn earliest(&self) -> Option<(Picos, u8, usize)> {
+        let mut best: Option<(Picos, u8, usize)> = None;
+        let mut active = self.active;
+        while active != 0 {
+            let e = active.trailing_zeros() as usize;
+            active &= active - 1;
+            let port = &self.ports[e];
+            let event = match (port.in_flight, port.decision_at) {
+                (Some(f), _) => (f.end, 0, e),
+                (None, Some(at)) => (at, 1, e),
+                (None, None) => continue,
+            };
+            if best.is_none_or(|b| event < b) {
+                best = Some(event);
+            }
+        }
+        best
+    }
+
+    /// Runs every transmission completion at or before `until` and every scheduler choice
+    /// before it (at it too when `choices_at_until`: nothing more arrives at `until`), in time
+    /// order. `transmit(port, packet)` receives each frame as its transmission starts.
+    #[inline]
+    pub fn advance(
+        &mut self,
+        until: Picos,
+        choices_at_until: bool,
+        mut transmit: impl FnMut(u16, P),
+    ) {
+        while let Some((at, kind, e)) = self.earliest() {
+            let due = at < until || (at == until && (kind == 0 || choices_at_until));
+            if !due {
+                break;
+            }
+            if kind == 0 {
+                self.complete(e);
+            } else if let Some(packet) = self.choose(e, at) {
+                transmit(e as u16, packet);
+            }
+        }
+    }
+
+    /// Drains every queue: all remaining choices and completions, whatever their time.
+    pub fn drain(&mut self, transmit: impl FnMut(u16, P)) {
+        self.advance(Picos::MAX, true, transmit);
+    }
+
+    fn complete(&mut self, e: usize) {
+        let port = &mut self.ports[e];
+        let Some(frame) = port.in_flight.take() else {
+            return;
+        };
+        port.free_at = frame.end;
+        let queued = port.queues.iter().any(|q| q.head != NIL);
+        if queued {
+            port.decision_at = Some(frame.end);
+        } else {
+            self.active &= !(1 << e);
+        }
+        self.release(
+            frame.end,
+            e,
+            usize::from(frame.tc),
+            usize::from(frame.ingress),
+            u64::from(frame.len),
+        );
+    }
+
+    fn choose(&mut self, e: usize, at: Picos) -> Option<P> {
+        let port = &mut self.ports[e];
+        port.decision_at = None;
+        let heads: [Option<u32>; TC_COUNT] = std::array::from_fn(|t| {
+            let head = port.queues[t].head;
+            (head != NIL).then(|| self.slots[head as usize].len)
+        });
+        let Some(tc) = port.scheduler.choose(&heads) else {
+            self.active &= !(1 << e);
+            return None;
+        };
+        let t = usize::from(tc);
+        let index = port.queues[t].head;
+        let slot = &mut self.slots[index as usize];
+        port.queues[t].head = slot.next;
+        if slot.next == NIL {
+            port.queues[t].tail = NIL;
+            port.scheduler.queue_emptied(tc);
+        }
+        let packet = slot.packet.take();
+        let (len, ingress) = (slot.len, slot.ingress);
+        slot.next = self.free_slot;
+        self.free_slot = index;
+        port.in_flight = Some(InFlight {
+            tc,
+            ingress,
+            len,
+            end: at + port.speed.wire_time(len),
+        });
+        packet
+    }
+
+    /// Drops everything queued (not the frame on the wire) for a port whose link went down;
+    /// returns how many frames were dropped.
+    pub fn flush_port(&mut self, now: Picos, port: u16) -> u64 {
+        let e = usize::from(port);
+        let mut dropped = 0;
+        for t in 0..TC_COUNT {
+            while self.ports[e].queues[t].head != NIL {
+                let index = self.ports[e].queues[t].head;
+                let slot = &mut self.slots[index as usize];
+                self.ports[e].queues[t].head = slot.next;
+                drop(slot.packet.take());
+                let (len, ingress) = (u64::from(slot.len), usize::from(slot.ingress));
+                slot.next = self.free_slot;
+                self.free_slot = index;
+                self.release(now, e, t, ingress, len);
+                // `release` counted it as dequeued; it was dropped instead.
+                let counters = &self.counters.queues[e][t];
+                counters
+                    .dequeued_packets
+                    .set(counters.dequeued_packets.get() - 1);
+                counters
+                    .dequeued_bytes
+                    .set(counters.dequeued_bytes.get() - len);
+                counters.dropped_packets.add(1);
+                counters.dropped_bytes.add(len);
+                dropped += 1;
+            }
+            self.ports[e].queues[t].tail = NIL;
+            self.ports[e].scheduler.queue_emptied(t as u8);
+        }
+        if self.ports[e].in_flight.is_none() {
+            self.ports[e].decision_at = None;
+            self.active &= !(1 << e);
+        }
+        dropped
+    }
+}
+
+#[cfg(test)]
+#[path = "tm_tests.rs"]
+mod tests;

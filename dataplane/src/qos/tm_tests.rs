@@ -1,0 +1,419 @@
+//! Traffic-manager tests against the rules of DESIGN.md, with expectations computed here from
+//! those rules (depth before an arrival, line-rate serialisation), never from a previous run.
+
+use super::*;
+use crate::qos::ecn::{CE, ECT0, ECT1, NOT_ECT};
+use crate::qos::{EcnProfile, PortQos, Sched};
+use crate::wire::checksum;
+
+/// An Ethernet + IPv4 frame of `len` bytes with the given ECN codepoint; byte 40 tags it.
+fn frame(len: usize, ecn: u8, tag: u8) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    f[14] = 0x45;
+    f[15] = ecn;
+    f[16..18].copy_from_slice(&((len - 14) as u16).to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    let csum = !checksum::sum(&f[14..34]);
+    f[24..26].copy_from_slice(&csum.to_be_bytes());
+    f[40] = tag;
+    f
+}
+
+fn spec(ports: usize, tune: impl Fn(&mut PortQos)) -> QosSpec {
+    let mut spec = QosSpec::new(ports);
+    for port in &mut spec.ports {
+        tune(port);
+    }
+    spec.events = true;
+    spec
+}
+
+fn tm(spec: &QosSpec) -> TrafficManager<Vec<u8>> {
+    TrafficManager::new(spec, 4096, Arc::new(TmCounters::new(spec.ports.len())))
+}
+
+fn enqueue(
+    tm: &mut TrafficManager<Vec<u8>>,
+    now: Picos,
+    egress: u16,
+    tc: u8,
+    ingress: u16,
+    f: Vec<u8>,
+) -> Admission {
+    tm.enqueue(now, egress, tc, ingress, f, |f| f.as_mut_slice())
+}
+
+/// Two 100G ingress ports each deliver back-to-back frames into one 100G egress port (2:1
+/// incast). Returns, per arrival, (time, ingress, depth before it, admission), and what left.
+fn incast(
+    tm: &mut TrafficManager<Vec<u8>>,
+    frames_per_port: usize,
+    len: usize,
+    ecn: u8,
+    tc: u8,
+) -> (Vec<(Picos, u16, u64, Admission)>, Vec<(u16, Vec<u8>)>) {
+    let w = PortSpeed::Gbps(100).wire_time(len as u32);
+    let mut arrivals = Vec::new();
+    let mut sent = Vec::new();
+    for k in 1..=frames_per_port as u64 {
+        let at = k * w;
+        tm.advance(at, false, |p, f| sent.push((p, f)));
+        for ingress in [0u16, 1] {
+            let before = tm.depth(2, tc);
+            let tag = (k as u8).wrapping_mul(2).wrapping_add(ingress as u8);
+            let outcome = enqueue(tm, at, 2, tc, ingress, frame(len, ecn, tag));
+            arrivals.push((at, ingress, before, outcome));
+        }
+    }
+    tm.drain(|p, f| sent.push((p, f)));
+    (arrivals, sent)
+}
+
+#[test]
+fn incast_queue_grows_by_one_frame_per_frame_time() {
+    let spec = spec(3, |_| {});
+    let mut tm = tm(&spec);
+    let len = 1000;
+    let (arrivals, sent) = incast(&mut tm, 50, len, NOT_ECT, 0);
+    // The egress port starts at the first arrival and stays busy: by arrival instant k (k >= 1)
+    // it has finished k - 1 frames, while 2(k - 1) have arrived before. So the first frame of
+    // instant k finds (k - 1) frames queued, the second k.
+    for (i, &(at, ingress, before, outcome)) in arrivals.iter().enumerate() {
+        let k = (i / 2) as u64 + 1;
+        assert_eq!(at, k * PortSpeed::Gbps(100).wire_time(len as u32));
+        let frames = k - 1 + u64::from(ingress);
+        assert_eq!(before, frames * len as u64, "arrival {i}");
+        assert_eq!(outcome, Admission::Queued { marked: false });
+    }
+    assert_eq!(sent.len(), 100, "everything drains at the end");
+    assert!(sent.iter().all(|(p, _)| *p == 2));
+    // FIFO within the TC: arrival order.
+    let tags: Vec<u8> = sent.iter().map(|(_, f)| f[40]).collect();
+    let want: Vec<u8> = (1..=50u8).flat_map(|k| [k * 2, k * 2 + 1]).collect();
+    assert_eq!(tags, want);
+    let c = &tm.counters().queues[2][0];
+    assert_eq!(c.enqueued_packets.get(), 100);
+    assert_eq!(c.dequeued_packets.get(), 100);
+    assert_eq!(c.depth_bytes.get(), 0);
+    assert_eq!(
+        c.peak_depth_bytes.get(),
+        51 * len as u64,
+        "50 queued + the one arriving"
+    );
+    assert_eq!(tm.ingress_depth(0, 0), 0);
+    // Port 0 has sent k frames by instant k, and the egress port, alternating 0, 1, 0, ...,
+    // has finished ceil((k - 1) / 2) of them.
+    let peak_ingress = (1..=50u64).map(|k| k - (k - 1).div_ceil(2)).max().unwrap();
+    assert_eq!(
+        tm.counters().queues[0][0].peak_ingress_bytes.get(),
+        peak_ingress * len as u64
+    );
+    assert!(!tm.is_busy());
+}
+
+#[test]
+fn step_marker_marks_exactly_the_ect_frames_that_find_kmin_or_more() {
+    let kmin = 10_000;
+    let spec = spec(3, |p| {
+        p.tcs[3].ecn = Some(EcnProfile {
+            kmin,
+            kmax: kmin,
+            pmax: 1.0,
+        });
+    });
+    for ecn in [ECT0, ECT1] {
+        let mut tm = tm(&spec);
+        let (arrivals, sent) = incast(&mut tm, 40, 500, ecn, 3);
+        let mut expected_marks = 0;
+        for &(_, _, before, outcome) in &arrivals {
+            let want = before >= kmin;
+            expected_marks += u64::from(want);
+            assert_eq!(
+                outcome,
+                Admission::Queued { marked: want },
+                "depth {before}"
+            );
+        }
+        assert!(expected_marks > 0 && expected_marks < arrivals.len() as u64);
+        let marked_out = sent.iter().filter(|(_, f)| f[15] & 3 == CE).count() as u64;
+        assert_eq!(marked_out, expected_marks);
+        for (_, f) in &sent {
+            assert_eq!(
+                checksum::sum(&f[14..34]),
+                0xffff,
+                "IPv4 checksum stays valid"
+            );
+        }
+        assert_eq!(tm.counters().queues[2][3].ecn_marked.get(), expected_marks);
+    }
+}
+
+#[test]
+fn not_ect_is_never_marked_red_dropped_when_lossy_and_admitted_when_lossless() {
+    let profile = EcnProfile {
+        kmin: 2_000,
+        kmax: 6_000,
+        pmax: 0.5,
+    };
+    let lossy = spec(3, |p| p.tcs[0].ecn = Some(profile));
+    let mut tm_lossy = tm(&lossy);
+    let (arrivals, sent) = incast(&mut tm_lossy, 60, 500, NOT_ECT, 0);
+    let mut red = 0;
+    for &(_, _, before, outcome) in &arrivals {
+        match outcome {
+            Admission::Queued { marked } => assert!(!marked),
+            Admission::Dropped(reason) => {
+                assert_eq!(reason, DropReason::RedDrop);
+                assert!(before > profile.kmin, "no drop below kmin (depth {before})");
+                red += 1;
+            }
+        }
+        if before >= profile.kmax {
+            assert_eq!(
+                outcome,
+                Admission::Dropped(DropReason::RedDrop),
+                "all dropped at kmax"
+            );
+        }
+    }
+    assert!(red > 0);
+    assert!(sent.iter().all(|(_, f)| f[15] & 3 == NOT_ECT));
+    assert_eq!(sent.len() + red, arrivals.len(), "conservation");
+
+    let lossless = spec(3, |p| {
+        p.tcs[0].ecn = Some(profile);
+        p.lossless = 1;
+    });
+    let mut tm_lossless = tm(&lossless);
+    let (arrivals, sent) = incast(&mut tm_lossless, 60, 500, NOT_ECT, 0);
+    assert!(
+        arrivals
+            .iter()
+            .all(|a| a.3 == Admission::Queued { marked: false })
+    );
+    assert_eq!(sent.len(), arrivals.len());
+}
+
+#[test]
+fn red_marking_between_kmin_and_kmax_follows_the_curve() {
+    // Hold the depth fixed inside the band (egress port never transmits: time stands still)
+    // and count marks over many arrivals at that depth.
+    let profile = EcnProfile {
+        kmin: 0,
+        kmax: 2_000_000,
+        pmax: 0.4,
+    };
+    let spec = spec(2, |p| {
+        p.tcs[0].ecn = Some(profile);
+        p.tcs[0].queue_limit = u64::MAX;
+    });
+    let mut tm = tm(&spec);
+    let mut marked = 0u64;
+    let mut expected = 0.0;
+    let n = 3000;
+    for _ in 0..n {
+        let before = tm.depth(1, 0);
+        expected += 0.4 * before as f64 / 2_000_000.0;
+        if enqueue(&mut tm, 0, 1, 0, 0, frame(600, ECT0, 0)) == (Admission::Queued { marked: true })
+        {
+            marked += 1;
+        }
+    }
+    // Sum of independent Bernoulli trials: variance <= expected.
+    let sd = expected.sqrt();
+    assert!(
+        (marked as f64 - expected).abs() < 5.0 * sd,
+        "marked {marked}, expected {expected}"
+    );
+}
+
+#[test]
+fn lossy_tail_drop_counts_and_conserves() {
+    let limit = 5_000;
+    let spec = spec(3, |p| p.tcs[0].queue_limit = limit);
+    let mut tm = tm(&spec);
+    let (arrivals, sent) = incast(&mut tm, 40, 1000, ECT0, 0);
+    let mut drops = 0;
+    for &(_, _, before, outcome) in &arrivals {
+        if before + 1000 > limit {
+            assert_eq!(outcome, Admission::Dropped(DropReason::QueueFull));
+            drops += 1;
+        } else {
+            assert_eq!(outcome, Admission::Queued { marked: false });
+        }
+    }
+    assert!(drops > 0);
+    assert_eq!(sent.len() + drops, arrivals.len());
+    let c = &tm.counters().queues[2][0];
+    assert_eq!(c.dropped_packets.get(), drops as u64);
+    assert_eq!(c.enqueued_packets.get(), sent.len() as u64);
+    assert!(c.peak_depth_bytes.get() <= limit);
+}
+
+#[test]
+fn lossless_ignores_the_queue_limit_but_not_the_shared_buffer() {
+    let mut spec = spec(3, |p| {
+        p.tcs[3].queue_limit = 1000;
+        p.lossless = 1 << 3;
+    });
+    spec.buffer_bytes = 20_000;
+    let mut tm = tm(&spec);
+    let (arrivals, sent) = incast(&mut tm, 40, 1000, NOT_ECT, 3);
+    for &(_, _, before, outcome) in &arrivals {
+        if before + 1000 > 20_000 {
+            assert_eq!(outcome, Admission::Dropped(DropReason::BufferFull));
+        } else {
+            assert_eq!(outcome, Admission::Queued { marked: false });
+        }
+    }
+    assert!(sent.len() > 20 && sent.len() < 80);
+}
+
+#[test]
+fn completion_at_an_instant_comes_before_an_arrival_at_it() {
+    let spec = spec(2, |p| {
+        p.tcs[0].ecn = Some(EcnProfile {
+            kmin: 1,
+            kmax: 1,
+            pmax: 1.0,
+        })
+    });
+    let mut tm = tm(&spec);
+    let w = PortSpeed::Gbps(100).wire_time(100);
+    let mut sent = Vec::new();
+    assert_eq!(
+        enqueue(&mut tm, 0, 1, 0, 0, frame(100, ECT0, 1)),
+        Admission::Queued { marked: false }
+    );
+    tm.advance(w, false, |p, f| sent.push((p, f)));
+    assert_eq!(sent.len(), 1, "chosen at 0");
+    // The first frame's last bit leaves at w, so a frame arriving at w finds an empty queue.
+    assert_eq!(tm.depth(1, 0), 0);
+    assert_eq!(
+        enqueue(&mut tm, w, 1, 0, 0, frame(100, ECT0, 2)),
+        Admission::Queued { marked: false }
+    );
+    // Its choice waits until nothing more can arrive at w.
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        enqueue(&mut tm, w, 1, 0, 0, frame(100, ECT0, 3)),
+        Admission::Queued { marked: true }
+    );
+    tm.advance(w, true, |p, f| sent.push((p, f)));
+    assert_eq!(sent.len(), 2);
+    assert_eq!(tm.next_event(), Some(2 * w));
+}
+
+#[test]
+fn strict_priority_drains_the_high_tc_first_under_congestion() {
+    let spec = spec(2, |p| p.tcs[6].sched = Sched::Strict);
+    let mut tm = tm(&spec);
+    for i in 0..10 {
+        enqueue(&mut tm, 0, 1, 0, 0, frame(200, 0, i));
+        enqueue(&mut tm, 0, 1, 6, 0, frame(200, 0, 100 + i));
+    }
+    let mut order = Vec::new();
+    tm.drain(|_, f| order.push(f[40]));
+    let want: Vec<u8> = (100..110).chain(0..10).collect();
+    assert_eq!(order, want);
+}
+
+#[test]
+fn dwrr_shares_the_port_by_weight_over_a_long_backlog() {
+    let spec = spec(2, |p| {
+        p.tcs[1].sched = Sched::Dwrr { weight: 1000 };
+        p.tcs[2].sched = Sched::Dwrr { weight: 3000 };
+    });
+    let mut tm = tm(&spec);
+    let mut bytes = [0u64; 3];
+    // Keep both queues backlogged; count bytes sent in the first 2000 transmissions.
+    for i in 0..1000 {
+        enqueue(&mut tm, 0, 1, 1, 0, frame(300, 0, (i % 200) as u8));
+        enqueue(&mut tm, 0, 1, 2, 0, frame(1400, 0, 1));
+    }
+    let mut sent = 0;
+    let mut now = 0;
+    while sent < 1000 {
+        now += PortSpeed::Gbps(100).wire_time(64);
+        tm.advance(now, true, |_, f| {
+            bytes[if f.len() == 300 { 1 } else { 2 }] += f.len() as u64;
+            sent += 1;
+        });
+    }
+    let share = bytes[2] as f64 / (bytes[1] + bytes[2]) as f64;
+    assert!((share - 0.75).abs() < 0.02, "share {share}");
+}
+
+#[test]
+fn unlimited_speed_sends_in_arrival_order_at_once() {
+    let spec = spec(2, |p| p.speed = PortSpeed::Unlimited);
+    let mut tm = tm(&spec);
+    for i in 0..5 {
+        enqueue(&mut tm, 7, 1, 0, 0, frame(64, 0, i));
+    }
+    let mut order = Vec::new();
+    tm.advance(7, true, |_, f| order.push(f[40]));
+    assert_eq!(order, vec![0, 1, 2, 3, 4]);
+    assert!(!tm.is_busy());
+    assert_eq!(tm.depth(1, 0), 0);
+}
+
+#[test]
+fn events_record_watermarks_and_marking_onset_once_per_episode() {
+    let spec = spec(2, |p| {
+        p.tcs[0].ecn = Some(EcnProfile {
+            kmin: 3000,
+            kmax: 3000,
+            pmax: 1.0,
+        });
+        p.tcs[0].watermarks = vec![6000, 3000];
+    });
+    let mut tm = tm(&spec);
+    // Ten 1000-byte frames at once: the depth rises monotonically, then drains one frame time
+    // at a time, so each threshold is crossed exactly once each way.
+    for i in 0..10 {
+        enqueue(&mut tm, 0, 1, 0, 0, frame(1000, ECT0, i));
+    }
+    tm.drain(|_, _| {});
+    let w = PortSpeed::Gbps(100).wire_time(1000);
+    let got: Vec<(Picos, QosEventKind, u64)> = tm
+        .take_events()
+        .iter()
+        .map(|e| (e.at, e.kind, e.depth))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            // The third frame brings the depth to 3000; the fourth finds 3000 >= Kmin.
+            (0, QosEventKind::WatermarkUp(3000), 3000),
+            (0, QosEventKind::EcnMarkingStart, 4000),
+            (0, QosEventKind::WatermarkUp(6000), 6000),
+            // The n-th completion (at n * w) leaves 10000 - 1000 n bytes.
+            (5 * w, QosEventKind::WatermarkDown(6000), 5000),
+            (8 * w, QosEventKind::EcnMarkingStop, 2000),
+            (8 * w, QosEventKind::WatermarkDown(3000), 2000),
+        ]
+    );
+}
+
+#[test]
+fn flushing_a_down_port_drops_what_it_queued() {
+    let spec = spec(2, |_| {});
+    let mut tm = tm(&spec);
+    for i in 0..4 {
+        enqueue(&mut tm, 0, 1, 0, 0, frame(100, 0, i));
+    }
+    let mut sent = 0;
+    tm.advance(0, true, |_, _| sent += 1);
+    assert_eq!(sent, 1);
+    assert_eq!(tm.flush_port(0, 1), 3);
+    tm.drain(|_, _| sent += 1);
+    assert_eq!(sent, 1);
+    let c = &tm.counters().queues[1][0];
+    assert_eq!(c.dropped_packets.get(), 3);
+    assert_eq!(c.dequeued_packets.get(), 1);
+    assert_eq!(tm.held_frames(), 0);
+    assert_eq!(tm.depth(1, 0), 0);
+}
