@@ -2,6 +2,7 @@
 //! translation into the dataplane's `EngineConfig` (and, in switch mode, its `SwitchSpec`).
 //! Every error names the file, the line and the field.
 
+use crate::qos_config::{PortQosKeys, RawQosProfile, RawSize, build_qos};
 use dataplane::clock::PICOS_PER_SECOND;
 use dataplane::engine::{self, EngineConfig, ForwardingMode, PortSpec};
 use dataplane::pipeline::spec::{
@@ -9,8 +10,8 @@ use dataplane::pipeline::spec::{
     StaticNeighbor, SwitchSpec, VlanSpec,
 };
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::{Range, RangeInclusive};
@@ -81,6 +82,8 @@ struct RawConfig {
     neighbors: Vec<Spanned<RawNeighbor>>,
     #[serde(default, rename = "mac")]
     macs: Vec<Spanned<RawMac>>,
+    /// QoS profiles by name (`[qos.<name>]`), see `qos_config`.
+    qos: Option<Spanned<BTreeMap<String, Spanned<RawQosProfile>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -132,6 +135,10 @@ struct RawDataplane {
     tx_descriptors: Option<Spanned<u32>>,
     #[serde(default)]
     eal: Option<Spanned<Vec<String>>>,
+    /// Switch mode: the shared packet buffer.
+    buffer: Option<Spanned<RawSize>>,
+    /// Switch mode: seed of the ECN/RED random source.
+    ecn_seed: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,6 +151,9 @@ struct RawPort {
     ipv4: Option<Spanned<Vec<Spanned<String>>>>,
     ipv6: Option<Spanned<Vec<Spanned<String>>>>,
     vrf: Option<Spanned<String>>,
+    speed_gbps: Option<Spanned<i64>>,
+    shaper: Option<Spanned<bool>>,
+    qos: Option<Spanned<String>>,
 }
 
 /// How a switched port carries VLANs.
@@ -285,7 +295,7 @@ pub struct PortConfig {
 }
 
 /// A validated configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub path: PathBuf,
     pub name: String,
@@ -305,7 +315,7 @@ pub struct Config {
 
 /// The switch-mode part of a config: the dataplane's spec plus the names the spec has
 /// replaced by indices.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 struct SwitchConfig {
     spec: SwitchSpec,
     /// Indexed by VRF id; "default" first.
@@ -926,13 +936,13 @@ fn field_at(source: &str, offset: usize) -> String {
 }
 
 /// Where errors point: the file and its text.
-struct Locator<'a> {
+pub(crate) struct Locator<'a> {
     path: &'a Path,
     source: &'a str,
 }
 
 impl Locator<'_> {
-    fn at(
+    pub(crate) fn at(
         &self,
         span: Range<usize>,
         field: &(impl fmt::Display + ?Sized),
@@ -1051,6 +1061,15 @@ fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigErro
     if let Some(files) = &raw.route_files {
         found.push((files.span(), "route_files".to_owned()));
     }
+    if let Some(qos) = &raw.qos {
+        found.push((qos.span(), "qos".to_owned()));
+    }
+    if let Some(buffer) = &raw.dataplane.buffer {
+        found.push((buffer.span(), "dataplane.buffer".to_owned()));
+    }
+    if let Some(seed) = &raw.dataplane.ecn_seed {
+        found.push((seed.span(), "dataplane.ecn_seed".to_owned()));
+    }
     for (index, port) in raw.ports.iter().enumerate() {
         let port = port.get_ref();
         let spans = [
@@ -1058,6 +1077,9 @@ fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigErro
             ("ipv4", port.ipv4.as_ref().map(Spanned::span)),
             ("ipv6", port.ipv6.as_ref().map(Spanned::span)),
             ("vrf", port.vrf.as_ref().map(Spanned::span)),
+            ("speed_gbps", port.speed_gbps.as_ref().map(Spanned::span)),
+            ("shaper", port.shaper.as_ref().map(Spanned::span)),
+            ("qos", port.qos.as_ref().map(Spanned::span)),
         ];
         for (key, span) in spans {
             if let Some(span) = span {
@@ -1230,6 +1252,25 @@ impl<'a> SwitchBuilder<'a> {
         self.route_files(raw.route_files.as_ref())?;
         self.neighbors(&raw.neighbors)?;
         self.mac_entries(&raw.macs)?;
+        let port_keys: Vec<PortQosKeys> = raw
+            .ports
+            .iter()
+            .map(|p| {
+                let p = p.get_ref();
+                PortQosKeys {
+                    speed_gbps: p.speed_gbps.as_ref(),
+                    shaper: p.shaper.as_ref(),
+                    qos: p.qos.as_ref(),
+                }
+            })
+            .collect();
+        let qos = build_qos(
+            self.loc,
+            raw.qos.as_ref(),
+            &port_keys,
+            raw.dataplane.buffer.as_ref(),
+            raw.dataplane.ecn_seed.as_ref(),
+        )?;
 
         let spec = SwitchSpec {
             router_mac: self.router_mac,
@@ -1246,6 +1287,7 @@ impl<'a> SwitchBuilder<'a> {
             mac_capacity: mac_table_size as usize,
             flow_hash_seed: seed as u32,
             ecmp_buckets: buckets as usize,
+            qos,
         };
         Ok(SwitchConfig {
             spec,
@@ -3664,6 +3706,7 @@ port = "tr"
             mac_capacity: 1024,
             flow_hash_seed: 7,
             ecmp_buckets: 64,
+            qos: dataplane::qos::QosSpec::new(config.ports.len()),
         };
         assert_eq!(config.switch_spec(), Some(expected.clone()));
         assert_eq!(

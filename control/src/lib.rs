@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod pcap;
+pub mod qos_config;
 pub mod report;
 pub mod schedule;
 pub mod tracegen;

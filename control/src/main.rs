@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use control::config::{Config, RunOptions};
 use control::{pcap, report, tracegen};
-use dataplane::engine::{self, EngineEvent, EngineHooks, PortInfo, StopCause};
+use dataplane::engine::{self, EngineEvent, EngineHooks, ForwardingMode, PortInfo, StopCause};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,6 +51,10 @@ enum Command {
         /// and up at given trace times (see README).
         #[arg(long)]
         schedule: Option<PathBuf>,
+        /// Switch mode: write the QoS event log here as JSON lines (queue watermark
+        /// crossings, ECN marking start/stop per port and TC, in the run's time).
+        #[arg(long)]
+        events: Option<PathBuf>,
         /// Extra EAL arguments, after `--`.
         #[arg(last = true)]
         eal: Vec<String>,
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
             duration,
             stats_json,
             schedule,
+            events,
             eal,
         } => {
             let options = RunOptions {
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
                 &options,
                 stats_json.as_deref(),
                 schedule.as_deref(),
+                events.as_deref(),
             )
         }
         Command::CheckConfig { config } => check_config(&config),
@@ -227,6 +233,7 @@ fn run(
     options: &RunOptions,
     stats_json: Option<&Path>,
     schedule: Option<&Path>,
+    events_file: Option<&Path>,
 ) -> ExitCode {
     let config = match load(path) {
         Ok(c) => c,
@@ -244,7 +251,16 @@ fn run(
         eprintln!("ironclos: --schedule applies to replays: add --exit-when-idle");
         return ExitCode::from(EXIT_CONFIG);
     }
-    let engine_config = config.engine_config(options);
+    let mut engine_config = config.engine_config(options);
+    if events_file.is_some() {
+        match &mut engine_config.mode {
+            ForwardingMode::Switch(spec) => spec.qos.events = true,
+            ForwardingMode::Io => {
+                eprintln!("ironclos: --events needs mode = \"switch\" (io mode has no queues)");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        }
+    }
     let run_report = match engine::run_with_schedule(&engine_config, &events, &mut ConsoleHooks) {
         Ok(r) => r,
         Err(e) => {
@@ -260,6 +276,36 @@ fn run(
             eprintln!("ironclos: cannot write {}: {e}", file.display());
             return ExitCode::from(EXIT_RUNTIME);
         }
+    }
+    if let Some(file) = events_file {
+        let names: Vec<&str> = run_report
+            .ports
+            .iter()
+            .map(|p| p.info.name.as_str())
+            .collect();
+        let mut text = String::new();
+        for event in &run_report.qos_events {
+            text.push_str(&report::event_json(event, &names).to_string());
+            text.push('\n');
+        }
+        if let Err(e) = std::fs::write(file, text) {
+            eprintln!("ironclos: cannot write {}: {e}", file.display());
+            return ExitCode::from(EXIT_RUNTIME);
+        }
+        if run_report.qos_events_lost > 0 {
+            eprintln!(
+                "ironclos: the event log kept the first {} events; {} more were not recorded",
+                run_report.qos_events.len(),
+                run_report.qos_events_lost
+            );
+        }
+    }
+    if run_report.replay_stalled {
+        eprintln!(
+            "ironclos: the replay stopped early: every free mbuf was held in egress queues \
+             waiting for later arrivals; raise dataplane.mbufs"
+        );
+        return ExitCode::from(EXIT_REPLAY_INCOMPLETE);
     }
     let nombuf = run_report.rx_nombuf();
     if options.exit_when_idle && run_report.stop_cause == StopCause::InputsExhausted && nombuf > 0 {
@@ -326,7 +372,13 @@ fn demo(dir: Option<PathBuf>) -> ExitCode {
         exit_when_idle: true,
         ..Default::default()
     };
-    let status = run(&config_path, &options, Some(&dir.join("stats.json")), None);
+    let status = run(
+        &config_path,
+        &options,
+        Some(&dir.join("stats.json")),
+        None,
+        None,
+    );
     if status != ExitCode::SUCCESS {
         return status;
     }

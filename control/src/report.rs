@@ -1,6 +1,7 @@
 //! Printing a run's counters: a table for people, JSON for tests and scripts.
 
-use dataplane::engine::RunReport;
+use dataplane::engine::{QueueSnapshot, RunReport};
+use dataplane::qos::{QosEvent, QosEventKind};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -16,7 +17,13 @@ pub fn to_json(report: &RunReport) -> Value {
     let ports: Vec<Value> = report
         .ports
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(index, p)| {
+            let queues: Vec<Value> = report
+                .queues
+                .get(index)
+                .map(|tcs| tcs.iter().map(queue_json).collect())
+                .unwrap_or_default();
             json!({
                 "name": p.info.name,
                 "dpdk_port": p.info.dpdk_port_id,
@@ -37,6 +44,7 @@ pub fn to_json(report: &RunReport) -> Value {
                     "tx_errors": p.device.tx_errors,
                     "rx_nombuf": p.device.rx_nombuf,
                 },
+                "queues": queues,
             })
         })
         .collect();
@@ -52,7 +60,48 @@ pub fn to_json(report: &RunReport) -> Value {
         "drops": drops,
         "punted": report.punted,
         "generated": report.generated,
+        "qos_events_lost": report.qos_events_lost,
+        "replay_stalled": report.replay_stalled,
     })
+}
+
+/// One (port, TC) queue's counters; the array index is the TC.
+fn queue_json(q: &QueueSnapshot) -> Value {
+    json!({
+        "enqueued_packets": q.enqueued_packets,
+        "enqueued_bytes": q.enqueued_bytes,
+        "dequeued_packets": q.dequeued_packets,
+        "dequeued_bytes": q.dequeued_bytes,
+        "dropped_packets": q.dropped_packets,
+        "dropped_bytes": q.dropped_bytes,
+        "ecn_marked": q.ecn_marked,
+        "depth_bytes": q.depth_bytes,
+        "peak_depth_bytes": q.peak_depth_bytes,
+        "ingress_bytes": q.ingress_bytes,
+        "peak_ingress_bytes": q.peak_ingress_bytes,
+    })
+}
+
+/// One line of the `--events` log. Time is in picoseconds of the run's clock (virtual time in
+/// a replay), so exact thresholds stay exact.
+pub fn event_json(event: &QosEvent, port_names: &[&str]) -> Value {
+    let (kind, threshold) = match event.kind {
+        QosEventKind::WatermarkUp(t) => ("watermark_up", Some(t)),
+        QosEventKind::WatermarkDown(t) => ("watermark_down", Some(t)),
+        QosEventKind::EcnMarkingStart => ("ecn_marking_start", None),
+        QosEventKind::EcnMarkingStop => ("ecn_marking_stop", None),
+    };
+    let mut line = json!({
+        "t_ps": event.at,
+        "event": kind,
+        "port": port_names.get(usize::from(event.port)).copied().unwrap_or("?"),
+        "tc": event.tc,
+        "depth_bytes": event.depth,
+    });
+    if let Some(t) = threshold {
+        line["threshold_bytes"] = json!(t);
+    }
+    line
 }
 
 /// The counters as a table.
@@ -97,6 +146,46 @@ pub fn to_text(report: &RunReport) -> String {
         .map(|(r, n)| format!("{}={n}", r.as_str()))
         .collect();
     let _ = writeln!(out, "drops: {}", drops.join(" "));
+    let busy: Vec<(usize, usize, &QueueSnapshot)> = report
+        .queues
+        .iter()
+        .enumerate()
+        .flat_map(|(port, tcs)| {
+            tcs.iter()
+                .enumerate()
+                .filter(|(_, q)| !q.is_idle())
+                .map(move |(tc, q)| (port, tc, q))
+        })
+        .collect();
+    if !busy.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:<10} {:>2} {:>12} {:>12} {:>10} {:>10} {:>12} {:>12}",
+            "queue",
+            "tc",
+            "enqueued",
+            "dequeued",
+            "dropped",
+            "ecn_marked",
+            "peak_bytes",
+            "depth_bytes"
+        );
+        for (port, tc, q) in busy {
+            let name = report.ports.get(port).map_or("?", |p| p.info.name.as_str());
+            let _ = writeln!(
+                out,
+                "{:<10} {:>2} {:>12} {:>12} {:>10} {:>10} {:>12} {:>12}",
+                name,
+                tc,
+                q.enqueued_packets,
+                q.dequeued_packets,
+                q.dropped_packets,
+                q.ecn_marked,
+                q.peak_depth_bytes,
+                q.depth_bytes
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "slow path: {} frames punted (ARP/ND/ICMP for the switch), {} frames sent",

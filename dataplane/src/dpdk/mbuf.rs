@@ -159,13 +159,27 @@ impl PacketRef<'_> {
     read_accessors!();
 }
 
-impl PacketMut<'_> {
+impl<'a> PacketMut<'a> {
     read_accessors!();
 
     /// The first segment's bytes, writable.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: as `data`, and the view holds the only mutable borrow of the mbuf.
+        unsafe {
+            let m = &*self.raw;
+            std::slice::from_raw_parts_mut(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
+        }
+    }
+
+    /// The first segment's bytes, writable for as long as the view's borrow of the mbuf.
+    #[inline]
+    pub fn into_data_mut(self) -> &'a mut [u8] {
+        // SAFETY: as `data_mut`; the view is consumed and held the mbuf's only mutable borrow
+        // for 'a, which the returned slice now holds instead.
         unsafe {
             let m = &*self.raw;
             std::slice::from_raw_parts_mut(

@@ -11,9 +11,10 @@ use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, Port, PortConfig, PortStats,
     StopSignal,
 };
+use crate::qos::{QosEvent, TC_COUNT, TmCounters};
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// One port as the engine needs it.
@@ -27,7 +28,7 @@ pub struct PortSpec {
 }
 
 /// What the workers do with packets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ForwardingMode {
     /// Ports in pairs (0<->1, 2<->3, ...; an odd last port loops back to itself); packets are
     /// moved without being looked at. The baseline every benchmark is compared with.
@@ -119,6 +120,45 @@ pub struct PortReport {
     pub device: PortStats,
 }
 
+/// One (port, TC) queue's counters at the end of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueSnapshot {
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub dequeued_packets: u64,
+    pub dequeued_bytes: u64,
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub ecn_marked: u64,
+    pub depth_bytes: u64,
+    pub peak_depth_bytes: u64,
+    pub ingress_bytes: u64,
+    pub peak_ingress_bytes: u64,
+}
+
+impl QueueSnapshot {
+    fn of(c: &crate::qos::QueueCounters) -> QueueSnapshot {
+        QueueSnapshot {
+            enqueued_packets: c.enqueued_packets.get(),
+            enqueued_bytes: c.enqueued_bytes.get(),
+            dequeued_packets: c.dequeued_packets.get(),
+            dequeued_bytes: c.dequeued_bytes.get(),
+            dropped_packets: c.dropped_packets.get(),
+            dropped_bytes: c.dropped_bytes.get(),
+            ecn_marked: c.ecn_marked.get(),
+            depth_bytes: c.depth_bytes.get(),
+            peak_depth_bytes: c.peak_depth_bytes.get(),
+            ingress_bytes: c.ingress_bytes.get(),
+            peak_ingress_bytes: c.peak_ingress_bytes.get(),
+        }
+    }
+
+    /// Whether anything passed through or happened in this queue.
+    pub fn is_idle(&self) -> bool {
+        *self == QueueSnapshot::default()
+    }
+}
+
 /// Everything a run counted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
@@ -127,6 +167,13 @@ pub struct RunReport {
     /// Frames handed to the slow path (ARP/ND/ICMP for the switch) and frames it sent.
     pub punted: u64,
     pub generated: u64,
+    /// `[port][tc]` queue counters (switch mode; empty in io mode).
+    pub queues: Vec<[QueueSnapshot; TC_COUNT]>,
+    /// Watermark crossings and ECN onsets, oldest first (when the spec asked for them).
+    pub qos_events: Vec<QosEvent>,
+    pub qos_events_lost: u64,
+    /// The replay could not go on for lack of mbufs (see `[dataplane] mbufs`).
+    pub replay_stalled: bool,
     /// Longest time a worker spent forwarding.
     pub forwarding_time: Duration,
     pub stop_cause: StopCause,
@@ -264,7 +311,10 @@ fn run_with_eal(
         longest_forwarding_nanos: AtomicU64::new(0),
         link_up: infos.iter().map(|i| AtomicBool::new(i.link.up)).collect(),
         link_generation: AtomicU64::new(0),
+        replay_stalled: AtomicBool::new(false),
+        qos_events: Mutex::new(Vec::new()),
     });
+    let queue_counters = Arc::new(TmCounters::new(ports.len()));
     let counters: Vec<Arc<WorkerCounters>> = (0..workers)
         .map(|_| Arc::new(WorkerCounters::new(ports.len())))
         .collect();
@@ -309,6 +359,7 @@ fn run_with_eal(
                 burst,
                 config.exit_when_idle,
                 schedule.to_vec(),
+                Arc::clone(&queue_counters),
             )
             .map_err(|e| EngineError::Config(e.to_string()))?;
             jobs.push(Box::new(move || job.run()));
@@ -353,6 +404,20 @@ fn run_with_eal(
         drops: snapshot.drops,
         punted: snapshot.punted,
         generated: snapshot.generated,
+        queues: if matches!(config.mode, ForwardingMode::Switch(_)) {
+            queue_counters
+                .queues
+                .iter()
+                .map(|tcs| std::array::from_fn(|tc| QueueSnapshot::of(&tcs[tc])))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        qos_events: std::mem::take(
+            &mut *shared.qos_events.lock().unwrap_or_else(|e| e.into_inner()),
+        ),
+        qos_events_lost: queue_counters.events_lost.get(),
+        replay_stalled: shared.replay_stalled.load(Ordering::Relaxed),
         forwarding_time: Duration::from_nanos(
             shared.longest_forwarding_nanos.load(Ordering::Relaxed),
         ),
@@ -418,6 +483,10 @@ pub(crate) struct WorkerShared {
     /// change so workers notice with one load per poll.
     pub(crate) link_up: Vec<AtomicBool>,
     pub(crate) link_generation: AtomicU64,
+    /// A replay ran out of mbufs with every free one held in queues: it could not go on.
+    pub(crate) replay_stalled: AtomicBool,
+    /// The switch worker's QoS event log, handed over once at the end of the run.
+    pub(crate) qos_events: Mutex<Vec<QosEvent>>,
 }
 
 #[cfg(test)]

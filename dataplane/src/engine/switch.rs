@@ -1,10 +1,15 @@
-//! Switch mode: every frame goes through the `Forwarder`; verdicts become TX bursts, flood
-//! copies, slow-path work (answered inline, on this worker, so learning takes effect before
-//! the next frame) or counted drops.
+//! Switch mode: every frame is classified into a traffic class and goes through the
+//! `Forwarder`; verdicts become enqueues into the traffic manager (egress queues, ECN, shaper),
+//! flood copies, slow-path work (answered inline, on this worker, so learning takes effect
+//! before the next frame) or counted drops. Frames leave in TX bursts as the traffic manager
+//! starts transmitting them.
 //!
-//! Live mode polls ports in turn and stamps each burst with the TSC. Replay mode (inputs that
-//! end: pcap files) merges all inputs into one stream in pcap-timestamp order and runs on trace
-//! time, so the same traces give the same outputs on any machine.
+//! Live mode polls ports in turn and runs on the TSC. Replay mode (inputs that end: pcap files)
+//! runs on virtual time (DESIGN.md "Time and the replay contract"): each input is a link from
+//! an emulated peer that serialises its frames at the port's speed, arrivals from all inputs
+//! are merged in time order (ties: lower port first), egress ports drain at line rate, and
+//! every queue drains after the last arrival. The same traces give the same outputs, marks
+//! and counters on any machine.
 
 use super::{ScheduledAction, ScheduledEvent, WorkerShared};
 use crate::clock::{PICOS_PER_MICRO, PICOS_PER_SECOND, Picos, TscClock};
@@ -12,6 +17,7 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{ControlRequest, Forwarder, ForwarderError, TagOp, Verdict};
+use crate::qos::{self, Admission, CPU_PORT, PortQos, PortSpeed, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,12 +28,52 @@ const AGING_PERIOD: Picos = PICOS_PER_SECOND;
 /// Flooding copies to at most this many ports (DPDK's RTE_MAX_ETHPORTS).
 const MAX_FLOOD_PORTS: usize = 32;
 
+/// TX queues and the bursts being gathered for them.
+struct TxStage {
+    queues: Vec<TxQueue>,
+    bursts: Vec<MbufBurst>,
+    burst: usize,
+}
+
+impl TxStage {
+    #[inline]
+    fn push(&mut self, port: u16, mbuf: Mbuf, counters: &WorkerCounters) {
+        let port = usize::from(port);
+        if let Err(mbuf) = self.bursts[port].push(mbuf) {
+            self.flush(port, counters);
+            // The burst was just emptied, so this push succeeds.
+            let _ = self.bursts[port].push(mbuf);
+        }
+        if self.bursts[port].len() >= self.burst {
+            self.flush(port, counters);
+        }
+    }
+
+    fn flush(&mut self, port: usize, counters: &WorkerCounters) {
+        let (sent, freed) = self.queues[port].tx_burst_or_free(&mut self.bursts[port]);
+        counters.port(port).tx_packets.add(sent as u64);
+        if freed > 0 {
+            counters.drop_packets(DropReason::TxRingFull, freed as u64);
+        }
+    }
+
+    fn flush_all(&mut self, counters: &WorkerCounters) {
+        for port in 0..self.bursts.len() {
+            if !self.bursts[port].is_empty() {
+                self.flush(port, counters);
+            }
+        }
+    }
+}
+
 pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
     slow: SlowPath,
     rx: Vec<RxQueue>,
-    tx: Vec<TxQueue>,
-    tx_bursts: Vec<MbufBurst>,
+    tx: TxStage,
+    tm: TrafficManager<Mbuf>,
+    /// Classification maps and link speeds, per port.
+    port_qos: Vec<PortQos>,
     counters: Arc<WorkerCounters>,
     shared: Arc<WorkerShared>,
     pool: Arc<Mempool>,
@@ -55,6 +101,7 @@ impl SwitchWorker {
         burst: usize,
         replay: bool,
         mut schedule: Vec<ScheduledEvent>,
+        queue_counters: Arc<TmCounters>,
     ) -> Result<SwitchWorker, ForwarderError> {
         schedule.sort_by_key(|e| std::cmp::Reverse(e.at));
         let mut forwarder = Forwarder::new(spec)?;
@@ -69,12 +116,30 @@ impl SwitchWorker {
             .iter_mut()
             .map(|p| p.take_tx_queue(0).expect("TX queue 0 is free"))
             .collect();
+        if spec.qos.ports.len() != ports.len() {
+            return Err(ForwarderError(format!(
+                "QoS describes {} ports but {} are configured",
+                spec.qos.ports.len(),
+                ports.len()
+            )));
+        }
+        if ports.len() > qos::tm::MAX_PORTS {
+            return Err(ForwarderError(format!(
+                "switch mode handles at most {} ports",
+                qos::tm::MAX_PORTS
+            )));
+        }
         Ok(SwitchWorker {
             forwarder,
             slow: SlowPath::new(spec),
             rx,
-            tx,
-            tx_bursts: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
+            tx: TxStage {
+                queues: tx,
+                bursts: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
+                burst,
+            },
+            tm: TrafficManager::new(&spec.qos, pool.size() as usize, queue_counters),
+            port_qos: spec.qos.ports.clone(),
             counters,
             shared,
             pool,
@@ -98,7 +163,14 @@ impl SwitchWorker {
         } else {
             self.run_live(start, hz);
         }
+        self.tm
+            .drain(|port, mbuf| self.tx.push(port, mbuf, &self.counters));
         self.flush_all();
+        *self
+            .shared
+            .qos_events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = self.tm.take_events();
         let nanos =
             (u128::from(dpdk::tsc().wrapping_sub(start)) * 1_000_000_000 / u128::from(hz)) as u64;
         self.shared
@@ -109,75 +181,130 @@ impl SwitchWorker {
 
     fn run_live(&mut self, start: u64, hz: u64) {
         let mut burst = MbufBurst::new();
+        let clock = |start: u64| TscClock::cycles_to_picos(dpdk::tsc().wrapping_sub(start), hz);
         while !self.stop.is_requested() {
-            self.poll_links();
+            let now = clock(start);
+            self.poll_links(now);
             for port in 0..self.rx.len() {
                 let received = self.rx[port].rx_burst(&mut burst, self.burst);
                 if received == 0 {
                     continue;
                 }
-                let now = TscClock::cycles_to_picos(dpdk::tsc().wrapping_sub(start), hz);
+                let now = clock(start);
                 self.note_received(port, &burst, received);
                 for mbuf in burst.drain() {
                     self.handle(mbuf, port as u16, now);
                 }
-                self.flush_all();
                 self.serve_requests(now);
                 self.age(now);
+                self.transmit_due(now, true);
+            }
+            if self.tm.is_busy() {
+                self.transmit_due(clock(start), true);
             }
         }
     }
 
-    /// Processes every input in global timestamp order (ties: lower port first) until all are
-    /// exhausted, as DESIGN.md's replay contract orders arrivals.
+    /// Lets the egress ports run up to `now` and sends what they started.
+    #[inline]
+    fn transmit_due(&mut self, now: Picos, choices_at_now: bool) {
+        self.tm.advance(now, choices_at_now, |port, mbuf| {
+            self.tx.push(port, mbuf, &self.counters)
+        });
+        self.flush_all();
+    }
+
+    /// Replays every input on virtual time until all are exhausted and every queue has
+    /// drained. An input's next frame arrives at max(its timestamp, the end of the link's
+    /// previous frame) + its wire time at the port's speed.
     fn run_replay(&mut self) {
         let ports = self.rx.len();
         let mut pending: Vec<VecDeque<Mbuf>> = (0..ports)
             .map(|_| VecDeque::with_capacity(MAX_BURST))
             .collect();
         let mut exhausted = vec![false; ports];
+        let mut link_free: Vec<Picos> = vec![0; ports];
+        let speeds: Vec<PortSpeed> = self.port_qos.iter().map(|q| q.speed).collect();
         let mut burst = MbufBurst::new();
         let mut now: Picos = 0;
         while !self.stop.is_requested() {
-            self.poll_links();
-            let mut waiting = false;
+            self.poll_links(now);
             for port in 0..ports {
                 if !pending[port].is_empty() || exhausted[port] {
                     continue;
                 }
+                if (self.pool.available() as usize) < self.burst {
+                    // The pcap PMD loses a frame it has read when no mbuf is free: never ask.
+                    continue;
+                }
                 let received = self.rx[port].rx_burst(&mut burst, self.burst);
                 if received == 0 {
-                    // 0 with mbufs to spare is end of file; 0 without them is a shortage.
-                    if self.pool.available() as usize >= self.burst {
-                        exhausted[port] = true;
-                    } else {
-                        waiting = true;
-                    }
+                    exhausted[port] = true;
                     continue;
                 }
                 self.note_received(port, &burst, received);
                 pending[port].extend(burst.drain());
             }
-            if waiting {
-                // Free what we hold for TX and try again: the order must not depend on it.
-                self.flush_all();
-                continue;
-            }
+            // The next arrival among the frames read, and the earliest instant an input not
+            // read yet (short of mbufs) could still deliver at.
+            let arrival = |port: usize, mbuf: &Mbuf, link_free: &[Picos]| {
+                let packet = mbuf.packet();
+                let stamp = packet.rx_timestamp().unwrap_or(0);
+                let start = stamp.saturating_mul(PICOS_PER_MICRO).max(link_free[port]);
+                start + speeds[port].wire_time(packet.len() as u32)
+            };
             let next = (0..ports)
-                .filter_map(|p| {
-                    pending[p]
-                        .front()
-                        .map(|m| (m.packet().rx_timestamp().unwrap_or(0), p))
-                })
+                .filter_map(|p| pending[p].front().map(|m| (arrival(p, m, &link_free), p)))
                 .min();
-            let Some((micros, port)) = next else { break };
-            let mbuf = pending[port].pop_front().expect("front exists");
-            now = now.max(micros.saturating_mul(PICOS_PER_MICRO));
-            self.apply_schedule(now);
-            self.handle(mbuf, port as u16, now);
-            self.serve_requests(now);
-            self.age(now);
+            let unread = (0..ports)
+                .filter(|&p| pending[p].is_empty() && !exhausted[p])
+                .map(|p| (link_free[p] + speeds[p].wire_time(0), p))
+                .min();
+            match (next, unread) {
+                (Some((at, port)), bound) if bound.is_none_or(|b| (at, port) < b) => {
+                    let mbuf = pending[port].pop_front().expect("front exists");
+                    link_free[port] = at;
+                    now = now.max(at);
+                    self.run_until(now);
+                    self.handle(mbuf, port as u16, now);
+                    self.serve_requests(now);
+                    self.age(now);
+                }
+                (_, Some((bound, _))) => {
+                    // Out of mbufs with an input unread: frames held in queues and TX bursts
+                    // are what the pool lacks. Egress may safely run up to the bound.
+                    let before = self.pool.available();
+                    self.run_until(bound);
+                    self.flush_all();
+                    if self.pool.available() == before
+                        && self.tm.next_event().is_none_or(|t| t >= bound)
+                    {
+                        self.shared.replay_stalled.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+                _ => break,
+            }
         }
+        // After the last arrival: scheduled events still apply as the queues drain.
+        while let Some(at) = self.schedule.last().map(|e| e.at) {
+            self.run_until(at);
+            self.apply_schedule(at);
+        }
+    }
+
+    /// Advances egress and the schedule to `until` in DESIGN.md's tie order: completions,
+    /// then scheduled events, then (the caller's) arrivals; choices at `until` wait.
+    fn run_until(&mut self, until: Picos) {
+        while let Some(at) = self.schedule.last().map(|e| e.at).filter(|&at| at <= until) {
+            self.tm.advance(at, false, |port, mbuf| {
+                self.tx.push(port, mbuf, &self.counters)
+            });
+            self.apply_schedule(at);
+        }
+        self.tm.advance(until, false, |port, mbuf| {
+            self.tx.push(port, mbuf, &self.counters)
+        });
     }
 
     /// Applies every scheduled event due at or before `now` (events before a frame's arrival
@@ -186,8 +313,17 @@ impl SwitchWorker {
         while self.schedule.last().is_some_and(|e| e.at <= now) {
             let event = self.schedule.pop().expect("checked");
             match event.action {
-                ScheduledAction::Link { port, up } => self.forwarder.set_port_up(port, up),
+                ScheduledAction::Link { port, up } => self.set_port_up(port, up, now),
             }
+        }
+    }
+
+    /// A link that goes down loses what its queues hold (counted as link_down drops).
+    fn set_port_up(&mut self, port: u16, up: bool, now: Picos) {
+        self.forwarder.set_port_up(port, up);
+        if !up {
+            let dropped = self.tm.flush_port(now, port);
+            self.counters.drop_packets(DropReason::LinkDown, dropped);
         }
     }
 
@@ -204,13 +340,15 @@ impl SwitchWorker {
         }
     }
 
-    fn poll_links(&mut self) {
+    fn poll_links(&mut self, now: Picos) {
         let generation = self.shared.link_generation.load(Ordering::Acquire);
         if generation != self.link_generation_seen {
             self.link_generation_seen = generation;
-            for (port, up) in self.shared.link_up.iter().enumerate() {
-                self.forwarder
-                    .set_port_up(port as u16, up.load(Ordering::Relaxed));
+            for port in 0..self.shared.link_up.len() {
+                let up = self.shared.link_up[port].load(Ordering::Relaxed);
+                if up != self.forwarder.port_up(port as u16) {
+                    self.set_port_up(port as u16, up, now);
+                }
             }
         }
     }
@@ -232,15 +370,16 @@ impl SwitchWorker {
             self.counters.drop_packets(DropReason::MultiSegment, 1);
             return;
         }
+        let tc = qos::classify(mbuf.packet().data(), &self.port_qos[usize::from(in_port)]);
         let verdict = self
             .forwarder
             .process(mbuf.packet_mut().data_mut(), in_port, now);
         match verdict {
-            Verdict::Forward { port, tag } => self.send(mbuf, port, tag),
+            Verdict::Forward { port, tag } => self.send(mbuf, port, tag, tc, in_port, now),
             Verdict::Flood {
                 vlan,
                 ingress_tagged,
-            } => self.flood(mbuf, in_port, vlan, ingress_tagged),
+            } => self.flood(mbuf, in_port, vlan, ingress_tagged, tc, now),
             Verdict::Punt { reason, interface } => {
                 self.counters.punted.add(1);
                 self.slow.handle_punt(
@@ -253,13 +392,21 @@ impl SwitchWorker {
                     &mut self.learned,
                 );
                 drop(mbuf);
-                self.apply_slow_path_results();
+                self.apply_slow_path_results(now);
             }
             Verdict::Drop(reason) => self.counters.drop_packets(reason, 1),
         }
     }
 
-    fn flood(&mut self, mbuf: Mbuf, in_port: u16, vlan: u16, ingress_tagged: bool) {
+    fn flood(
+        &mut self,
+        mbuf: Mbuf,
+        in_port: u16,
+        vlan: u16,
+        ingress_tagged: bool,
+        tc: u8,
+        now: Picos,
+    ) {
         let mut targets = [0u16; MAX_FLOOD_PORTS];
         let mut count = 0;
         for &port in self.forwarder.vlan_members(vlan) {
@@ -298,11 +445,12 @@ impl SwitchWorker {
                     TagOp::Keep
                 }
             };
-            self.send(copy, port, tag);
+            self.send(copy, port, tag, tc, in_port, now);
         }
     }
 
-    fn send(&mut self, mut mbuf: Mbuf, port: u16, tag: TagOp) {
+    /// Rewrites the tag and offers the frame to (port, tc)'s egress queue.
+    fn send(&mut self, mut mbuf: Mbuf, port: u16, tag: TagOp, tc: u8, in_port: u16, now: Picos) {
         if !self.forwarder.port_up(port) {
             self.counters.drop_packets(DropReason::LinkDown, 1);
             return;
@@ -316,32 +464,16 @@ impl SwitchWorker {
             self.counters.drop_packets(DropReason::NoHeadroom, 1);
             return;
         }
-        let port = usize::from(port);
-        if let Err(mbuf) = self.tx_bursts[port].push(mbuf) {
-            self.flush(port);
-            // The burst was just emptied, so this push succeeds.
-            let _ = self.tx_bursts[port].push(mbuf);
-        }
-        if self.tx_bursts[port].len() >= self.burst {
-            self.flush(port);
-        }
-    }
-
-    fn flush(&mut self, port: usize) {
-        let (sent, freed) = self.tx[port].tx_burst_or_free(&mut self.tx_bursts[port]);
-        self.counters.port(port).tx_packets.add(sent as u64);
-        if freed > 0 {
-            self.counters
-                .drop_packets(DropReason::TxRingFull, freed as u64);
+        let admission = self.tm.enqueue(now, port, tc, in_port, mbuf, |m| {
+            m.packet_mut().into_data_mut()
+        });
+        if let Admission::Dropped(reason) = admission {
+            self.counters.drop_packets(reason, 1);
         }
     }
 
     fn flush_all(&mut self) {
-        for port in 0..self.tx_bursts.len() {
-            if !self.tx_bursts[port].is_empty() {
-                self.flush(port);
-            }
-        }
+        self.tx.flush_all(&self.counters);
     }
 
     fn serve_requests(&mut self, now: Picos) {
@@ -354,11 +486,11 @@ impl SwitchWorker {
             self.slow.resolve(interface, ip, now, &mut self.outgoing);
         }
         self.requests.clear();
-        self.apply_slow_path_results();
+        self.apply_slow_path_results(now);
     }
 
     /// Installs what the slow path learned and transmits what it built.
-    fn apply_slow_path_results(&mut self) {
+    fn apply_slow_path_results(&mut self, now: Picos) {
         for learned in self.learned.drain(..) {
             match learned {
                 Learned::Neighbor { interface, ip, mac } => {
@@ -371,7 +503,8 @@ impl SwitchWorker {
             match Mbuf::from_bytes(&self.pool, frame) {
                 Some(mbuf) => {
                     self.counters.generated.add(1);
-                    self.send(mbuf, *port, TagOp::Keep);
+                    let tc = qos::classify(frame, &self.port_qos[usize::from(*port)]);
+                    self.send(mbuf, *port, TagOp::Keep, tc, CPU_PORT, now);
                 }
                 None => self.counters.drop_packets(DropReason::FloodCopyFailed, 1),
             }

@@ -3,6 +3,7 @@
 //! dataplane never parses files.
 
 use crate::clock::{PICOS_PER_SECOND, Picos};
+use crate::qos::QosSpec;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// How a port takes part in forwarding.
@@ -95,7 +96,7 @@ pub struct StaticNeighbor {
 }
 
 /// The whole switch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SwitchSpec {
     pub router_mac: [u8; 6],
     /// Indexed by port number.
@@ -114,6 +115,8 @@ pub struct SwitchSpec {
     pub flow_hash_seed: u32,
     /// Buckets per ECMP group (a power of two).
     pub ecmp_buckets: usize,
+    /// Traffic classes, queues, shapers and ECN of every port.
+    pub qos: QosSpec,
 }
 
 impl SwitchSpec {
@@ -139,6 +142,7 @@ impl SwitchSpec {
             mac_capacity: Self::DEFAULT_MAC_CAPACITY,
             flow_hash_seed: 0,
             ecmp_buckets: Self::DEFAULT_ECMP_BUCKETS,
+            qos: QosSpec::new(ports),
         }
     }
 }

@@ -63,10 +63,10 @@ impl PortScheduler {
         if !(0..TC_COUNT).any(eligible) {
             return None;
         }
-        if let Some(tc) = self.current {
-            if let Some(tc) = self.try_send(tc, heads) {
-                return Some(tc);
-            }
+        if let Some(tc) = self.current
+            && let Some(tc) = self.try_send(tc, heads)
+        {
+            return Some(tc);
         }
         // Visit the others in cyclic TC order; after one fruitless cycle, skip the rounds in
         // which nobody could send (each would only add a quantum to every deficit).

@@ -10,7 +10,9 @@ pub mod ecn;
 pub mod tm;
 
 pub use classify::classify;
-pub use tm::{Admission, QosEvent, QosEventKind, QueueCounters, TrafficManager};
+pub use tm::{
+    Admission, CPU_PORT, QosEvent, QosEventKind, QueueCounters, TmCounters, TrafficManager,
+};
 
 use crate::clock::{MIN_FRAME_BYTES, Picos, WIRE_OVERHEAD_BYTES};
 

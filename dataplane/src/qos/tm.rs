@@ -19,6 +19,9 @@ const NIL: u32 = u32::MAX;
 const EVENT_CAPACITY: usize = 1 << 20;
 /// Ports the active-port mask can hold.
 pub const MAX_PORTS: usize = 64;
+/// The ingress of frames the switch itself sends (ARP/ND/ICMP replies): always lossy, and
+/// accounted apart from every front-panel port.
+pub const CPU_PORT: u16 = u16::MAX;
 
 /// Per (port, TC) counters, written by the worker only and readable from any thread.
 #[derive(Debug, Default)]
@@ -201,7 +204,7 @@ impl<P> TrafficManager<P> {
             ports,
             slots,
             free_slot: 0,
-            ingress: vec![[0; TC_COUNT]; spec.ports.len()],
+            ingress: vec![[0; TC_COUNT]; spec.ports.len() + 1],
             buffer_used: 0,
             buffer_bytes: spec.buffer_bytes,
             rng: MarkRng::new(spec.ecn_seed),
@@ -219,7 +222,19 @@ impl<P> TrafficManager<P> {
     /// Whether TC `tc` is lossless for frames arriving on `port`.
     #[inline]
     pub fn is_lossless(&self, port: u16, tc: u8) -> bool {
-        self.ports[usize::from(port)].lossless & (1 << (tc & 7)) != 0
+        self.ports
+            .get(usize::from(port))
+            .is_some_and(|p| p.lossless & (1 << (tc & 7)) != 0)
+    }
+
+    /// Where the accounting of frames from `port` lives (the CPU has the last row).
+    #[inline]
+    fn ingress_index(&self, port: u16) -> u16 {
+        if usize::from(port) < self.ports.len() {
+            port
+        } else {
+            self.ports.len() as u16
+        }
     }
 
     /// Egress bytes held for (port, tc), the frame on the wire included.
@@ -229,7 +244,8 @@ impl<P> TrafficManager<P> {
 
     /// Bytes held for frames that arrived on `port` in `tc`.
     pub fn ingress_depth(&self, port: u16, tc: u8) -> u64 {
-        self.ingress[usize::from(port)][usize::from(tc & 7)]
+        let index = self.ingress_index(port);
+        self.ingress[usize::from(index)][usize::from(tc & 7)]
     }
 
     /// Frames held in queues or on the wire.
@@ -269,6 +285,7 @@ impl<P> TrafficManager<P> {
         let tc = tc & 7;
         let (e, t) = (usize::from(egress), usize::from(tc));
         let lossless = self.is_lossless(ingress, tc);
+        let ingress = self.ingress_index(ingress);
         let frame = frame_of(&mut packet);
         let len = frame.len() as u32;
         let depth = self.ports[e].depth[t];
@@ -392,10 +409,11 @@ impl<P> TrafficManager<P> {
         if after > counters.peak_depth_bytes.get() {
             counters.peak_depth_bytes.set(after);
         }
-        let ingress_counters = &self.counters.queues[ingress][t];
-        ingress_counters.ingress_bytes.set(ingress_depth);
-        if ingress_depth > ingress_counters.peak_ingress_bytes.get() {
-            ingress_counters.peak_ingress_bytes.set(ingress_depth);
+        if let Some(ingress_counters) = self.counters.queues.get(ingress).map(|q| &q[t]) {
+            ingress_counters.ingress_bytes.set(ingress_depth);
+            if ingress_depth > ingress_counters.peak_ingress_bytes.get() {
+                ingress_counters.peak_ingress_bytes.set(ingress_depth);
+            }
         }
         if self.record_events {
             for i in 0..self.ports[e].tcs[t].watermarks.len() {
@@ -416,9 +434,9 @@ impl<P> TrafficManager<P> {
     fn release(&mut self, now: Picos, e: usize, t: usize, ingress: usize, len: u64) {
         self.buffer_used -= len;
         self.ingress[ingress][t] -= len;
-        self.counters.queues[ingress][t]
-            .ingress_bytes
-            .set(self.ingress[ingress][t]);
+        if let Some(queue) = self.counters.queues.get(ingress) {
+            queue[t].ingress_bytes.set(self.ingress[ingress][t]);
+        }
         let port = &mut self.ports[e];
         let before = port.depth[t];
         port.depth[t] -= len;

@@ -45,6 +45,9 @@ fn enqueue(
     tm.enqueue(now, egress, tc, ingress, f, |f| f.as_mut_slice())
 }
 
+/// (time, ingress port, egress depth before the frame, what happened to it).
+type Arrival = (Picos, u16, u64, Admission);
+
 /// Two 100G ingress ports each deliver back-to-back frames into one 100G egress port (2:1
 /// incast). Returns, per arrival, (time, ingress, depth before it, admission), and what left.
 fn incast(
@@ -53,7 +56,7 @@ fn incast(
     len: usize,
     ecn: u8,
     tc: u8,
-) -> (Vec<(Picos, u16, u64, Admission)>, Vec<(u16, Vec<u8>)>) {
+) -> (Vec<Arrival>, Vec<(u16, Vec<u8>)>) {
     let w = PortSpeed::Gbps(100).wire_time(len as u32);
     let mut arrivals = Vec::new();
     let mut sent = Vec::new();
@@ -416,4 +419,31 @@ fn flushing_a_down_port_drops_what_it_queued() {
     assert_eq!(c.dequeued_packets.get(), 1);
     assert_eq!(tm.held_frames(), 0);
     assert_eq!(tm.depth(1, 0), 0);
+}
+
+#[test]
+fn frames_from_the_cpu_are_lossy_and_accounted_apart() {
+    let spec = spec(2, |p| {
+        p.lossless = 1;
+        p.tcs[0].queue_limit = 100;
+    });
+    let mut tm = tm(&spec);
+    assert_eq!(
+        enqueue(&mut tm, 0, 1, 0, CPU_PORT, frame(80, 0, 1)),
+        Admission::Queued { marked: false }
+    );
+    assert_eq!(
+        enqueue(&mut tm, 0, 1, 0, CPU_PORT, frame(80, 0, 2)),
+        Admission::Dropped(DropReason::QueueFull),
+        "the CPU's TC 0 is lossy even where port TC 0 is lossless"
+    );
+    assert_eq!(
+        enqueue(&mut tm, 0, 1, 0, 0, frame(80, 0, 3)),
+        Admission::Queued { marked: false }
+    );
+    assert_eq!(tm.ingress_depth(CPU_PORT, 0), 80);
+    assert_eq!(tm.ingress_depth(0, 0), 80);
+    assert_eq!(tm.ingress_depth(1, 0), 0);
+    tm.drain(|_, _| {});
+    assert_eq!(tm.ingress_depth(CPU_PORT, 0), 0);
 }
