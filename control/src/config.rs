@@ -673,6 +673,8 @@ impl Config {
                 port.name, port.devargs
             ));
         }
+        let names: Vec<String> = self.ports.iter().map(|p| p.name.clone()).collect();
+        lines.extend(crate::qos_config::summary(&spec.qos, &names));
         for vlan in &spec.vlans {
             let mut members = Vec::new();
             for (index, role) in spec.ports.iter().enumerate() {
@@ -3923,6 +3925,13 @@ port = "tr"
             "port 3 up2 = net_null3: routed, interface 1, VRF default, 10.255.0.3/31",
             "port 4 ten = net_null4: routed, interface 2, VRF tenant1, 192.168.0.1/30",
             "port 5 h3 = net_null5: access, VLAN 30",
+            "qos: shared buffer 33554432 bytes, ECN seed 1",
+            "qos port h1: 100 Gb/s, trust dscp, lossless TCs []",
+            "qos port tr: 100 Gb/s, trust dscp, lossless TCs []",
+            "qos port up1: 100 Gb/s, trust dscp, lossless TCs []",
+            "qos port up2: 100 Gb/s, trust dscp, lossless TCs []",
+            "qos port ten: 100 Gb/s, trust dscp, lossless TCs []",
+            "qos port h3: 100 Gb/s, trust dscp, lossless TCs []",
             "vlan 10: ports h1 (untagged), tr (untagged); interface 3",
             "vlan 20: ports tr (tagged); no L3 interface",
             "vlan 30: ports h3 (untagged); interface 4",

@@ -344,9 +344,210 @@ pub(crate) fn build_qos(
     Ok(spec)
 }
 
+/// `check-config` lines: the buffer, then each port's speed, trust, lossless set and every
+/// traffic class that differs from the defaults.
+pub fn summary(spec: &QosSpec, port_names: &[String]) -> Vec<String> {
+    let mut lines = vec![format!(
+        "qos: shared buffer {} bytes, ECN seed {}",
+        spec.buffer_bytes, spec.ecn_seed
+    )];
+    let default = PortQos::default();
+    for (name, qos) in port_names.iter().zip(&spec.ports) {
+        let speed = match qos.speed {
+            PortSpeed::Gbps(g) => format!("{g} Gb/s"),
+            PortSpeed::Unlimited => "unshaped".to_owned(),
+        };
+        let trust = match qos.trust {
+            Trust::Dscp => "dscp",
+            Trust::Pcp => "pcp",
+        };
+        let lossless: Vec<String> = (0..TC_COUNT as u8)
+            .filter(|&t| qos.is_lossless(t))
+            .map(|t| t.to_string())
+            .collect();
+        let mut line = format!(
+            "qos port {name}: {speed}, trust {trust}, lossless TCs [{}]",
+            lossless.join(", ")
+        );
+        if qos.dscp_to_tc != default.dscp_to_tc || qos.pcp_to_tc != default.pcp_to_tc {
+            line.push_str(", custom class maps");
+        }
+        for (tc, t) in qos.tcs.iter().enumerate() {
+            if *t == TcSpec::default() {
+                continue;
+            }
+            let sched = match t.sched {
+                Sched::Strict => "strict".to_owned(),
+                Sched::Dwrr { weight } => format!("dwrr weight {weight}"),
+            };
+            line.push_str(&format!("; tc{tc} {sched}, limit {} B", t.queue_limit));
+            if let Some(e) = &t.ecn {
+                line.push_str(&format!(", ecn {}..{} B pmax {}", e.kmin, e.kmax, e.pmax));
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use std::path::Path;
+
+    const BASE: &str = r#"[switch]
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+[[vlan]]
+id = 10
+[[port]]
+name = "p0"
+devargs = "net_null0"
+vlan = { mode = "access", id = 10 }
+"#;
+
+    fn parse(extra_port: &str, tables: &str) -> Result<Config, crate::config::ConfigError> {
+        Config::parse(
+            Path::new("q.toml"),
+            &format!(
+                "{BASE}{extra_port}
+{tables}"
+            ),
+        )
+    }
+
+    fn qos_of(extra_port: &str, tables: &str) -> PortQos {
+        let config = parse(extra_port, tables).unwrap_or_else(|e| panic!("{e}"));
+        config.switch_spec().unwrap().qos.ports[0].clone()
+    }
+
+    #[test]
+    fn a_profile_sets_trust_maps_lossless_scheduling_limits_and_ecn() {
+        let q = qos_of(
+            "speed_gbps = 25
+qos = \"rdma\"",
+            r#"[qos.rdma]
+trust = "pcp"
+lossless = [3, 4]
+pcp_to_tc = { 1 = 0 }
+dscp_to_tc = { 46 = 5 }
+[qos.rdma.tc.3]
+weight = 4000
+queue_limit = "2MiB"
+ecn = { kmin = "100KB", kmax = "400KB", pmax = 0.2 }
+watermarks = ["50KB"]
+[qos.rdma.tc.6]
+sched = "strict"
+"#,
+        );
+        assert_eq!(q.speed, PortSpeed::Gbps(25));
+        assert_eq!(q.trust, Trust::Pcp);
+        assert_eq!(q.lossless, (1 << 3) | (1 << 4));
+        assert_eq!(q.pcp_to_tc, [0, 0, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(q.dscp_to_tc[46], 5);
+        assert_eq!(q.dscp_to_tc[48], 6, "defaults kept");
+        assert_eq!(q.tcs[3].sched, Sched::Dwrr { weight: 4000 });
+        assert_eq!(q.tcs[3].queue_limit, 2 << 20);
+        assert_eq!(
+            q.tcs[3].ecn,
+            Some(EcnProfile {
+                kmin: 100_000,
+                kmax: 400_000,
+                pmax: 0.2
+            })
+        );
+        assert_eq!(q.tcs[3].watermarks, vec![50_000]);
+        assert_eq!(q.tcs[6].sched, Sched::Strict);
+        assert_eq!(q.tcs[0], TcSpec::default());
+    }
+
+    #[test]
+    fn ports_default_to_100g_dscp_trust_and_no_lossless_class() {
+        let q = qos_of("", "");
+        assert_eq!(q, PortQos::default());
+        assert_eq!(qos_of("shaper = false", "").speed, PortSpeed::Unlimited);
+        let config = parse("", "").unwrap();
+        assert_eq!(
+            config.switch_spec().unwrap().qos.buffer_bytes,
+            QosSpec::DEFAULT_BUFFER_BYTES
+        );
+    }
+
+    #[test]
+    fn qos_errors_name_line_and_field() {
+        let cases: [(&str, &str, &str, &str); 9] = [
+            (
+                "speed_gbps = 33",
+                "",
+                "port[0].speed_gbps",
+                "not a supported speed",
+            ),
+            (
+                "qos = \"nope\"",
+                "[qos.rdma]\n",
+                "port[0].qos",
+                "no profile [qos.nope]",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q]\ntrust = \"ip\"\n",
+                "qos.q.trust",
+                "not a trust mode",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q]\nlossless = [8]\n",
+                "qos.q.lossless",
+                "not a traffic class",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q]\ndscp_to_tc = { 64 = 1 }\n",
+                "qos.q.dscp_to_tc.64",
+                "not a code point",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q.tc.9]\n",
+                "qos.q.tc.9",
+                "not a traffic class",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q.tc.1]\necn = { kmin = \"9KB\", kmax = \"1KB\" }\n",
+                "qos.q.tc.1.ecn.kmax",
+                "below kmin",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q.tc.1]\nsched = \"strict\"\nweight = 5\n",
+                "qos.q.tc.1.weight",
+                "strict queue has no weight",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q.tc.1]\nqueue_limit = \"1QB\"\n",
+                "qos.q.tc.1.queue_limit",
+                "unknown unit",
+            ),
+        ];
+        for (port, tables, field, message) in cases {
+            let e = parse(port, tables).expect_err(field);
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(message), "{e}");
+            assert!(e.line > 0, "{e}");
+        }
+    }
+
+    #[test]
+    fn qos_keys_are_switch_mode_only() {
+        let text = "[dataplane]\nmode = \"io\"\n[[port]]\nname = \"p0\"\ndevargs = \"net_null0\"\nspeed_gbps = 100\n";
+        let e = Config::parse(Path::new("io.toml"), text).unwrap_err();
+        assert_eq!(e.field, "port[0].speed_gbps");
+        assert_eq!(e.line, 6);
+    }
 
     #[test]
     fn sizes_take_decimal_and_binary_units() {
