@@ -332,6 +332,16 @@ struct metadata_t {
     bit<20> flow_label;         // IPv6 only, 0 for IPv4
     bit<8>  punt_reason;        // PUNT_*
     bit<8>  drop_reason;        // DROP_*
+    /* Classification (Rust: qos::classify). */
+    bit<1>  trust_pcp;          // qos_trust: 0 DSCP, 1 PCP
+    bit<6>  dscp;
+    bit<3>  pcp;                // of the outer tag, 0 when untagged
+    bit<3>  tc;                 // traffic class = egress queue = PFC priority
+    bit<1>  lossless;           // lossless_tc: never RED- or tail-dropped
+    /* ECN profile of (egress port, tc) (Rust: qos::ecn::EcnCurve). */
+    bit<19> ecn_kmin;
+    bit<19> ecn_kmax;
+    bit<32> ecn_slope;          // pmax * 2^32 / (kmax - kmin), per depth unit
     mac_learn_digest_t learn;
     resolve_digest_t   resolve;
     glean_digest_t     glean;
@@ -918,6 +928,78 @@ control IroncIngress(inout headers_t hdr,
         size = 16384;
     }
 
+    /* -- Classification (Rust: qos::classify, qos::PortQos) ---------- */
+
+    /* Which field gives the traffic class on this port (Rust: qos::Trust). */
+    action trust_dscp() {
+        meta.trust_pcp = 0;
+    }
+
+    action trust_pcp() {
+        meta.trust_pcp = 1;
+    }
+
+    table qos_trust {
+        key = {
+            standard_metadata.ingress_port : exact;
+        }
+        actions = {
+            trust_dscp;
+            trust_pcp;
+        }
+        default_action = trust_dscp();
+        size = 512;
+    }
+
+    action set_tc(bit<3> tc) {
+        meta.tc = tc;
+    }
+
+    /* Rust: PortQos::dscp_to_tc (default DSCP 3 -> 3, 4 -> 4, 48 -> 6,
+     * the rest 0; the control plane installs all 64 per port). */
+    table dscp_to_tc {
+        key = {
+            standard_metadata.ingress_port : exact;
+            meta.dscp                      : exact;
+        }
+        actions = {
+            set_tc;
+        }
+        default_action = set_tc(0);
+        size = 32768;
+    }
+
+    /* Rust: PortQos::pcp_to_tc (default PCP n -> TC n). */
+    table pcp_to_tc {
+        key = {
+            standard_metadata.ingress_port : exact;
+            meta.pcp                       : exact;
+        }
+        actions = {
+            set_tc;
+        }
+        default_action = set_tc(0);
+        size = 4096;
+    }
+
+    /* Rust: PortQos::lossless, a bit per TC of the ingress port. */
+    action set_lossless() {
+        meta.lossless = 1;
+    }
+
+    table lossless_tc {
+        key = {
+            standard_metadata.ingress_port : exact;
+            meta.tc                        : exact;
+        }
+        actions = {
+            set_lossless;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 4096;
+    }
+
     apply {
         meta.ipv4_rewritten = 0;
         meta.switch_mode = 0;
@@ -980,6 +1062,33 @@ control IroncIngress(inout headers_t hdr,
             meta.ether_type = hdr.vlan_outer.ether_type;
             meta.l2_len = 18;
         }
+
+        /* -- Classification ------------------------------------------- */
+        /* Rust: qos::classify, on the frame as it arrived. Trust DSCP
+         * reads IP; a non-IP frame falls back to its tag's PCP, else TC 0.
+         * Trust PCP reads the outer tag (PCP 0 when untagged). */
+        meta.tc = 0;
+        meta.lossless = 0;
+        meta.pcp = 0;
+        if (hdr.vlan_outer.isValid()) {
+            meta.pcp = hdr.vlan_outer.pcp;
+        }
+        qos_trust.apply();
+        if (meta.trust_pcp == 0 && hdr.ipv4.isValid()) {
+            meta.dscp = hdr.ipv4.dscp;
+            dscp_to_tc.apply();
+        } else if (meta.trust_pcp == 0 && hdr.ipv6.isValid()) {
+            meta.dscp = hdr.ipv6.dscp;
+            dscp_to_tc.apply();
+        } else if (meta.trust_pcp == 1 || hdr.vlan_outer.isValid()) {
+            pcp_to_tc.apply();
+        }
+        lossless_tc.apply();
+        /* The egress queue. BMv2 serves priority queues strictly; ironclos's
+         * traffic manager (Rust: qos::tm, qos::dwrr) adds DWRR, byte queue
+         * limits, the shared buffer and the line-rate shaper, none of which
+         * v1model can express. */
+        standard_metadata.priority = meta.tc;
 
         /* -- Port role ------------------------------------------------ */
         if (meta.port_mode == PORT_MODE_ROUTED) {
@@ -1308,6 +1417,31 @@ control IroncEgress(inout headers_t hdr,
         size = 16384;
     }
 
+    /* ECN marking at enqueue (Rust: qos::TrafficManager::enqueue with
+     * qos::ecn::EcnCurve): v1model gives the depth the packet found when it
+     * was enqueued, standard_metadata.enq_qdepth. BMv2 counts it in
+     * packets, Rust in bytes: the control plane installs thresholds in the
+     * unit of its target. The slope is pmax * 2^32 / (kmax - kmin), since P4
+     * cannot divide by a variable. */
+    action set_ecn_profile(bit<19> kmin, bit<19> kmax, bit<32> slope) {
+        meta.ecn_kmin = kmin;
+        meta.ecn_kmax = kmax;
+        meta.ecn_slope = slope;
+    }
+
+    table ecn_profile {
+        key = {
+            standard_metadata.egress_port : exact;
+            meta.tc                       : exact;
+        }
+        actions = {
+            set_ecn_profile;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 4096;
+    }
+
     apply {
         /* `io` packets leave unchanged; punted ones carry packet_in. */
         if (meta.switch_mode == 0 || standard_metadata.egress_port == CPU_PORT) {
@@ -1319,6 +1453,36 @@ control IroncEgress(inout headers_t hdr,
                 && standard_metadata.egress_port == standard_metadata.ingress_port) {
             mark_to_drop(standard_metadata);
             return;
+        }
+        /* ECN: below kmin nothing, at or above kmax always, in between with
+         * probability slope * (depth - kmin) / 2^32. CE only on ECT(0) and
+         * ECT(1); Not-ECT of a lossy class is dropped instead (Rust drop
+         * reason `red_drop`), of a lossless class admitted. */
+        if (ecn_profile.apply().hit) {
+            bit<19> depth = standard_metadata.enq_qdepth;
+            bit<1> congested = 0;
+            if (depth >= meta.ecn_kmax) {
+                congested = 1;
+            } else if (depth >= meta.ecn_kmin) {
+                bit<32> draw;
+                random(draw, 0, 0xffffffff);
+                if (draw < meta.ecn_slope * (bit<32>)(depth - meta.ecn_kmin)) {
+                    congested = 1;
+                }
+            }
+            if (congested == 1) {
+                if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == 1 || hdr.ipv4.ecn == 2)) {
+                    hdr.ipv4.ecn = 3;
+                    meta.ipv4_rewritten = 1;
+                } else if (hdr.ipv6.isValid() && (hdr.ipv6.ecn == 1 || hdr.ipv6.ecn == 2)) {
+                    hdr.ipv6.ecn = 3;
+                } else if (!(hdr.ipv4.isValid() && hdr.ipv4.ecn == 3)
+                        && !(hdr.ipv6.isValid() && hdr.ipv6.ecn == 3)
+                        && meta.lossless == 0) {
+                    mark_to_drop(standard_metadata);
+                    return;
+                }
+            }
         }
         /* Rust: Forwarder::tag_op and SwitchWorker::flood (TagOp). */
         switch (egress_vlan.apply().action_run) {

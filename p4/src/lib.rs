@@ -75,6 +75,17 @@ pub const SWITCH_TABLES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The QoS tables of the `switch` mode (Rust: `dataplane::qos`): classification at ingress and
+/// ECN marking at egress. Queues, scheduling, shaping and the buffer are the traffic manager's,
+/// outside P4.
+pub const QOS_TABLES: &[(&str, &[&str])] = &[
+    ("qos_trust", &["trust_dscp", "trust_pcp"]),
+    ("dscp_to_tc", &["set_tc"]),
+    ("pcp_to_tc", &["set_tc"]),
+    ("lossless_tc", &["set_lossless"]),
+    ("ecn_profile", &["set_ecn_profile"]),
+];
+
 /// Tables the `switch` mode needs beyond [`SWITCH_TABLES`], for state the Rust forwarder keeps
 /// in plain fields rather than in a table: the VRF of an L3 interface (`InterfaceSpec::vrf`) and
 /// whether a VLAN leaves a port tagged (`Forwarder::egress_tagged`).
@@ -1244,6 +1255,7 @@ mod tests {
     fn switch_tables_check_clean() {
         assert_eq!(schema().check_names(SWITCH_TABLES), Ok(()));
         assert_eq!(schema().check_names(SWITCH_SUPPORT_TABLES), Ok(()));
+        assert_eq!(schema().check_names(QOS_TABLES), Ok(()));
     }
 
     /// Each listed table names exactly the actions the P4 table lists (`NoAction` aside), and
@@ -1255,6 +1267,7 @@ mod tests {
             .iter()
             .chain(SWITCH_TABLES)
             .chain(SWITCH_SUPPORT_TABLES)
+            .chain(QOS_TABLES)
             .copied()
             .collect();
         for &(name, actions) in &listed {

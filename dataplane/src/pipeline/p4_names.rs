@@ -47,6 +47,13 @@ pub const NEXTHOP: (&str, &[&str]) = (
     "nexthop",
     &["rewrite_to_port", "rewrite_to_vlan", "resolve_nexthop"],
 );
+/// Classification (`qos::classify`): the trust mode, the two maps and the lossless set.
+pub const QOS_TRUST: (&str, &[&str]) = ("qos_trust", &["trust_dscp", "trust_pcp"]);
+pub const DSCP_TO_TC: (&str, &[&str]) = ("dscp_to_tc", &["set_tc"]);
+pub const PCP_TO_TC: (&str, &[&str]) = ("pcp_to_tc", &["set_tc"]);
+pub const LOSSLESS_TC: (&str, &[&str]) = ("lossless_tc", &["set_lossless"]);
+/// ECN marking at enqueue (`qos::ecn::EcnCurve` in `qos::TrafficManager::enqueue`).
+pub const ECN_PROFILE: (&str, &[&str]) = ("ecn_profile", &["set_ecn_profile"]);
 /// io mode's port pairs.
 pub const IO_FORWARD: (&str, &[&str]) = ("io_forward", &["forward", "drop_packet"]);
 
@@ -62,6 +69,11 @@ pub const TABLES: &[(&str, &[&str])] = &[
     ECMP_GROUP,
     NEXTHOP,
     IO_FORWARD,
+    QOS_TRUST,
+    DSCP_TO_TC,
+    PCP_TO_TC,
+    LOSSLESS_TC,
+    ECN_PROFILE,
 ];
 
 #[cfg(test)]
@@ -78,7 +90,7 @@ mod tests {
 
     #[test]
     fn every_switch_table_of_the_p4_program_is_implemented() {
-        for (table, _) in p4::SWITCH_TABLES {
+        for (table, _) in p4::SWITCH_TABLES.iter().chain(p4::QOS_TABLES) {
             assert!(
                 super::TABLES.iter().any(|(t, _)| t == table),
                 "P4 table {table} has no Rust counterpart"
