@@ -3804,6 +3804,14 @@ port = "tr"
         let spec = leaf.switch_spec().expect("leaf is in switch mode");
         let names: Vec<&str> = leaf.ports.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["eth1", "eth2", "eth3", "eth49", "eth50"]);
+        let rdma = &spec.qos.ports[0];
+        assert_eq!(rdma.lossless, 1 << 3);
+        assert_eq!(rdma.dscp_to_tc[26], 3);
+        assert_eq!(rdma.tcs[6].sched, dataplane::qos::Sched::Strict);
+        assert_eq!(
+            spec.qos.ports[3].speed,
+            dataplane::qos::PortSpeed::Gbps(400)
+        );
         assert_eq!(
             spec.ports,
             vec![

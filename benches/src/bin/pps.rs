@@ -376,9 +376,14 @@ fn write_v6_routes(path: &Path, count: u32) -> std::io::Result<()> {
     out.flush()
 }
 
+/// The QoS case's profile: ECN (RED) on TC 0, which the trace's DSCP 0 maps to.
+const QOS_PROFILE: &str =
+    "[qos.bench]\n[qos.bench.tc.0]\necn = { kmin = \"100KB\", kmax = \"400KB\", pmax = 0.2 }\n";
+
 /// Config body of the switch-mode L3 cases: a routed ingress port, four routed uplinks to
-/// static neighbours in one ECMP group, default routes, and a route file.
-fn l3_body(input: &str, routes: &Path) -> String {
+/// static neighbours in one ECMP group, default routes, and a route file. With `qos`, every
+/// port takes `QOS_PROFILE` and an unlimited shaper (the "QoS path" case).
+fn l3_body(input: &str, routes: &Path, qos: bool) -> String {
     // Top-level keys must precede every [table] in TOML: run_ironclos puts this line first.
     let route_files = format!("route_files = [\"{}\"]\n", routes.display());
     let mut body = String::new();
@@ -396,18 +401,26 @@ fn l3_body(input: &str, routes: &Path) -> String {
             i + 1
         );
     }
+    let port_qos = if qos {
+        "qos = \"bench\"\nshaper = false\n"
+    } else {
+        ""
+    };
     let _ = write!(
         body,
-        "[[port]]\nname = \"in\"\ndevargs = \"{input}\"\nipv4 = [\"10.0.1.254/24\"]\nipv6 = [\"2001:db8:1::fffe/64\"]\n"
+        "[[port]]\nname = \"in\"\ndevargs = \"{input}\"\nipv4 = [\"10.0.1.254/24\"]\nipv6 = [\"2001:db8:1::fffe/64\"]\n{port_qos}"
     );
     for i in 0..4 {
         let _ = write!(
             body,
-            "[[port]]\nname = \"up{}\"\ndevargs = \"net_null{},no-rx=1\"\nipv4 = [\"10.255.0.{}/31\"]\n",
+            "[[port]]\nname = \"up{}\"\ndevargs = \"net_null{},no-rx=1\"\nipv4 = [\"10.255.0.{}/31\"]\n{port_qos}",
             i + 1,
             i + 1,
             2 * i + 1
         );
+    }
+    if qos {
+        body.push_str(QOS_PROFILE);
     }
     route_files + "\n" + &body
 }
@@ -525,7 +538,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                 ironclos: Runner::Ironclos {
                     mode: "switch",
                     router: TRACE_DST_MAC,
-                    body: l3_body(&input, &v4_routes),
+                    body: l3_body(&input, &v4_routes, false),
                 },
                 reference_name: "c-l3",
                 reference: c(C_L3FWD, input.clone(), routes_arg.clone()),
@@ -538,11 +551,26 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
             ironclos: Runner::Ironclos {
                 mode: "switch",
                 router: TRACE_DST_MAC,
-                body: l3_body(&pcap_input(&v6_8k), &v6_routes),
+                body: l3_body(&pcap_input(&v6_8k), &v6_routes, false),
             },
             reference_name: "c-l3 (v4, same v4 route table)",
             reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
             aim: Some(0.50),
+        });
+        cases.push(Case {
+            section: "switch",
+            name: format!(
+                "QoS L3v4 {}k routes ECMP4 8192 flows, ECN, unshaped",
+                options.v4_routes / 1000
+            ),
+            ironclos: Runner::Ironclos {
+                mode: "switch",
+                router: TRACE_DST_MAC,
+                body: l3_body(&pcap_input(&l3_8k), &v4_routes, true),
+            },
+            reference_name: "c-l3",
+            reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
+            aim: Some(0.45),
         });
     }
     Ok(cases)
