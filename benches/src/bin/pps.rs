@@ -58,7 +58,7 @@ fn parse_options() -> Result<Options, String> {
         rounds: 5,
         seconds: 3.0,
         burst: 32,
-        out: PathBuf::from("bench-results"),
+        out: std::path::absolute("bench-results").unwrap_or_else(|_| "bench-results".into()),
         force_no_huge: false,
         only: None,
         v4_routes: 1_000_000,
@@ -80,7 +80,12 @@ fn parse_options() -> Result<Options, String> {
                     .map_err(|_| "--seconds: not a number")?
             }
             "--burst" => options.burst = number(value("--burst")?, "--burst")? as u32,
-            "--out" => options.out = PathBuf::from(value("--out")?),
+            // Absolute, because route files in generated configs resolve against the config's
+            // directory.
+            "--out" => {
+                options.out = std::path::absolute(value("--out")?)
+                    .map_err(|e| format!("--out: {e}"))?
+            }
             "--no-huge" => options.force_no_huge = true,
             "--v4-routes" => {
                 options.v4_routes = number(value("--v4-routes")?, "--v4-routes")? as u32
