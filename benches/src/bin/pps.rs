@@ -83,8 +83,8 @@ fn parse_options() -> Result<Options, String> {
             // Absolute, because route files in generated configs resolve against the config's
             // directory.
             "--out" => {
-                options.out = std::path::absolute(value("--out")?)
-                    .map_err(|e| format!("--out: {e}"))?
+                options.out =
+                    std::path::absolute(value("--out")?).map_err(|e| format!("--out: {e}"))?
             }
             "--no-huge" => options.force_no_huge = true,
             "--v4-routes" => {

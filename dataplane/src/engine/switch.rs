@@ -17,7 +17,7 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{ControlRequest, Forwarder, ForwarderError, TagOp, Verdict};
-use crate::qos::{self, Admission, CPU_PORT, PortQos, PortSpeed, TmCounters, TrafficManager};
+use crate::qos::{self, Admission, CPU_PORT, LineRate, PortQos, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -224,7 +224,11 @@ impl SwitchWorker {
             .collect();
         let mut exhausted = vec![false; ports];
         let mut link_free: Vec<Picos> = vec![0; ports];
-        let speeds: Vec<PortSpeed> = self.port_qos.iter().map(|q| q.speed).collect();
+        let speeds: Vec<LineRate> = self
+            .port_qos
+            .iter()
+            .map(|q| LineRate::new(q.speed))
+            .collect();
         let mut burst = MbufBurst::new();
         let mut now: Picos = 0;
         while !self.stop.is_requested() {

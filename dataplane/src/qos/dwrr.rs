@@ -7,8 +7,8 @@ use super::{Sched, TC_COUNT};
 
 #[derive(Debug, Clone)]
 pub struct PortScheduler {
-    /// Strict TCs, highest first.
-    strict: Vec<u8>,
+    /// Bit n: TC n is strict.
+    strict: u8,
     /// Quantum in bytes for DWRR TCs, 0 for strict ones.
     quantum: [u64; TC_COUNT],
     deficit: [u64; TC_COUNT],
@@ -18,14 +18,12 @@ pub struct PortScheduler {
 
 impl PortScheduler {
     pub fn new(scheds: &[Sched; TC_COUNT]) -> PortScheduler {
-        let mut strict: Vec<u8> = (0..TC_COUNT as u8)
-            .filter(|&tc| scheds[usize::from(tc)] == Sched::Strict)
-            .collect();
-        strict.reverse();
+        let mut strict = 0u8;
         let mut quantum = [0u64; TC_COUNT];
         for (tc, sched) in scheds.iter().enumerate() {
-            if let Sched::Dwrr { weight } = sched {
-                quantum[tc] = u64::from((*weight).max(1));
+            match sched {
+                Sched::Strict => strict |= 1 << tc,
+                Sched::Dwrr { weight } => quantum[tc] = u64::from((*weight).max(1)),
             }
         }
         PortScheduler {
@@ -45,54 +43,59 @@ impl PortScheduler {
         }
     }
 
-    /// Picks the TC whose head frame goes next. `heads[tc]` is the head frame's length when the
-    /// queue may send now (non-empty and not paused).
+    /// Picks the TC whose head frame goes next among `eligible` (bit n: TC n may send now:
+    /// non-empty, not paused); `head(tc)` is the length of that TC's head frame.
     #[inline]
-    pub fn choose(&mut self, heads: &[Option<u32>; TC_COUNT]) -> Option<u8> {
-        for &tc in &self.strict {
-            if heads[usize::from(tc)].is_some() {
-                return Some(tc);
-            }
+    pub fn choose(&mut self, eligible: u8, head: impl Fn(usize) -> u32) -> Option<u8> {
+        let strict = eligible & self.strict;
+        if strict != 0 {
+            return Some(7 - strict.leading_zeros() as u8);
         }
-        self.choose_dwrr(heads)
+        self.choose_dwrr(eligible, head)
     }
 
-    fn choose_dwrr(&mut self, heads: &[Option<u32>; TC_COUNT]) -> Option<u8> {
-        let quantum = self.quantum;
-        let eligible = |tc: usize| quantum[tc] > 0 && heads[tc].is_some();
-        if !(0..TC_COUNT).any(eligible) {
+    #[inline]
+    fn choose_dwrr(&mut self, eligible: u8, head: impl Fn(usize) -> u32) -> Option<u8> {
+        if eligible == 0 {
             return None;
         }
         if let Some(tc) = self.current
-            && let Some(tc) = self.try_send(tc, heads)
+            && eligible & (1 << tc) != 0
+            && let Some(tc) = self.try_send(tc, &head)
         {
             return Some(tc);
         }
-        // Visit the others in cyclic TC order; after one fruitless cycle, skip the rounds in
-        // which nobody could send (each would only add a quantum to every deficit).
-        let start = self.current.map_or(0, |c| usize::from(c) + 1);
+        // Visit the others in cyclic TC order after the current one; after one fruitless
+        // cycle, skip the rounds in which nobody could send (each would only add a quantum to
+        // every deficit).
+        let start = self
+            .current
+            .map_or(0, |c| (u32::from(c) + 1) % TC_COUNT as u32);
+        let order = eligible.rotate_right(start);
         for pass in 0..2 {
-            for step in 0..TC_COUNT {
-                let tc = (start + step) % TC_COUNT;
-                if !eligible(tc) {
-                    continue;
-                }
-                self.deficit[tc] += self.quantum[tc];
-                self.current = Some(tc as u8);
-                if let Some(tc) = self.try_send(tc as u8, heads) {
+            let mut rest = order;
+            while rest != 0 {
+                let tc = ((rest.trailing_zeros() + start) % TC_COUNT as u32) as u8;
+                rest &= rest - 1;
+                self.deficit[usize::from(tc)] += self.quantum[usize::from(tc)];
+                self.current = Some(tc);
+                if let Some(tc) = self.try_send(tc, &head) {
                     return Some(tc);
                 }
             }
             if pass == 0 {
-                let rounds = (0..TC_COUNT)
-                    .filter(|&tc| eligible(tc))
-                    .map(|tc| {
-                        let head = u64::from(heads[tc].unwrap_or(0));
-                        (head - self.deficit[tc]).div_ceil(self.quantum[tc])
-                    })
-                    .min()
-                    .unwrap_or(1);
-                for tc in (0..TC_COUNT).filter(|&tc| eligible(tc)) {
+                let mut rounds = u64::MAX;
+                let mut rest = eligible;
+                while rest != 0 {
+                    let tc = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    let need = u64::from(head(tc)) - self.deficit[tc];
+                    rounds = rounds.min(need.div_ceil(self.quantum[tc]));
+                }
+                let mut rest = eligible;
+                while rest != 0 {
+                    let tc = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
                     self.deficit[tc] += rounds.saturating_sub(1) * self.quantum[tc];
                 }
             }
@@ -101,11 +104,11 @@ impl PortScheduler {
     }
 
     #[inline]
-    fn try_send(&mut self, tc: u8, heads: &[Option<u32>; TC_COUNT]) -> Option<u8> {
+    fn try_send(&mut self, tc: u8, head: &impl Fn(usize) -> u32) -> Option<u8> {
         let index = usize::from(tc);
-        let head = u64::from(heads[index]?);
-        if head <= self.deficit[index] {
-            self.deficit[index] -= head;
+        let len = u64::from(head(index));
+        if len <= self.deficit[index] {
+            self.deficit[index] -= len;
             Some(tc)
         } else {
             None
@@ -121,11 +124,17 @@ mod tests {
         weights.map(|weight| Sched::Dwrr { weight })
     }
 
+    /// The scheduler's inputs from a per-TC array of head lengths.
+    fn pick(sched: &mut PortScheduler, heads: &[Option<u32>; TC_COUNT]) -> Option<u8> {
+        let eligible = (0..TC_COUNT).fold(0u8, |m, tc| m | (u8::from(heads[tc].is_some()) << tc));
+        sched.choose(eligible, |tc| heads[tc].expect("eligible"))
+    }
+
     /// Always-backlogged queues with fixed frame sizes: bytes served per TC.
     fn serve(sched: &mut PortScheduler, sizes: [Option<u32>; TC_COUNT], frames: usize) -> [u64; 8] {
         let mut bytes = [0u64; TC_COUNT];
         for _ in 0..frames {
-            let tc = sched.choose(&sizes).expect("backlogged");
+            let tc = pick(sched, &sizes).expect("backlogged");
             bytes[usize::from(tc)] += u64::from(sizes[usize::from(tc)].unwrap());
         }
         bytes
@@ -156,22 +165,22 @@ mod tests {
         scheds[5] = Sched::Strict;
         let mut sched = PortScheduler::new(&scheds);
         let mut heads = [Some(100u32); TC_COUNT];
-        assert_eq!(sched.choose(&heads), Some(6));
+        assert_eq!(pick(&mut sched, &heads), Some(6));
         heads[6] = None;
-        assert_eq!(sched.choose(&heads), Some(5));
+        assert_eq!(pick(&mut sched, &heads), Some(5));
         heads[5] = None;
-        let tc = sched.choose(&heads).unwrap();
+        let tc = pick(&mut sched, &heads).unwrap();
         assert!(tc != 5 && tc != 6);
     }
 
     #[test]
     fn empty_and_paused_queues_are_skipped() {
         let mut sched = PortScheduler::new(&dwrr([1500; TC_COUNT]));
-        assert_eq!(sched.choose(&[None; TC_COUNT]), None);
+        assert_eq!(pick(&mut sched, &[None; TC_COUNT]), None);
         let mut heads = [None; TC_COUNT];
         heads[3] = Some(60);
         for _ in 0..100 {
-            assert_eq!(sched.choose(&heads), Some(3));
+            assert_eq!(pick(&mut sched, &heads), Some(3));
         }
     }
 
@@ -181,15 +190,15 @@ mod tests {
         let mut sched = PortScheduler::new(&dwrr([1500, 1500, 1, 1, 1, 1, 1, 1]));
         let mut heads = [None; TC_COUNT];
         heads[0] = Some(100);
-        sched.choose(&heads);
+        pick(&mut sched, &heads);
         sched.queue_emptied(0);
         heads[0] = None;
         heads[1] = Some(1500);
         for _ in 0..10 {
-            assert_eq!(sched.choose(&heads), Some(1));
+            assert_eq!(pick(&mut sched, &heads), Some(1));
         }
         heads[0] = Some(1500);
-        let order: Vec<u8> = (0..6).map(|_| sched.choose(&heads).unwrap()).collect();
+        let order: Vec<u8> = (0..6).map(|_| pick(&mut sched, &heads).unwrap()).collect();
         assert_eq!(order.iter().filter(|&&t| t == 0).count(), 3, "{order:?}");
     }
 }

@@ -9,7 +9,7 @@
 
 use super::dwrr::PortScheduler;
 use super::ecn::{self, EcnCurve, MarkRng};
-use super::{PortSpeed, QosSpec, TC_COUNT};
+use super::{LineRate, QosSpec, TC_COUNT};
 use crate::clock::Picos;
 use crate::counters::{Counter, DropReason};
 use std::sync::Arc;
@@ -119,11 +119,13 @@ struct TcConfig {
 }
 
 struct EgressPort {
-    speed: PortSpeed,
+    rate: LineRate,
     lossless: u8,
     tcs: [TcConfig; TC_COUNT],
     scheduler: PortScheduler,
     queues: [Queue; TC_COUNT],
+    /// Bit n: queue n holds frames.
+    nonempty: u8,
     /// Bytes held per TC, the in-flight frame included.
     depth: [u64; TC_COUNT],
     marking: [bool; TC_COUNT],
@@ -162,7 +164,7 @@ impl<P> TrafficManager<P> {
             .ports
             .iter()
             .map(|q| EgressPort {
-                speed: q.speed,
+                rate: LineRate::new(q.speed),
                 lossless: q.lossless,
                 tcs: std::array::from_fn(|tc| {
                     let t = &q.tcs[tc];
@@ -180,6 +182,7 @@ impl<P> TrafficManager<P> {
                     head: NIL,
                     tail: NIL,
                 }; TC_COUNT],
+                nonempty: 0,
                 depth: [0; TC_COUNT],
                 marking: [false; TC_COUNT],
                 in_flight: None,
@@ -314,6 +317,7 @@ impl<P> TrafficManager<P> {
             self.slots[queue.tail as usize].next = slot;
         }
         queue.tail = slot;
+        port.nonempty |= 1 << t;
         self.hold(now, e, t, usize::from(ingress), u64::from(len));
         let counters = &self.counters.queues[e][t];
         counters.enqueued_packets.add(1);
@@ -538,8 +542,7 @@ impl<P> TrafficManager<P> {
             return;
         };
         port.free_at = frame.end;
-        let queued = port.queues.iter().any(|q| q.head != NIL);
-        if queued {
+        if port.nonempty != 0 {
             port.decision_at = Some(frame.end);
         } else {
             self.active &= !(1 << e);
@@ -556,11 +559,12 @@ impl<P> TrafficManager<P> {
     fn choose(&mut self, e: usize, at: Picos) -> Option<P> {
         let port = &mut self.ports[e];
         port.decision_at = None;
-        let heads: [Option<u32>; TC_COUNT] = std::array::from_fn(|t| {
-            let head = port.queues[t].head;
-            (head != NIL).then(|| self.slots[head as usize].len)
-        });
-        let Some(tc) = port.scheduler.choose(&heads) else {
+        let slots = &self.slots;
+        let queues = &port.queues;
+        let chosen = port
+            .scheduler
+            .choose(port.nonempty, |t| slots[queues[t].head as usize].len);
+        let Some(tc) = chosen else {
             self.active &= !(1 << e);
             return None;
         };
@@ -570,6 +574,7 @@ impl<P> TrafficManager<P> {
         port.queues[t].head = slot.next;
         if slot.next == NIL {
             port.queues[t].tail = NIL;
+            port.nonempty &= !(1 << t);
             port.scheduler.queue_emptied(tc);
         }
         let packet = slot.packet.take();
@@ -580,7 +585,7 @@ impl<P> TrafficManager<P> {
             tc,
             ingress,
             len,
-            end: at + port.speed.wire_time(len),
+            end: at + port.rate.wire_time(len),
         });
         packet
     }
@@ -613,6 +618,7 @@ impl<P> TrafficManager<P> {
                 dropped += 1;
             }
             self.ports[e].queues[t].tail = NIL;
+            self.ports[e].nonempty &= !(1 << t);
             self.ports[e].scheduler.queue_emptied(t as u8);
         }
         if self.ports[e].in_flight.is_none() {

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::qos::ecn::{CE, ECT0, ECT1, NOT_ECT};
-use crate::qos::{EcnProfile, PortQos, Sched};
+use crate::qos::{EcnProfile, PortQos, PortSpeed, Sched};
 use crate::wire::checksum;
 
 /// An Ethernet + IPv4 frame of `len` bytes with the given ECN codepoint; byte 40 tags it.
