@@ -90,6 +90,7 @@ fn leaf_spec() -> SwitchSpec {
     ];
     spec.groups = vec![GroupSpec {
         members: vec![(0, 1), (1, 1)],
+        balance: Default::default(),
     }];
     spec.routes = vec![
         RouteSpec {
