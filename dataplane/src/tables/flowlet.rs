@@ -390,6 +390,9 @@ struct MemberLoad {
     dre_at: Picos,
     /// The cumulative byte count last folded into `dre`.
     seen: u64,
+    /// Load (queued + `dre`) as read at `GroupBalancer::snapshot_at`, plus the bytes this
+    /// group has sent to the member since.
+    snapshot: u64,
 }
 
 /// SplitMix64: the random source of `random` choice, seeded from the config.
@@ -415,6 +418,11 @@ pub struct GroupBalancer {
     table: FlowletTable,
     rng: SplitMix,
     loads: Vec<MemberLoad>,
+    /// When the members' loads were last read (`Picos::MAX`: never). Choices at the same
+    /// instant (one RX burst in live mode; frames arriving together in replay) reuse that
+    /// reading plus the group's own bytes since, so a burst of new flowlets reads the
+    /// counters once and still spreads.
+    snapshot_at: Picos,
     /// Member index by nexthop id (`u16::MAX`: not a member), for counting bytes in `hash`
     /// mode where the bucket table names the nexthop.
     index_of: Box<[u16]>,
@@ -463,8 +471,10 @@ impl GroupBalancer {
                     dre: 0,
                     dre_at: 0,
                     seen: 0,
+                    snapshot: 0,
                 })
                 .collect(),
+            snapshot_at: Picos::MAX,
             index_of,
             counters: Arc::new(BalanceCounters::new(members.len())),
             record_events,
@@ -515,6 +525,9 @@ impl GroupBalancer {
             }
         };
         self.count(index as usize, len);
+        if let Some(load) = self.loads.get_mut(index as usize) {
+            load.snapshot += u64::from(len);
+        }
         Some(ecmp.members()[index as usize].id)
     }
 
@@ -549,8 +562,8 @@ impl GroupBalancer {
         self.new_flowlet(ecmp, hash, previous, forced, now, egress)
     }
 
-    /// Starts a flowlet: picks its member, records it, counts it.
-    #[cold]
+    /// Starts a flowlet: picks its member, records it, counts it. Not marked cold: with many
+    /// flows at a high packet rate nearly every packet starts a flowlet.
     #[inline(never)]
     fn new_flowlet(
         &mut self,
@@ -619,7 +632,44 @@ impl GroupBalancer {
         if n == 0 {
             return None;
         }
-        // Refresh every member's recent-bytes estimate, so each is decayed to `now`.
+        if now != self.snapshot_at {
+            self.refresh_loads(now, egress);
+        }
+        let avoid_marking = self.spec.avoid_ecn
+            && members
+                .iter()
+                .zip(&self.loads)
+                .any(|(m, l)| m.up && !l.port.is_some_and(|p| egress.marking(p)));
+        // Start at the previous member (ties keep it), else at a member picked by hash bits
+        // that the bucket index does not use.
+        let start = previous.map_or((hash >> 16) as usize % n, |p| p as usize % n);
+        let mut best: Option<(usize, u64, u32)> = None;
+        for k in 0..n {
+            let i = (start + k) % n;
+            let (member, load) = (&members[i], &self.loads[i]);
+            if !member.up {
+                continue;
+            }
+            if avoid_marking && load.port.is_some_and(|p| egress.marking(p)) {
+                continue;
+            }
+            let bytes = load.snapshot;
+            // bytes_i / weight_i < bytes_b / weight_b, exactly.
+            let better = best.is_none_or(|(_, b_bytes, b_weight)| {
+                u128::from(bytes) * u128::from(b_weight)
+                    < u128::from(b_bytes) * u128::from(member.weight)
+            });
+            if better {
+                best = Some((i, bytes, member.weight));
+            }
+        }
+        best.map(|(i, _, _)| i as u32)
+    }
+
+    /// Reads every member's load at `now`: its port's queued bytes plus its recent-bytes
+    /// estimate, decayed to `now`.
+    fn refresh_loads(&mut self, now: Picos, egress: &EgressLoad) {
+        self.snapshot_at = now;
         for (i, load) in self.loads.iter_mut().enumerate() {
             let total = match load.port {
                 Some(port) => egress.transmitted_bytes(port),
@@ -640,37 +690,9 @@ impl GroupBalancer {
             }
             load.dre += total.saturating_sub(load.seen);
             load.seen = total;
-        }
-        let avoid_marking = self.spec.avoid_ecn
-            && members
-                .iter()
-                .zip(&self.loads)
-                .any(|(m, l)| m.up && !l.port.is_some_and(|p| egress.marking(p)));
-        // Start at the previous member (ties keep it), else at a member picked by hash bits
-        // that the bucket index does not use.
-        let start = previous.map_or((hash >> 16) as usize % n, |p| p as usize % n);
-        let mut best: Option<(usize, u64, u32)> = None;
-        for k in 0..n {
-            let i = (start + k) % n;
-            let (member, load) = (&members[i], &self.loads[i]);
-            if !member.up {
-                continue;
-            }
-            if avoid_marking && load.port.is_some_and(|p| egress.marking(p)) {
-                continue;
-            }
             let queued = load.port.map_or(0, |p| egress.queued_bytes(p));
-            let bytes = queued.saturating_add(load.dre);
-            // bytes_i / weight_i < bytes_b / weight_b, exactly.
-            let better = best.is_none_or(|(_, b_bytes, b_weight)| {
-                u128::from(bytes) * u128::from(b_weight)
-                    < u128::from(b_bytes) * u128::from(member.weight)
-            });
-            if better {
-                best = Some((i, bytes, member.weight));
-            }
+            load.snapshot = queued.saturating_add(load.dre);
         }
-        best.map(|(i, _, _)| i as u32)
     }
 }
 

@@ -274,7 +274,7 @@ fn avoid_ecn_skips_marking_members_unless_all_mark() {
     assert_eq!(avoiding.select(&ecmp, 1, 100, 1_000 * US, &view), Some(11));
     // Both marking: the least loaded again.
     counters.queues[1][3].depth_bytes.set(10_000);
-    assert_eq!(avoiding.select(&ecmp, 2, 100, 1_000 * US, &view), Some(10));
+    assert_eq!(avoiding.select(&ecmp, 2, 100, 1_001 * US, &view), Some(10));
 }
 
 #[test]
@@ -312,4 +312,28 @@ fn too_many_members_for_a_balanced_group_are_refused() {
         GroupBalancer::new(flowlet_spec(PathChoice::Random), 0, &ecmp, &[], 0, false).unwrap_err();
     assert_eq!(err, FlowletError::TooManyMembers(MAX_BALANCED_MEMBERS + 1));
     assert!(GroupBalancer::new(BalanceSpec::default(), 0, &ecmp, &[], 0, false).is_ok());
+}
+
+#[test]
+fn new_flowlets_at_one_instant_read_the_loads_once_and_count_their_own_bytes() {
+    let ecmp = group(&[1, 1, 1, 1]);
+    let (counters, view) = egress(&[0, 0, 0, 0]);
+    let mut b = balancer(flowlet_spec(PathChoice::LeastLoaded), &ecmp);
+    let now = 1_000 * US;
+    // Four new flows at the same instant: each sees the bytes of those before it, so they
+    // take four different members.
+    let mut chosen: Vec<u32> = (0..4u32)
+        .map(|f| b.select(&ecmp, f * 7919, 1000, now, &view).unwrap())
+        .collect();
+    chosen.sort_unstable();
+    assert_eq!(chosen, vec![10, 11, 12, 13]);
+    // (Slots 0, 751, 478 and 205 of 1024; the next two flows use slots 1 and 2.)
+    // A counter change at the same instant is not read again: the fifth flow sees four equal
+    // loads (1000 each) and keeps to its start; a picosecond later the change counts.
+    for port in 0..3 {
+        counters.queues[port][0].depth_bytes.set(50_000);
+    }
+    let fifth = b.select(&ecmp, 5 << 16 | 1, 1000, now, &view).unwrap();
+    assert_eq!(fifth, 10 + 5 % 4, "ties go to the hash's start member");
+    assert_eq!(b.select(&ecmp, 6 << 16 | 2, 1000, now + 1, &view), Some(13));
 }
