@@ -54,6 +54,14 @@ pub const PCP_TO_TC: (&str, &[&str]) = ("pcp_to_tc", &["set_tc"]);
 pub const LOSSLESS_TC: (&str, &[&str]) = ("lossless_tc", &["set_lossless"]);
 /// ECN marking at enqueue (`qos::ecn::EcnCurve` in `qos::TrafficManager::enqueue`).
 pub const ECN_PROFILE: (&str, &[&str]) = ("ecn_profile", &["set_ecn_profile"]);
+/// A group's balancing (`tables::flowlet::BalanceMode`, `Forwarder::balancers`).
+pub const ECMP_BALANCE: (&str, &[&str]) = (
+    "ecmp_balance",
+    &["balance_hash", "balance_flowlet", "balance_per_packet"],
+);
+/// The flowlet table's entry fields as P4 registers (`tables::flowlet::FlowletTable`: the
+/// entry's `last_seen` and `flowlet_id`; the member is the selector's pick for the id).
+pub const FLOWLET_REGISTERS: &[&str] = &["flowlet_last_seen", "flowlet_id"];
 /// io mode's port pairs.
 pub const IO_FORWARD: (&str, &[&str]) = ("io_forward", &["forward", "drop_packet"]);
 
@@ -74,6 +82,7 @@ pub const TABLES: &[(&str, &[&str])] = &[
     PCP_TO_TC,
     LOSSLESS_TC,
     ECN_PROFILE,
+    ECMP_BALANCE,
 ];
 
 #[cfg(test)]
@@ -89,8 +98,17 @@ mod tests {
     }
 
     #[test]
+    fn flowlet_registers_are_the_p4_programs() {
+        assert_eq!(super::FLOWLET_REGISTERS, p4::FLOWLET_REGISTERS);
+    }
+
+    #[test]
     fn every_switch_table_of_the_p4_program_is_implemented() {
-        for (table, _) in p4::SWITCH_TABLES.iter().chain(p4::QOS_TABLES) {
+        for (table, _) in p4::SWITCH_TABLES
+            .iter()
+            .chain(p4::QOS_TABLES)
+            .chain(p4::FLOWLET_TABLES)
+        {
             assert!(
                 super::TABLES.iter().any(|(t, _)| t == table),
                 "P4 table {table} has no Rust counterpart"
