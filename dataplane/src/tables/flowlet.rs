@@ -19,9 +19,11 @@
 //!
 //! # Choosing a member for a new flowlet
 //!
-//! * `random` (LetFlow): a draw from a seeded SplitMix64 indexes the group's resilient bucket
-//!   table, so the draw honours weights and skips members that are down. Seeded from the
-//!   config: the same trace gives the same choices.
+//! * `random` (LetFlow): a pseudo-random draw indexes the group's resilient bucket table, so
+//!   the draw honours weights and skips members that are down. The draw mixes the flow hash,
+//!   the new flowlet's id (per packet: a packet count) and a seed from the config, as the P4
+//!   program hashes the flow and its flowlet id into the member selector: the same trace gives
+//!   the same choices, and no generator state chains one packet's draw to the previous one's.
 //! * `least-loaded` (CONGA-like, local information only): each live member's load is the
 //!   bytes held in its egress port's queues (all traffic classes) plus a decaying estimate of
 //!   the bytes that port recently transmitted (a DRE, halved every `DRE_HALF_LIFE`), divided
@@ -395,19 +397,17 @@ struct MemberLoad {
     snapshot: u64,
 }
 
-/// SplitMix64: the random source of `random` choice, seeded from the config.
-#[derive(Debug, Clone)]
-struct SplitMix(u64);
-
-impl SplitMix {
-    #[inline]
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
+/// The draw of `random` choice: MurmurHash3's 32-bit finaliser over the flow hash, the seed and
+/// a salt that differs per flowlet (or per packet), spread by the golden ratio so consecutive
+/// salts land far apart.
+#[inline]
+fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
+    let mut h = hash ^ seed ^ salt.wrapping_mul(0x9e37_79b9);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
 }
 
 /// The balancing state of one ECMP group.
@@ -416,7 +416,10 @@ pub struct GroupBalancer {
     spec: BalanceSpec,
     group: u32,
     table: FlowletTable,
-    rng: SplitMix,
+    /// Seed of `random` draws (from the config, different per group).
+    seed: u32,
+    /// Packets placed in `per-packet` mode (the salt of their draws).
+    placed: u32,
     loads: Vec<MemberLoad>,
     /// When the members' loads were last read (`Picos::MAX`: never). Choices at the same
     /// instant (one RX burst in live mode; frames arriving together in replay) reuse that
@@ -464,7 +467,8 @@ impl GroupBalancer {
             group,
             table,
             // Each group draws its own sequence from the one seed.
-            rng: SplitMix(seed ^ u64::from(group).wrapping_mul(0x2545_f491_4f6c_dd1d)),
+            seed: draw(seed as u32 ^ (seed >> 32) as u32, group, 0x5eed),
+            placed: 0,
             loads: (0..members.len())
                 .map(|i| MemberLoad {
                     port: member_ports.get(i).copied().flatten(),
@@ -521,7 +525,8 @@ impl GroupBalancer {
             BalanceMode::Flowlet => self.select_flowlet(ecmp, hash, now, egress)?,
             BalanceMode::PerPacket => {
                 self.counters.flowlets.add(1);
-                self.choose(ecmp, hash, None, now, egress)?
+                self.placed = self.placed.wrapping_add(1);
+                self.choose(ecmp, hash, self.placed, None, now, egress)?
             }
         };
         self.count(index as usize, len);
@@ -562,9 +567,9 @@ impl GroupBalancer {
         self.new_flowlet(ecmp, hash, previous, forced, now, egress)
     }
 
-    /// Starts a flowlet: picks its member, records it, counts it. Not marked cold: with many
+    /// Starts a flowlet: picks its member, records it, counts it. Inlined, not cold: with many
     /// flows at a high packet rate nearly every packet starts a flowlet.
-    #[inline(never)]
+    #[inline]
     fn new_flowlet(
         &mut self,
         ecmp: &EcmpGroup,
@@ -574,11 +579,15 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<u32> {
-        let member = self.choose(ecmp, hash, previous, now, egress)?;
+        let salt = self.table.flowlet_id(hash).wrapping_add(1);
+        let member = self.choose(ecmp, hash, salt, previous, now, egress)?;
         self.table.record(hash, member, now, true);
         self.counters.flowlets.add(1);
-        if let Some(from) = previous.filter(|&p| p != member) {
-            self.counters.moves.add(1);
+        // Counted without a branch: with random choice whether a flowlet moves is a coin toss
+        // the CPU cannot predict. A forced move always moves (a down member is never chosen).
+        let moved = previous.is_some_and(|p| p != member);
+        self.counters.moves.add(u64::from(moved));
+        if let Some(from) = previous.filter(|_| moved && (forced || self.record_events)) {
             if forced {
                 self.counters.forced_moves.add(1);
             }
@@ -601,10 +610,12 @@ impl GroupBalancer {
     }
 
     /// A live member for a new flowlet (index in the group), by the group's choice.
+    #[inline]
     fn choose(
         &mut self,
         ecmp: &EcmpGroup,
         hash: u32,
+        salt: u32,
         previous: Option<u32>,
         now: Picos,
         egress: &EgressLoad,
@@ -612,13 +623,14 @@ impl GroupBalancer {
         match self.spec.choice {
             PathChoice::Random => {
                 // The bucket table holds live members only, in proportion to their weights.
-                let id = ecmp.select(self.rng.next() as u32)?;
+                let id = ecmp.select(draw(hash, self.seed, salt))?;
                 self.index_of.get(id as usize).map(|&i| u32::from(i))
             }
             PathChoice::LeastLoaded => self.least_loaded(ecmp, hash, previous, now, egress),
         }
     }
 
+    #[inline(never)]
     fn least_loaded(
         &mut self,
         ecmp: &EcmpGroup,
