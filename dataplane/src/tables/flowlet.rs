@@ -653,29 +653,33 @@ impl GroupBalancer {
                 .zip(&self.loads)
                 .any(|(m, l)| m.up && !l.port.is_some_and(|p| egress.marking(p)));
         // Start at the previous member (ties keep it), else at a member picked by hash bits
-        // that the bucket index does not use.
-        let start = previous.map_or((hash >> 16) as usize % n, |p| p as usize % n);
-        let mut best: Option<(usize, u64, u32)> = None;
+        // that the bucket index does not use (multiply-shift: no division on this path).
+        let start = match previous {
+            Some(p) if (p as usize) < n => p as usize,
+            _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
+        };
+        // The argmin is written so the compiler can use conditional moves: which member wins
+        // is data, and a mispredicted branch per member cost more than the comparison.
+        let (mut best, mut best_bytes, mut best_weight) = (usize::MAX, u64::MAX, 1u64);
         for k in 0..n {
-            let i = (start + k) % n;
+            let i = if start + k >= n {
+                start + k - n
+            } else {
+                start + k
+            };
             let (member, load) = (&members[i], &self.loads[i]);
-            if !member.up {
-                continue;
-            }
-            if avoid_marking && load.port.is_some_and(|p| egress.marking(p)) {
-                continue;
-            }
-            let bytes = load.snapshot;
-            // bytes_i / weight_i < bytes_b / weight_b, exactly.
-            let better = best.is_none_or(|(_, b_bytes, b_weight)| {
-                u128::from(bytes) * u128::from(b_weight)
-                    < u128::from(b_bytes) * u128::from(member.weight)
-            });
-            if better {
-                best = Some((i, bytes, member.weight));
-            }
+            let eligible =
+                member.up && !(avoid_marking && load.port.is_some_and(|p| egress.marking(p)));
+            let (bytes, weight) = (load.snapshot, u64::from(member.weight));
+            // bytes_i / weight_i < bytes_b / weight_b, cross-multiplied; saturating only
+            // beyond 2^48 bytes of load, far past any queue.
+            let better =
+                eligible && bytes.saturating_mul(best_weight) < best_bytes.saturating_mul(weight);
+            best = if better { i } else { best };
+            best_bytes = if better { bytes } else { best_bytes };
+            best_weight = if better { weight } else { best_weight };
         }
-        best.map(|(i, _, _)| i as u32)
+        (best != usize::MAX).then_some(best as u32)
     }
 
     /// Reads every member's load at `now`: its port's queued bytes plus its recent-bytes
