@@ -482,7 +482,9 @@ impl GroupBalancer {
             index_of,
             counters: Arc::new(BalanceCounters::new(members.len())),
             record_events,
-            events: Vec::new(),
+            // Room for the usual run; a busier log grows (only with --events) up to
+            // EVENT_CAPACITY.
+            events: Vec::with_capacity(if record_events { 1024 } else { 0 }),
         })
     }
 
@@ -518,8 +520,10 @@ impl GroupBalancer {
         let index = match self.spec.mode {
             BalanceMode::Hash => {
                 let id = ecmp.select(hash)?;
-                let index = *self.index_of.get(id as usize)?;
-                self.count(usize::from(index), len);
+                // A member added after start has no counter: it is still used.
+                if let Some(&index) = self.index_of.get(id as usize) {
+                    self.count(usize::from(index), len);
+                }
                 return Some(id);
             }
             BalanceMode::Flowlet => self.select_flowlet(ecmp, hash, now, egress)?,
@@ -533,7 +537,7 @@ impl GroupBalancer {
         if let Some(load) = self.loads.get_mut(index as usize) {
             load.snapshot += u64::from(len);
         }
-        Some(ecmp.members()[index as usize].id)
+        ecmp.members().get(index as usize).map(|m| m.id)
     }
 
     #[inline]
@@ -640,7 +644,9 @@ impl GroupBalancer {
         egress: &EgressLoad,
     ) -> Option<u32> {
         let members = ecmp.members();
-        let n = members.len();
+        // The balancer was sized for the group's members; a group changed since (members are
+        // only marked up or down today) is never indexed past either.
+        let n = members.len().min(self.loads.len());
         if n == 0 {
             return None;
         }
