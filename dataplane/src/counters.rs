@@ -62,10 +62,15 @@ pub enum DropReason {
     QueueFull,
     /// A Not-ECT frame of a lossy class dropped by the ECN/RED curve.
     RedDrop,
+    /// A lossless frame found its ingress headroom full (XOFF threshold + headroom): the
+    /// headroom is too small for the link (cable, speed, peer response).
+    HeadroomFull,
+    /// Dropped by the PFC watchdog's drop action (a queue in pause-storm state).
+    PfcWatchdog,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 27] = [
+    pub const ALL: [DropReason; 29] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -93,6 +98,8 @@ impl DropReason {
         DropReason::BufferFull,
         DropReason::QueueFull,
         DropReason::RedDrop,
+        DropReason::HeadroomFull,
+        DropReason::PfcWatchdog,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -126,6 +133,8 @@ impl DropReason {
             DropReason::BufferFull => "buffer_full",
             DropReason::QueueFull => "queue_full",
             DropReason::RedDrop => "red_drop",
+            DropReason::HeadroomFull => "headroom_full",
+            DropReason::PfcWatchdog => "pfc_watchdog",
         }
     }
 }

@@ -134,6 +134,15 @@ pub struct QueueSnapshot {
     pub peak_depth_bytes: u64,
     pub ingress_bytes: u64,
     pub peak_ingress_bytes: u64,
+    pub pfc_tx_frames: u64,
+    pub pfc_rx_frames: u64,
+    pub xoff_transitions: u64,
+    pub xon_transitions: u64,
+    pub paused_ps: u64,
+    pub watchdog_storms: u64,
+    pub watchdog_restorations: u64,
+    pub headroom_drops: u64,
+    pub watchdog_drops: u64,
 }
 
 impl QueueSnapshot {
@@ -150,6 +159,15 @@ impl QueueSnapshot {
             peak_depth_bytes: c.peak_depth_bytes.get(),
             ingress_bytes: c.ingress_bytes.get(),
             peak_ingress_bytes: c.peak_ingress_bytes.get(),
+            pfc_tx_frames: c.pfc_tx_frames.get(),
+            pfc_rx_frames: c.pfc_rx_frames.get(),
+            xoff_transitions: c.xoff_transitions.get(),
+            xon_transitions: c.xon_transitions.get(),
+            paused_ps: c.paused_ps.get(),
+            watchdog_storms: c.watchdog_storms.get(),
+            watchdog_restorations: c.watchdog_restorations.get(),
+            headroom_drops: c.headroom_drops.get(),
+            watchdog_drops: c.watchdog_drops.get(),
         }
     }
 

@@ -3,9 +3,14 @@
 //! and egress byte accounting, and per-port transmission one frame at a time at line rate.
 //!
 //! Time only moves when the caller says so (`advance`), which makes replay exact. Events at the
-//! same instant follow DESIGN.md's tie rule: frames finishing transmission, then arrivals (the
-//! caller's enqueues), then scheduler choices. A frame counts in its queue's depth (and its
-//! ingress port's depth) from its arrival until its last bit has left the port.
+//! same instant follow DESIGN.md's tie rule: frames finishing transmission, then timers (PFC
+//! refresh, watchdog), then arrivals (the caller's enqueues and received pauses), then
+//! scheduler choices. A frame counts in its queue's depth (and its ingress port's depth) from its
+//! arrival until its last bit has left the port.
+//!
+//! PFC (`tm_pfc.rs`): ingress occupancy per (port, TC) crossing XOFF/XON produces pause frames
+//! for the engine to send (`take_pfc_frames`); received pauses hold egress queues; the watchdog
+//! runs on timers.
 
 use super::dwrr::PortScheduler;
 use super::ecn::{self, EcnCurve, MarkRng};
@@ -40,6 +45,20 @@ pub struct QueueCounters {
     /// Bytes held for frames that arrived on this port in this TC (the PFC side).
     pub ingress_bytes: Counter,
     pub peak_ingress_bytes: Counter,
+    /// PFC frames that carried this TC, sent out of / received on this port.
+    pub pfc_tx_frames: Counter,
+    pub pfc_rx_frames: Counter,
+    /// This port (as an ingress) started / stopped pausing its peer for this TC.
+    pub xoff_transitions: Counter,
+    pub xon_transitions: Counter,
+    /// Time this egress queue was held by received pauses, in picoseconds.
+    pub paused_ps: Counter,
+    pub watchdog_storms: Counter,
+    pub watchdog_restorations: Counter,
+    /// Lossless frames from this ingress that found its headroom full.
+    pub headroom_drops: Counter,
+    /// Frames dropped by the watchdog's drop action (queued, arriving for, or arriving on).
+    pub watchdog_drops: Counter,
 }
 
 /// Every queue's counters, `[port][tc]`.
@@ -69,6 +88,16 @@ pub enum QosEventKind {
     EcnMarkingStart,
     /// The depth fell below Kmin after marking.
     EcnMarkingStop,
+    /// This port asked its peer to pause the TC (ingress occupancy reached XOFF); `depth` is
+    /// the ingress occupancy.
+    PfcXoff,
+    /// ... and to resume (occupancy fell below XON).
+    PfcXon,
+    /// A PFC (or PAUSE) frame arrived for the TC with these quanta.
+    PfcReceived(u16),
+    /// The watchdog found the queue paused beyond the detection time.
+    WatchdogStorm,
+    WatchdogRestored,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +163,7 @@ struct EgressPort {
     decision_at: Option<Picos>,
     /// End of the last transmission.
     free_at: Picos,
+    pfc: tm_pfc::PortPfc,
 }
 
 /// The queues and links of every egress port. `P` is the packet handle (an mbuf in the engine,
@@ -153,6 +183,10 @@ pub struct TrafficManager<P> {
     counters: Arc<TmCounters>,
     record_events: bool,
     events: Vec<QosEvent>,
+    /// PFC frames decided but not yet taken by the engine.
+    pfc_out: Vec<tm_pfc::PfcFrame>,
+    /// Drops the traffic manager decided on its own (watchdog), by reason, not yet taken.
+    drop_tally: [u64; DropReason::COUNT],
 }
 
 impl<P> TrafficManager<P> {
@@ -188,6 +222,7 @@ impl<P> TrafficManager<P> {
                 in_flight: None,
                 decision_at: None,
                 free_at: 0,
+                pfc: tm_pfc::PortPfc::new(q),
             })
             .collect();
         let slots_count = slots.clamp(1, NIL as usize - 1);
@@ -215,6 +250,8 @@ impl<P> TrafficManager<P> {
             counters,
             record_events: spec.events,
             events: Vec::with_capacity(if spec.events { 4096 } else { 0 }),
+            pfc_out: Vec::with_capacity(MAX_PORTS),
+            drop_tally: [0; DropReason::COUNT],
         }
     }
 
@@ -292,7 +329,7 @@ impl<P> TrafficManager<P> {
         let frame = frame_of(&mut packet);
         let len = frame.len() as u32;
         let depth = self.ports[e].depth[t];
-        let verdict = self.admission(e, t, lossless, depth, frame);
+        let verdict = self.admission(e, t, usize::from(ingress), lossless, depth, frame);
         let slot = match verdict {
             Ok(_) => self
                 .take_slot(packet, len, ingress)
@@ -305,6 +342,7 @@ impl<P> TrafficManager<P> {
                 let counters = &self.counters.queues[e][t];
                 counters.dropped_packets.add(1);
                 counters.dropped_bytes.add(u64::from(len));
+                self.count_pfc_drop(reason, e, t, usize::from(ingress));
                 return Admission::Dropped(reason);
             }
         };
@@ -346,13 +384,20 @@ impl<P> TrafficManager<P> {
         &mut self,
         e: usize,
         t: usize,
+        ingress: usize,
         lossless: bool,
         depth: u64,
         frame: &mut [u8],
     ) -> Result<bool, DropReason> {
         let len = frame.len() as u64;
+        if self.watchdog_drops(e, t, ingress) {
+            return Err(DropReason::PfcWatchdog);
+        }
         if self.buffer_used + len > self.buffer_bytes {
             return Err(DropReason::BufferFull);
+        }
+        if lossless && self.headroom_full(ingress, t, len) {
+            return Err(DropReason::HeadroomFull);
         }
         let config = &self.ports[e].tcs[t];
         if !lossless && depth + len > config.queue_limit {
@@ -419,6 +464,9 @@ impl<P> TrafficManager<P> {
                 ingress_counters.peak_ingress_bytes.set(ingress_depth);
             }
         }
+        if ingress < self.ports.len() {
+            self.check_xoff(now, ingress, t);
+        }
         if self.record_events {
             for i in 0..self.ports[e].tcs[t].watermarks.len() {
                 let mark = self.ports[e].tcs[t].watermarks[i];
@@ -440,6 +488,7 @@ impl<P> TrafficManager<P> {
         self.ingress[ingress][t] -= len;
         if let Some(queue) = self.counters.queues.get(ingress) {
             queue[t].ingress_bytes.set(self.ingress[ingress][t]);
+            self.check_xon(now, ingress, t);
         }
         let port = &mut self.ports[e];
         let before = port.depth[t];
@@ -487,7 +536,8 @@ impl<P> TrafficManager<P> {
         }
     }
 
-    /// The earliest pending event over all ports: (time, 0 = completion / 1 = choice, port).
+    /// The earliest pending event over all ports: (time, 0 = completion / 1 = timer /
+    /// 2 = choice, port).
     #[inline]
     fn earliest(&self) -> Option<(Picos, u8, usize)> {
         let mut best: Option<(Picos, u8, usize)> = None;
@@ -497,12 +547,15 @@ impl<P> TrafficManager<P> {
             active &= active - 1;
             let port = &self.ports[e];
             let event = match (port.in_flight, port.decision_at) {
-                (Some(f), _) => (f.end, 0, e),
-                (None, Some(at)) => (at, 1, e),
-                (None, None) => continue,
+                (Some(f), _) => Some((f.end, 0, e)),
+                (None, Some(at)) => Some((at, 2, e)),
+                (None, None) => None,
             };
-            if best.is_none_or(|b| event < b) {
-                best = Some(event);
+            let timer = port.pfc.timer_at.map(|at| (at, 1, e));
+            for candidate in [event, timer].into_iter().flatten() {
+                if best.is_none_or(|b| candidate < b) {
+                    best = Some(candidate);
+                }
             }
         }
         best
@@ -519,14 +572,18 @@ impl<P> TrafficManager<P> {
         mut transmit: impl FnMut(u16, P),
     ) {
         while let Some((at, kind, e)) = self.earliest() {
-            let due = at < until || (at == until && (kind == 0 || choices_at_until));
+            let due = at < until || (at == until && (kind < 2 || choices_at_until));
             if !due {
                 break;
             }
-            if kind == 0 {
-                self.complete(e);
-            } else if let Some(packet) = self.choose(e, at) {
-                transmit(e as u16, packet);
+            match kind {
+                0 => self.complete(e),
+                1 => self.run_timers(e, at),
+                _ => {
+                    if let Some(packet) = self.choose(e, at) {
+                        transmit(e as u16, packet);
+                    }
+                }
             }
         }
     }
@@ -544,7 +601,7 @@ impl<P> TrafficManager<P> {
         port.free_at = frame.end;
         if port.nonempty != 0 {
             port.decision_at = Some(frame.end);
-        } else {
+        } else if port.pfc.timer_at.is_none() {
             self.active &= !(1 << e);
         }
         self.release(
@@ -561,11 +618,16 @@ impl<P> TrafficManager<P> {
         port.decision_at = None;
         let slots = &self.slots;
         let queues = &port.queues;
+        let eligible = port.nonempty & !port.pfc.held_at(at);
         let chosen = port
             .scheduler
-            .choose(port.nonempty, |t| slots[queues[t].head as usize].len);
+            .choose(eligible, |t| slots[queues[t].head as usize].len);
         let Some(tc) = chosen else {
-            self.active &= !(1 << e);
+            // Everything queued is paused: choose again when the first pause ends.
+            port.decision_at = port.pfc.first_resume(port.nonempty);
+            if port.decision_at.is_none() && port.pfc.timer_at.is_none() {
+                self.active &= !(1 << e);
+            }
             return None;
         };
         let t = usize::from(tc);
@@ -596,38 +658,61 @@ impl<P> TrafficManager<P> {
         let e = usize::from(port);
         let mut dropped = 0;
         for t in 0..TC_COUNT {
-            while self.ports[e].queues[t].head != NIL {
-                let index = self.ports[e].queues[t].head;
-                let slot = &mut self.slots[index as usize];
-                self.ports[e].queues[t].head = slot.next;
-                drop(slot.packet.take());
-                let (len, ingress) = (u64::from(slot.len), usize::from(slot.ingress));
-                slot.next = self.free_slot;
-                self.free_slot = index;
-                self.release(now, e, t, ingress, len);
-                // `release` counted it as dequeued; it was dropped instead.
-                let counters = &self.counters.queues[e][t];
-                counters
-                    .dequeued_packets
-                    .set(counters.dequeued_packets.get() - 1);
-                counters
-                    .dequeued_bytes
-                    .set(counters.dequeued_bytes.get() - len);
-                counters.dropped_packets.add(1);
-                counters.dropped_bytes.add(len);
-                dropped += 1;
-            }
-            self.ports[e].queues[t].tail = NIL;
-            self.ports[e].nonempty &= !(1 << t);
-            self.ports[e].scheduler.queue_emptied(t as u8);
+            dropped += self.flush_queue(now, e, t);
         }
         if self.ports[e].in_flight.is_none() {
             self.ports[e].decision_at = None;
-            self.active &= !(1 << e);
+            if self.ports[e].pfc.timer_at.is_none() {
+                self.active &= !(1 << e);
+            }
         }
         dropped
     }
+
+    /// Drops what queue (port, tc) holds (not the frame on the wire), counting each frame as
+    /// `reason` in the queue's counters; returns how many.
+    fn flush_queue(&mut self, now: Picos, e: usize, t: usize) -> u64 {
+        let mut dropped = 0;
+        while self.ports[e].queues[t].head != NIL {
+            let index = self.ports[e].queues[t].head;
+            let slot = &mut self.slots[index as usize];
+            self.ports[e].queues[t].head = slot.next;
+            drop(slot.packet.take());
+            let (len, ingress) = (u64::from(slot.len), usize::from(slot.ingress));
+            slot.next = self.free_slot;
+            self.free_slot = index;
+            self.release(now, e, t, ingress, len);
+            let counters = &self.counters.queues[e][t];
+            counters
+                .dequeued_packets
+                .set(counters.dequeued_packets.get() - 1);
+            counters
+                .dequeued_bytes
+                .set(counters.dequeued_bytes.get() - len);
+            counters.dropped_packets.add(1);
+            counters.dropped_bytes.add(len);
+            dropped += 1;
+        }
+        self.ports[e].queues[t].tail = NIL;
+        self.ports[e].nonempty &= !(1 << t);
+        self.ports[e].scheduler.queue_emptied(t as u8);
+        dropped
+    }
+
+    /// Drops the traffic manager decided by itself since the last call (watchdog).
+    pub fn take_drop_tally(&mut self, mut count: impl FnMut(DropReason, u64)) {
+        for reason in DropReason::ALL {
+            let n = std::mem::take(&mut self.drop_tally[reason as usize]);
+            if n > 0 {
+                count(reason, n);
+            }
+        }
+    }
 }
+
+#[path = "tm_pfc.rs"]
+mod tm_pfc;
+pub use tm_pfc::PfcFrame;
 
 #[cfg(test)]
 #[path = "tm_tests.rs"]
