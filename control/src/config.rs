@@ -154,6 +154,7 @@ struct RawPort {
     speed_gbps: Option<Spanned<i64>>,
     shaper: Option<Spanned<bool>>,
     qos: Option<Spanned<String>>,
+    cable_m: Option<Spanned<i64>>,
 }
 
 /// How a switched port carries VLANs.
@@ -1082,6 +1083,7 @@ fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigErro
             ("speed_gbps", port.speed_gbps.as_ref().map(Spanned::span)),
             ("shaper", port.shaper.as_ref().map(Spanned::span)),
             ("qos", port.qos.as_ref().map(Spanned::span)),
+            ("cable_m", port.cable_m.as_ref().map(Spanned::span)),
         ];
         for (key, span) in spans {
             if let Some(span) = span {
@@ -1257,12 +1259,15 @@ impl<'a> SwitchBuilder<'a> {
         let port_keys: Vec<PortQosKeys> = raw
             .ports
             .iter()
-            .map(|p| {
+            .zip(self.ports)
+            .map(|(p, validated)| {
                 let p = p.get_ref();
                 PortQosKeys {
                     speed_gbps: p.speed_gbps.as_ref(),
                     shaper: p.shaper.as_ref(),
                     qos: p.qos.as_ref(),
+                    cable_m: p.cable_m.as_ref(),
+                    mtu: validated.mtu,
                 }
             })
             .collect();

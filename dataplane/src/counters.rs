@@ -67,10 +67,12 @@ pub enum DropReason {
     HeadroomFull,
     /// Dropped by the PFC watchdog's drop action (a queue in pause-storm state).
     PfcWatchdog,
+    /// No mbuf for a frame the switch generates itself (PFC).
+    ControlFrameNoMbuf,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 29] = [
+    pub const ALL: [DropReason; 30] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -100,6 +102,7 @@ impl DropReason {
         DropReason::RedDrop,
         DropReason::HeadroomFull,
         DropReason::PfcWatchdog,
+        DropReason::ControlFrameNoMbuf,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -135,6 +138,7 @@ impl DropReason {
             DropReason::RedDrop => "red_drop",
             DropReason::HeadroomFull => "headroom_full",
             DropReason::PfcWatchdog => "pfc_watchdog",
+            DropReason::ControlFrameNoMbuf => "control_frame_no_mbuf",
         }
     }
 }

@@ -12,14 +12,14 @@
 //! and counters on any machine.
 
 use super::{ScheduledAction, ScheduledEvent, WorkerShared};
-use crate::clock::{PICOS_PER_MICRO, PICOS_PER_SECOND, Picos, TscClock};
+use crate::clock::{PICOS_PER_SECOND, Picos, TscClock};
 use crate::counters::{DropReason, WorkerCounters};
-use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
+use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{ControlRequest, Forwarder, ForwarderError, TagOp, Verdict};
-use crate::qos::{self, Admission, CPU_PORT, LineRate, PortQos, TmCounters, TrafficManager};
+use crate::qos::pfc;
+use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -66,6 +66,9 @@ impl TxStage {
     }
 }
 
+#[path = "switch_replay.rs"]
+mod replay;
+
 pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
     slow: SlowPath,
@@ -87,6 +90,11 @@ pub(crate) struct SwitchWorker {
     last_aging: Picos,
     /// Replay events not yet applied, latest first (so the next one pops off the end).
     schedule: Vec<ScheduledEvent>,
+    /// Source MACs of the PFC frames each port sends.
+    port_macs: Vec<[u8; 6]>,
+    pfc_scratch: Vec<PfcFrame>,
+    /// Replay's emulated peers: the pauses each input's peer honours, per TC.
+    peers: Vec<[replay::PeerPause; qos::TC_COUNT]>,
 }
 
 impl SwitchWorker {
@@ -152,6 +160,9 @@ impl SwitchWorker {
             link_generation_seen: 0,
             last_aging: 0,
             schedule,
+            port_macs: ports.iter().map(|p| p.mac()).collect(),
+            pfc_scratch: Vec::with_capacity(qos::tm::MAX_PORTS),
+            peers: vec![Default::default(); ports.len()],
         })
     }
 
@@ -165,6 +176,7 @@ impl SwitchWorker {
         }
         self.tm
             .drain(|port, mbuf| self.tx.push(port, mbuf, &self.counters));
+        self.after_tm();
         self.flush_all();
         *self
             .shared
@@ -211,104 +223,36 @@ impl SwitchWorker {
         self.tm.advance(now, choices_at_now, |port, mbuf| {
             self.tx.push(port, mbuf, &self.counters)
         });
+        self.after_tm();
         self.flush_all();
     }
 
-    /// Replays every input on virtual time until all are exhausted and every queue has
-    /// drained. An input's next frame arrives at max(its timestamp, the end of the link's
-    /// previous frame) + its wire time at the port's speed.
-    fn run_replay(&mut self) {
-        let ports = self.rx.len();
-        let mut pending: Vec<VecDeque<Mbuf>> = (0..ports)
-            .map(|_| VecDeque::with_capacity(MAX_BURST))
-            .collect();
-        let mut exhausted = vec![false; ports];
-        let mut link_free: Vec<Picos> = vec![0; ports];
-        let speeds: Vec<LineRate> = self
-            .port_qos
-            .iter()
-            .map(|q| LineRate::new(q.speed))
-            .collect();
-        let mut burst = MbufBurst::new();
-        let mut now: Picos = 0;
-        while !self.stop.is_requested() {
-            self.poll_links(now);
-            for port in 0..ports {
-                if !pending[port].is_empty() || exhausted[port] {
-                    continue;
+    /// Sends the PFC frames the traffic manager decided on (ahead of every data queue) and
+    /// counts the drops it made on its own.
+    #[inline]
+    fn after_tm(&mut self) {
+        if self.tm.has_pfc_frames() {
+            let mut frames = std::mem::take(&mut self.pfc_scratch);
+            self.tm.take_pfc_frames(|f| frames.push(*f));
+            for frame in &frames {
+                let port = usize::from(frame.port);
+                let bytes = pfc::encode(self.port_macs[port], frame.enable, frame.quanta);
+                match Mbuf::from_bytes(&self.pool, &bytes) {
+                    Some(mbuf) => self.tx.push(frame.port, mbuf, &self.counters),
+                    None => self
+                        .counters
+                        .drop_packets(DropReason::ControlFrameNoMbuf, 1),
                 }
-                if (self.pool.available() as usize) < self.burst {
-                    // The pcap PMD loses a frame it has read when no mbuf is free: never ask.
-                    continue;
+                if self.replay {
+                    self.peer_pause(frame);
                 }
-                let received = self.rx[port].rx_burst(&mut burst, self.burst);
-                if received == 0 {
-                    exhausted[port] = true;
-                    continue;
-                }
-                self.note_received(port, &burst, received);
-                pending[port].extend(burst.drain());
             }
-            // The next arrival among the frames read, and the earliest instant an input not
-            // read yet (short of mbufs) could still deliver at.
-            let arrival = |port: usize, mbuf: &Mbuf, link_free: &[Picos]| {
-                let packet = mbuf.packet();
-                let stamp = packet.rx_timestamp().unwrap_or(0);
-                let start = stamp.saturating_mul(PICOS_PER_MICRO).max(link_free[port]);
-                start + speeds[port].wire_time(packet.len() as u32)
-            };
-            let next = (0..ports)
-                .filter_map(|p| pending[p].front().map(|m| (arrival(p, m, &link_free), p)))
-                .min();
-            let unread = (0..ports)
-                .filter(|&p| pending[p].is_empty() && !exhausted[p])
-                .map(|p| (link_free[p] + speeds[p].wire_time(0), p))
-                .min();
-            match (next, unread) {
-                (Some((at, port)), bound) if bound.is_none_or(|b| (at, port) < b) => {
-                    let mbuf = pending[port].pop_front().expect("front exists");
-                    link_free[port] = at;
-                    now = now.max(at);
-                    self.run_until(now);
-                    self.handle(mbuf, port as u16, now);
-                    self.serve_requests(now);
-                    self.age(now);
-                }
-                (_, Some((bound, _))) => {
-                    // Out of mbufs with an input unread: frames held in queues and TX bursts
-                    // are what the pool lacks. Egress may safely run up to the bound.
-                    let before = self.pool.available();
-                    self.run_until(bound);
-                    self.flush_all();
-                    if self.pool.available() == before
-                        && self.tm.next_event().is_none_or(|t| t >= bound)
-                    {
-                        self.shared.replay_stalled.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                }
-                _ => break,
-            }
+            frames.clear();
+            self.pfc_scratch = frames;
         }
-        // After the last arrival: scheduled events still apply as the queues drain.
-        while let Some(at) = self.schedule.last().map(|e| e.at) {
-            self.run_until(at);
-            self.apply_schedule(at);
-        }
-    }
-
-    /// Advances egress and the schedule to `until` in DESIGN.md's tie order: completions,
-    /// then scheduled events, then (the caller's) arrivals; choices at `until` wait.
-    fn run_until(&mut self, until: Picos) {
-        while let Some(at) = self.schedule.last().map(|e| e.at).filter(|&at| at <= until) {
-            self.tm.advance(at, false, |port, mbuf| {
-                self.tx.push(port, mbuf, &self.counters)
-            });
-            self.apply_schedule(at);
-        }
-        self.tm.advance(until, false, |port, mbuf| {
-            self.tx.push(port, mbuf, &self.counters)
-        });
+        let counters = &self.counters;
+        self.tm
+            .take_drop_tally(|reason, n| counters.drop_packets(reason, n));
     }
 
     /// Applies every scheduled event due at or before `now` (events before a frame's arrival
@@ -372,6 +316,12 @@ impl SwitchWorker {
         }
         if mbuf.packet().segments() > 1 {
             self.counters.drop_packets(DropReason::MultiSegment, 1);
+            return;
+        }
+        if let Some(control) = pfc::parse(mbuf.packet().data()) {
+            // PAUSE/PFC are consumed by the port: they hold its egress queues, never forwarded.
+            self.tm.receive_mac_control(now, in_port, control);
+            self.counters.drop_packets(DropReason::MacControl, 1);
             return;
         }
         let tc = qos::classify(mbuf.packet().data(), &self.port_qos[usize::from(in_port)]);
@@ -473,6 +423,9 @@ impl SwitchWorker {
         });
         if let Admission::Dropped(reason) = admission {
             self.counters.drop_packets(reason, 1);
+        }
+        if self.tm.has_pfc_frames() {
+            self.after_tm();
         }
     }
 

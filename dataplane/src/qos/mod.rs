@@ -13,7 +13,8 @@ pub mod tm;
 pub use classify::classify;
 pub use pfc::{MacControl, PfcThresholds};
 pub use tm::{
-    Admission, CPU_PORT, QosEvent, QosEventKind, QueueCounters, TmCounters, TrafficManager,
+    Admission, CPU_PORT, PfcFrame, QosEvent, QosEventKind, QueueCounters, TmCounters,
+    TrafficManager,
 };
 
 use crate::clock::{MIN_FRAME_BYTES, Picos, WIRE_OVERHEAD_BYTES};

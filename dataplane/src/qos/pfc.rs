@@ -129,8 +129,7 @@ impl HeadroomInputs {
     /// SONiC's headroom ("xoff" in its words): one MTU already started, plus the propagation
     /// delay (an MTU, the cable round trip, the peer's response), rounded up to 1024 bytes.
     pub fn headroom(&self) -> u64 {
-        let propagation =
-            u64::from(self.mtu) + self.bytes_on_cable() + self.peer_response_bytes();
+        let propagation = u64::from(self.mtu) + self.bytes_on_cable() + self.peer_response_bytes();
         (u64::from(self.mtu) + propagation).div_ceil(1024) * 1024
     }
 
@@ -153,9 +152,13 @@ impl HeadroomInputs {
     /// The time between the switch sending a PFC frame and the peer stopping: the cable round
     /// trip plus the peer's response time (what replay's emulated peer waits).
     pub fn peer_delay(&self) -> Picos {
-        let cable = 2 * u64::from(self.cable_m) * crate::clock::PICOS_PER_SECOND
-            / CABLE_METRES_PER_SECOND;
-        cable + pause_time(peer_response_quanta(self.gbps) as u16, PortSpeed::Gbps(self.gbps))
+        let cable =
+            2 * u64::from(self.cable_m) * crate::clock::PICOS_PER_SECOND / CABLE_METRES_PER_SECOND;
+        cable
+            + pause_time(
+                peer_response_quanta(self.gbps) as u16,
+                PortSpeed::Gbps(self.gbps),
+            )
     }
 }
 
@@ -247,7 +250,15 @@ mod tests {
 
     #[test]
     fn peer_response_quanta_per_speed() {
-        for (gbps, quanta) in [(400, 905), (200, 453), (100, 394), (50, 147), (40, 118), (25, 80), (10, 67)] {
+        for (gbps, quanta) in [
+            (400, 905),
+            (200, 453),
+            (100, 394),
+            (50, 147),
+            (40, 118),
+            (25, 80),
+            (10, 67),
+        ] {
             assert_eq!(peer_response_quanta(gbps), quanta);
         }
     }

@@ -700,7 +700,11 @@ impl<P> TrafficManager<P> {
     }
 
     /// Drops the traffic manager decided by itself since the last call (watchdog).
+    #[inline]
     pub fn take_drop_tally(&mut self, mut count: impl FnMut(DropReason, u64)) {
+        if self.drop_tally.iter().all(|&n| n == 0) {
+            return;
+        }
         for reason in DropReason::ALL {
             let n = std::mem::take(&mut self.drop_tally[reason as usize]);
             if n > 0 {

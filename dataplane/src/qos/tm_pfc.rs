@@ -234,7 +234,13 @@ impl<P> TrafficManager<P> {
         drops(&self.ports[e]) || self.ports.get(ingress).is_some_and(drops)
     }
 
-    pub(super) fn count_pfc_drop(&mut self, reason: DropReason, e: usize, t: usize, ingress: usize) {
+    pub(super) fn count_pfc_drop(
+        &mut self,
+        reason: DropReason,
+        e: usize,
+        t: usize,
+        ingress: usize,
+    ) {
         match reason {
             DropReason::HeadroomFull => {
                 if let Some(q) = self.counters.queues.get(ingress) {
@@ -332,8 +338,7 @@ impl<P> TrafficManager<P> {
         }
         self.ports[e].pfc.recompute_timer();
         let port = &self.ports[e];
-        if port.pfc.timer_at.is_none() && port.in_flight.is_none() && port.decision_at.is_none()
-        {
+        if port.pfc.timer_at.is_none() && port.in_flight.is_none() && port.decision_at.is_none() {
             self.active &= !(1 << e);
         }
     }

@@ -456,7 +456,11 @@ use crate::qos::{WatchdogAction, WatchdogSpec};
 fn lossless_spec(ports: usize, xoff: u64, xon: u64, headroom: u64) -> QosSpec {
     spec(ports, |p| {
         p.lossless = 1 << 3;
-        p.pfc[3] = Some(PfcThresholds { xoff, xon, headroom });
+        p.pfc[3] = Some(PfcThresholds {
+            xoff,
+            xon,
+            headroom,
+        });
     })
 }
 
@@ -474,7 +478,10 @@ fn xoff_at_the_threshold_then_xon_below_xon_in_one_tc() {
     // Ten 1000-byte frames from port 0 at time 0: the fifth brings port 0's TC3 occupancy to
     // 5000 = XOFF.
     for i in 0..10 {
-        assert_eq!(enqueue(&mut tm, 0, 1, 3, 0, frame(1000, 0, i)), Admission::Queued { marked: false });
+        assert_eq!(
+            enqueue(&mut tm, 0, 1, 3, 0, frame(1000, 0, i)),
+            Admission::Queued { marked: false }
+        );
         let want = if i >= 4 { 1 << 3 } else { 0 };
         assert_eq!(tm.xoff_state(0), want, "after frame {i}");
     }
@@ -490,10 +497,20 @@ fn xoff_at_the_threshold_then_xon_below_xon_in_one_tc() {
     tm.advance(9 * w, false, |_, _| {});
     let sent = frames(&mut tm);
     assert_eq!(sent.len(), 1);
-    assert_eq!((sent[0].at, sent[0].enable, sent[0].quanta[3]), (9 * w, 1 << 3, 0));
+    assert_eq!(
+        (sent[0].at, sent[0].enable, sent[0].quanta[3]),
+        (9 * w, 1 << 3, 0)
+    );
     assert_eq!(tm.xoff_state(0), 0);
     let c = &tm.counters().queues[0][3];
-    assert_eq!((c.xoff_transitions.get(), c.xon_transitions.get(), c.pfc_tx_frames.get()), (1, 1, 2));
+    assert_eq!(
+        (
+            c.xoff_transitions.get(),
+            c.xon_transitions.get(),
+            c.pfc_tx_frames.get()
+        ),
+        (1, 1, 2)
+    );
 }
 
 #[test]
@@ -507,14 +524,22 @@ fn xoff_is_refreshed_at_half_the_pause_while_above_xon() {
     let half = pfc_frame::pause_time(0xffff, PortSpeed::Gbps(100)) / 2;
     tm.drain(|_, _| {});
     let sent = frames(&mut tm);
-    let xoffs: Vec<Picos> = sent.iter().filter(|f| f.quanta[3] == 0xffff).map(|f| f.at).collect();
+    let xoffs: Vec<Picos> = sent
+        .iter()
+        .filter(|f| f.quanta[3] == 0xffff)
+        .map(|f| f.at)
+        .collect();
     let drained_at = 3000 * PortSpeed::Gbps(100).wire_time(1500);
     let refreshes = (drained_at - 1) / half; // refreshes strictly before XON, roughly
     assert_eq!(xoffs[0], 0);
     for (k, at) in xoffs.iter().enumerate() {
         assert_eq!(*at, k as u64 * half, "refresh {k}");
     }
-    assert!(xoffs.len() as u64 >= refreshes, "{} xoffs, {refreshes} refreshes", xoffs.len());
+    assert!(
+        xoffs.len() as u64 >= refreshes,
+        "{} xoffs, {refreshes} refreshes",
+        xoffs.len()
+    );
     assert_eq!(sent.last().unwrap().quanta[3], 0, "ends with XON");
 }
 
@@ -522,8 +547,16 @@ fn xoff_is_refreshed_at_half_the_pause_while_above_xon() {
 fn tcs_crossing_at_one_instant_share_one_frame() {
     let spec = spec(2, |p| {
         p.lossless = (1 << 3) | (1 << 4);
-        p.pfc[3] = Some(PfcThresholds { xoff: 100, xon: 50, headroom: 10_000 });
-        p.pfc[4] = Some(PfcThresholds { xoff: 100, xon: 50, headroom: 10_000 });
+        p.pfc[3] = Some(PfcThresholds {
+            xoff: 100,
+            xon: 50,
+            headroom: 10_000,
+        });
+        p.pfc[4] = Some(PfcThresholds {
+            xoff: 100,
+            xon: 50,
+            headroom: 10_000,
+        });
     });
     let mut tm = tm(&spec);
     enqueue(&mut tm, 5, 1, 3, 0, frame(200, 0, 1));
@@ -543,8 +576,16 @@ fn headroom_overflow_drops_only_beyond_xoff_plus_headroom() {
         outcomes.push(enqueue(&mut tm, 0, 1, 3, 0, frame(1000, 0, i)));
     }
     // 5000 = XOFF + headroom holds five frames; the sixth would exceed it.
-    assert!(outcomes[..5].iter().all(|o| *o == Admission::Queued { marked: false }));
-    assert!(outcomes[5..].iter().all(|o| *o == Admission::Dropped(DropReason::HeadroomFull)));
+    assert!(
+        outcomes[..5]
+            .iter()
+            .all(|o| *o == Admission::Queued { marked: false })
+    );
+    assert!(
+        outcomes[5..]
+            .iter()
+            .all(|o| *o == Admission::Dropped(DropReason::HeadroomFull))
+    );
     assert_eq!(tm.counters().queues[0][3].headroom_drops.get(), 3);
 }
 
@@ -554,7 +595,14 @@ fn a_received_pause_holds_exactly_its_tc_for_the_pause_time() {
     let mut tm = tm(&spec);
     let mut quanta = [0u16; 8];
     quanta[3] = 1000;
-    tm.receive_mac_control(0, 1, MacControl::Pfc { enable: 1 << 3, quanta });
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
     let hold = pfc_frame::pause_time(1000, PortSpeed::Gbps(100));
     assert_eq!(hold, 5_120_000);
     enqueue(&mut tm, 0, 1, 3, 0, frame(100, 0, 3));
@@ -563,13 +611,24 @@ fn a_received_pause_holds_exactly_its_tc_for_the_pause_time() {
     tm.drain(|_, f| sent.push(f[40]));
     assert_eq!(sent, vec![0, 3], "TC0 goes first; TC3 waits for the pause");
     let events = tm.take_events();
-    assert!(events.iter().any(|e| e.kind == QosEventKind::PfcReceived(1000)));
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == QosEventKind::PfcReceived(1000))
+    );
     assert_eq!(tm.counters().queues[1][3].paused_ps.get(), hold);
     assert_eq!(tm.counters().queues[1][3].pfc_rx_frames.get(), 1);
 
     // Timing: TC3's frame starts exactly when the pause ends.
     let mut tm = super::TrafficManager::<Vec<u8>>::new(&spec, 64, Arc::new(TmCounters::new(2)));
-    tm.receive_mac_control(0, 1, MacControl::Pfc { enable: 1 << 3, quanta });
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
     enqueue(&mut tm, 0, 1, 3, 0, frame(100, 0, 3));
     let mut starts = Vec::new();
     tm.advance(hold - 1, true, |_, _| starts.push(()));
@@ -579,13 +638,37 @@ fn a_received_pause_holds_exactly_its_tc_for_the_pause_time() {
 
     // Quanta 0 resumes early; a refresh extends.
     let mut tm = super::TrafficManager::<Vec<u8>>::new(&spec, 64, Arc::new(TmCounters::new(2)));
-    tm.receive_mac_control(0, 1, MacControl::Pfc { enable: 1 << 3, quanta });
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
     enqueue(&mut tm, 0, 1, 3, 0, frame(100, 0, 3));
-    tm.receive_mac_control(hold / 2, 1, MacControl::Pfc { enable: 1 << 3, quanta });
+    tm.receive_mac_control(
+        hold / 2,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
     let mut sent = 0;
     tm.advance(hold, true, |_, _| sent += 1);
-    assert_eq!(sent, 0, "the refresh at hold/2 extends the pause to 1.5 hold");
-    tm.receive_mac_control(hold + 10, 1, MacControl::Pfc { enable: 1 << 3, quanta: [0; 8] });
+    assert_eq!(
+        sent, 0,
+        "the refresh at hold/2 extends the pause to 1.5 hold"
+    );
+    tm.receive_mac_control(
+        hold + 10,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta: [0; 8],
+        },
+    );
     tm.advance(hold + 10, true, |_, _| sent += 1);
     assert_eq!(sent, 1, "quanta 0 resumes at once");
     assert_eq!(tm.counters().queues[1][3].paused_ps.get(), hold + 10);
@@ -612,8 +695,16 @@ fn watchdog_storm_drops_the_queue_stops_pausing_upstream_and_restores() {
     let ms = crate::clock::PICOS_PER_MICRO * 1000;
     let mut spec = spec(2, |p| {
         p.lossless = 1 << 3;
-        p.pfc[3] = Some(PfcThresholds { xoff: 1_000, xon: 500, headroom: 1 << 20 });
-        p.watchdog = Some(WatchdogSpec { detection: ms, restoration: 2 * ms, action: WatchdogAction::Drop });
+        p.pfc[3] = Some(PfcThresholds {
+            xoff: 1_000,
+            xon: 500,
+            headroom: 1 << 20,
+        });
+        p.watchdog = Some(WatchdogSpec {
+            detection: ms,
+            restoration: 2 * ms,
+            action: WatchdogAction::Drop,
+        });
     });
     spec.events = true;
     let mut tm = tm(&spec);
@@ -635,10 +726,21 @@ fn watchdog_storm_drops_the_queue_stops_pausing_upstream_and_restores() {
     let mut sent_on_1 = 0;
     while t <= 3 * ms {
         tm.advance(t, false, |p, _| sent_on_1 += u32::from(p == 1));
-        tm.receive_mac_control(t, 1, MacControl::Pfc { enable: 1 << 3, quanta });
+        tm.receive_mac_control(
+            t,
+            1,
+            MacControl::Pfc {
+                enable: 1 << 3,
+                quanta,
+            },
+        );
         t += step;
     }
-    assert_eq!(tm.storm_state(1), 1 << 3, "storm after 1 ms of continuous pause");
+    assert_eq!(
+        tm.storm_state(1),
+        1 << 3,
+        "storm after 1 ms of continuous pause"
+    );
     let storm_at = tm
         .take_events()
         .iter()
@@ -665,7 +767,10 @@ fn watchdog_storm_drops_the_queue_stops_pausing_upstream_and_restores() {
         "and so do frames arriving on the storming port in that TC"
     );
     let frames_sent = frames(&mut tm);
-    let xon = frames_sent.iter().find(|f| f.port == 1 && f.quanta[3] == 0).expect("XON to the peer");
+    let xon = frames_sent
+        .iter()
+        .find(|f| f.port == 1 && f.quanta[3] == 0)
+        .expect("XON to the peer");
     assert_eq!(xon.at, ms, "stops pausing upstream when the storm starts");
     // The last pause arrived at 3 ms: restored at 3 ms + 2 ms.
     tm.advance(5 * ms - 1, true, |_, _| {});
@@ -673,5 +778,8 @@ fn watchdog_storm_drops_the_queue_stops_pausing_upstream_and_restores() {
     tm.advance(5 * ms, true, |_, _| {});
     assert_eq!(tm.storm_state(1), 0);
     let c = &tm.counters().queues[1][3];
-    assert_eq!((c.watchdog_storms.get(), c.watchdog_restorations.get()), (1, 1));
+    assert_eq!(
+        (c.watchdog_storms.get(), c.watchdog_restorations.get()),
+        (1, 1)
+    );
 }
