@@ -264,11 +264,10 @@ impl<P> TrafficManager<P> {
             MacControl::Pause { quanta } => (0xff, [quanta; TC_COUNT]),
             MacControl::Other => return,
         };
-        for t in 0..TC_COUNT {
+        for (t, &q) in quanta.iter().enumerate() {
             if enable & (1 << t) == 0 {
                 continue;
             }
-            let q = quanta[t];
             self.counters.queues[e][t].pfc_rx_frames.add(1);
             let state = &mut self.ports[e].pfc;
             let remaining = state.paused_until[t].saturating_sub(now);
