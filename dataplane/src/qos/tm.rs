@@ -370,8 +370,10 @@ impl<P> TrafficManager<P> {
             }
         }
         let port = &mut self.ports[e];
-        if port.in_flight.is_none() && port.decision_at.is_none() {
-            port.decision_at = Some(now.max(port.free_at));
+        if port.in_flight.is_none() {
+            // An idle port chooses at once, even if it was waiting for a paused queue.
+            let at = now.max(port.free_at);
+            port.decision_at = Some(port.decision_at.map_or(at, |d| d.min(at)));
             self.active |= 1 << e;
         }
         Admission::Queued { marked }

@@ -783,3 +783,29 @@ fn watchdog_storm_drops_the_queue_stops_pausing_upstream_and_restores() {
         (1, 1)
     );
 }
+
+#[test]
+fn a_pause_holds_frames_that_arrive_after_it_one_by_one() {
+    let spec = spec(3, |p| p.lossless = 1 << 3);
+    let mut tm = tm(&spec);
+    let mut quanta = [0u16; 8];
+    quanta[3] = 60_000;
+    tm.receive_mac_control(
+        6_720,
+        2,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    let w = PortSpeed::Gbps(100).wire_time(1000);
+    let mut sent = Vec::new();
+    for k in 0..10u64 {
+        let at = 5_000_000 + (k + 1) * w;
+        tm.advance(at, false, |_, f| sent.push(f[40]));
+        let tc = if k % 2 == 0 { 3 } else { 0 };
+        enqueue(&mut tm, at, 2, tc, 0, frame(1000, 0, k as u8));
+    }
+    tm.drain(|_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![1, 3, 5, 7, 9, 0, 2, 4, 6, 8]);
+}
