@@ -36,7 +36,7 @@ pub mod udp;
 pub mod vlan;
 
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use error::Error;
