@@ -8,6 +8,8 @@ pub mod frame;
 pub mod p4_names;
 pub mod spec;
 #[cfg(test)]
+mod srv6_tests;
+#[cfg(test)]
 mod tests;
 
 pub use forward::{ControlRequest, Forwarder, ForwarderError};
