@@ -47,6 +47,15 @@ pub const NEXTHOP: (&str, &[&str]) = (
     "nexthop",
     &["rewrite_to_port", "rewrite_to_vlan", "resolve_nexthop"],
 );
+/// Local SIDs (`forward::srv6::Srv6State::lookup_sid`, `SidBehavior`; uN and uA are End and
+/// End.X with NEXT-C-SID).
+pub const MY_SID: (&str, &[&str]) = (
+    "my_sid",
+    &["end", "end_x", "un", "ua", "end_dt4", "end_dt6", "end_dt46"],
+);
+/// Headend policies (`RouteTarget::Srv6Policy`, `EncapMode`).
+pub const SRV6_POLICY: (&str, &[&str]) =
+    ("srv6_policy", &["h_encaps", "h_encaps_red", "drop_packet"]);
 /// io mode's port pairs.
 pub const IO_FORWARD: (&str, &[&str]) = ("io_forward", &["forward", "drop_packet"]);
 
@@ -61,6 +70,8 @@ pub const TABLES: &[(&str, &[&str])] = &[
     IPV6_LPM,
     ECMP_GROUP,
     NEXTHOP,
+    MY_SID,
+    SRV6_POLICY,
     IO_FORWARD,
 ];
 
