@@ -4918,4 +4918,248 @@ blackhole = true
         let elapsed = load_bulk_routes("route-file-1m", 1_000_000);
         assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     }
+
+    // ---- SRv6 ----
+
+    #[test]
+    fn srv6_sids_and_policies_build_the_spec() {
+        let text = format!(
+            "{BASE}{}",
+            r#"[[vrf]]
+name = "tenant"
+[[route]]
+prefix = "fcbb:bb00:200::/48"
+via = "2001:db8:ff::"
+port = "up"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100::/48"
+behavior = "uN"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100:e001::/64"
+behavior = "uA"
+block_bits = 32
+usid_bits = 32
+flavors = ["psp", "USP"]
+via = "2001:db8:ff::"
+port = "up"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100:d46::/64"
+behavior = "uDT46"
+lookup_vrf = "tenant"
+[[srv6.sid]]
+vrf = "tenant"
+prefix = "2001:db8:5::1/128"
+behavior = "End"
+[[srv6.policy]]
+vrf = "tenant"
+prefix = "10.20.0.0/16"
+mode = "encaps.red"
+segments = ["fcbb:bb00:200:300::", "fcbb:bb00:300:d46::"]
+[[srv6.policy]]
+name = "p6"
+prefix = "2001:db8:20::/48"
+mode = "encaps"
+segments = ["fcbb:bb00:200::"]
+source = "2001:db8:ff::1"
+hop_limit = 200
+"#
+        );
+        let spec = spec_of(&text);
+        let ip6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let f3216 = Some(CsidFormat {
+            block_bits: 32,
+            shift_bits: 16,
+        });
+        let sids = &spec.srv6.sids;
+        assert_eq!(sids.len(), 4);
+        assert_eq!(
+            (sids[0].behavior, sids[0].next_csid, sids[0].len),
+            (SidBehavior::End, f3216, 48),
+            "uN defaults to a 32-bit block and 16-bit uSIDs"
+        );
+        let nexthop = spec
+            .nexthops
+            .iter()
+            .position(|n| n.ip == IpAddr::V6(ip6("2001:db8:ff::")))
+            .unwrap() as u32;
+        assert_eq!(
+            sids[1].behavior,
+            SidBehavior::EndX {
+                target: RouteTarget::Nexthop(nexthop)
+            }
+        );
+        assert_eq!(
+            (sids[1].next_csid, sids[1].psp, sids[1].usp),
+            (
+                Some(CsidFormat {
+                    block_bits: 32,
+                    shift_bits: 32
+                }),
+                true,
+                true
+            )
+        );
+        assert_eq!(sids[2].behavior, SidBehavior::EndDt46 { vrf: 1 });
+        assert_eq!(sids[2].next_csid, None);
+        assert_eq!(
+            (sids[3].vrf, sids[3].name.as_str()),
+            (1, "2001:db8:5::1/128")
+        );
+        let policies = &spec.srv6.policies;
+        assert_eq!(policies[0].mode, EncapMode::EncapsRed);
+        assert_eq!(policies[0].name, "10.20.0.0/16");
+        assert_eq!(
+            policies[0].source,
+            ip6("2001:db8:ff::1"),
+            "defaults to the default VRF's first global address"
+        );
+        assert_eq!((policies[0].hop_limit, policies[1].hop_limit), (64, 200));
+        assert!(spec.routes.contains(&RouteSpec {
+            vrf: 1,
+            prefix: "10.20.0.0".parse().unwrap(),
+            len: 16,
+            target: RouteTarget::Srv6Policy(0),
+        }));
+        assert!(spec.routes.contains(&RouteSpec {
+            vrf: 0,
+            prefix: "2001:db8:20::".parse().unwrap(),
+            len: 48,
+            target: RouteTarget::Srv6Policy(1),
+        }));
+        dataplane::pipeline::Forwarder::new(&spec).expect("the dataplane takes it");
+    }
+
+    #[test]
+    fn srv6_errors_name_line_and_field() {
+        let sid = "[[srv6.sid]]\nprefix = \"fcbb:bb00:100::/48\"\n";
+        let policy = "[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\n";
+        let cases: Vec<(String, &str, usize, &str)> = vec![
+            (
+                format!("{sid}behavior = \"End.Y\"\n"),
+                "srv6.sid[0].behavior",
+                3,
+                "not a behaviour",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\nshift_bits = 16\n"),
+                "srv6.sid[0].shift_bits",
+                4,
+                "does not apply",
+            ),
+            (
+                format!("{sid}behavior = \"uN\"\nblock_bits = 64\nshift_bits = 64\n"),
+                "srv6.sid[0].shift_bits",
+                5,
+                "below 128",
+            ),
+            (
+                "[[srv6.sid]]\nprefix = \"fcbb:bb00:100:1::/64\"\nbehavior = \"uN\"\n".to_owned(),
+                "srv6.sid[0].prefix",
+                2,
+                "longer than block + shift",
+            ),
+            (
+                format!("{sid}behavior = \"End.X\"\n"),
+                "srv6.sid[0].behavior",
+                3,
+                "adjacency",
+            ),
+            (
+                format!("{sid}behavior = \"uA\"\ngroup = \"nope\"\n"),
+                "srv6.sid[0].group",
+                4,
+                "no [[nexthop_group]]",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\nflavors = [\"usd\"]\n"),
+                "srv6.sid[0].flavors",
+                4,
+                "not a flavour",
+            ),
+            (
+                format!("{sid}behavior = \"End.DT4\"\nflavors = [\"psp\"]\n"),
+                "srv6.sid[0].flavors",
+                4,
+                "does not apply",
+            ),
+            (
+                format!("{sid}behavior = \"End.DT6\"\nlookup_vrf = \"red\"\n"),
+                "srv6.sid[0].lookup_vrf",
+                4,
+                "not declared",
+            ),
+            (
+                "[[srv6.sid]]\nprefix = \"10.0.0.0/8\"\nbehavior = \"End\"\n".to_owned(),
+                "srv6.sid[0].prefix",
+                2,
+                "IPv6",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\n{sid}behavior = \"uN\"\n"),
+                "srv6.sid[1].prefix",
+                5,
+                "already srv6.sid[0]",
+            ),
+            (
+                format!("{policy}mode = \"insert\"\nsegments = [\"fcbb::1\"]\n"),
+                "srv6.policy[0].mode",
+                3,
+                "not a mode",
+            ),
+            (
+                format!("{policy}mode = \"encaps\"\nsegments = [\"fcbb::1\", \"ff02::1\"]\n"),
+                "srv6.policy[0].segments",
+                4,
+                "not a unicast IPv6",
+            ),
+            (
+                format!("{policy}mode = \"encaps\"\nsegments = []\n"),
+                "srv6.policy[0].segments",
+                4,
+                "give 1 to 4",
+            ),
+            (
+                format!(
+                    "{policy}mode = \"encaps\"\nsegments = [\"fc::1\", \"fc::2\", \"fc::3\", \"fc::4\", \"fc::5\"]\n"
+                ),
+                "srv6.policy[0].segments",
+                4,
+                "give 1 to 4",
+            ),
+            (
+                format!("{policy}mode = \"encaps\"\nsegments = [\"fc::1\"]\nhop_limit = 0\n"),
+                "srv6.policy[0].hop_limit",
+                5,
+                "out of range",
+            ),
+            (
+                format!(
+                    "[[route]]\nprefix = \"10.20.0.0/16\"\nblackhole = true\n{policy}mode = \"encaps\"\nsegments = [\"fc::1\"]\n"
+                ),
+                "srv6.policy[0].prefix",
+                5,
+                "already routed by route[0]",
+            ),
+        ];
+        for (extra, field, line, message) in &cases {
+            let text = format!("{BASE}{extra}");
+            let error = error_of(&text);
+            assert_eq!(error.line, BASE_LINES + line, "line for {extra:?}: {error}");
+            assert_eq!(error.field, *field, "field for {extra:?}: {error}");
+            assert!(
+                error.message.contains(message),
+                "message for {extra:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn srv6_policy_without_source_needs_a_global_address() {
+        let text = "[switch]\nname = \"t\"\nrouter_mac = \"02:00:00:00:01:00\"\n[dataplane]\nmode = \"switch\"\n[[port]]\nname = \"up\"\ndevargs = \"net_null0\"\nipv4 = [\"10.255.0.1/31\"]\n[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\nmode = \"encaps\"\nsegments = [\"fc::1\"]\n";
+        let error = error_of(text);
+        assert_eq!(
+            (error.line, error.field.as_str()),
+            (10, "srv6.policy[0].source")
+        );
+    }
 }
