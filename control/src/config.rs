@@ -5162,4 +5162,24 @@ hop_limit = 200
             (10, "srv6.policy[0].source")
         );
     }
+
+    #[test]
+    fn the_srv6_example_loads_and_builds() {
+        let config = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/srv6.toml"
+        )))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let spec = config.switch_spec().expect("switch mode");
+        assert_eq!(spec.srv6.sids.len(), 5);
+        assert_eq!(spec.srv6.policies.len(), 2);
+        assert_eq!(
+            spec.srv6.sids[2].next_csid,
+            Some(CsidFormat {
+                block_bits: 32,
+                shift_bits: 32
+            })
+        );
+        dataplane::pipeline::Forwarder::new(&spec).expect("the forwarder builds");
+    }
 }
