@@ -99,8 +99,9 @@ pub struct SlowPath {
     pub icmp_errors_built: u64,
     /// ICMPv6 errors not built: rate limit, or RFC 4443 2.4(e) forbids one.
     pub icmp_errors_suppressed: u64,
-    /// ICMPv6 errors built but not sent: no route back to the source.
-    pub icmp_errors_unroutable: u64,
+    /// ICMPv6 errors built but not sent: no route back to the source, or no mbuf (the engine
+    /// counts these; they are not drops of received packets).
+    pub icmp_errors_not_sent: u64,
     /// Token bucket of the ICMPv6 error rate limit (RFC 4443 2.4(f)): tokens and last refill.
     icmp_error_tokens: u32,
     icmp_error_refilled: Picos,
@@ -122,7 +123,7 @@ impl SlowPath {
             ignored: 0,
             icmp_errors_built: 0,
             icmp_errors_suppressed: 0,
-            icmp_errors_unroutable: 0,
+            icmp_errors_not_sent: 0,
             icmp_error_tokens: ICMP_ERROR_BURST,
             icmp_error_refilled: 0,
         }

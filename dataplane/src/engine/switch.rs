@@ -306,7 +306,7 @@ impl SwitchWorker {
             return;
         };
         let Some(mut reply) = Mbuf::from_bytes(&self.pool, &bytes) else {
-            self.counters.drop_packets(DropReason::FloodCopyFailed, 1);
+            self.slow.icmp_errors_not_sent += 1;
             return;
         };
         let verdict = {
@@ -321,7 +321,7 @@ impl SwitchWorker {
                 self.counters.generated.add(1);
                 self.send(reply, port, tag);
             }
-            _ => self.slow.icmp_errors_unroutable += 1,
+            _ => self.slow.icmp_errors_not_sent += 1,
         }
     }
 

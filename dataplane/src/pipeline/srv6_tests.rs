@@ -711,6 +711,26 @@ fn headend_without_headroom_or_with_expired_ttl_drops() {
 }
 
 #[test]
+fn link_local_is_never_tunnelled_nor_a_next_segment() {
+    let mut f = forwarder();
+    let inner = ipv6("fe80::7", "2001:db8:20::5", 30, UDP, &udp());
+    assert_eq!(
+        run(&mut f, &eth(&inner, 0x86dd), 2).0,
+        Verdict::Drop(DropReason::LinkLocal)
+    );
+    let mut payload = srh(UDP, 1, 0, &["fe80::9"]);
+    payload.extend_from_slice(&udp());
+    let frame = eth(
+        &ipv6("2001:db8:1::2", "2001:db8:5::1", 64, 43, &payload),
+        0x86dd,
+    );
+    assert_eq!(
+        run(&mut f, &frame, 0).0,
+        Verdict::Drop(DropReason::LinkLocal)
+    );
+}
+
+#[test]
 fn a_chain_of_local_sids_is_bounded() {
     let mut f = forwarder();
     let segments = ["2001:db8:5::1"; 12];

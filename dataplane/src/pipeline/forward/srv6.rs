@@ -525,6 +525,10 @@ impl Forwarder {
         let ip = &frame[l3..];
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
+        if super::is_link_local(&dst_bytes) {
+            // A segment may not send the packet to a link-local address (never routed).
+            return Verdict::Drop(DropReason::LinkLocal);
+        }
         let target = match next {
             Next::Adjacency(target) => target,
             Next::Lookup => {
@@ -610,6 +614,12 @@ impl Forwarder {
                 flow_hash(&key, self.flow_hash_seed),
             )
         } else {
+            let (src, dst) = (&ip[8..24], &ip[24..40]);
+            if super::is_link_local(src.try_into().expect("16 bytes"))
+                || super::is_link_local(dst.try_into().expect("16 bytes"))
+            {
+                return Verdict::Drop(DropReason::LinkLocal);
+            }
             if ip[7] <= 1 {
                 return Verdict::Drop(DropReason::TtlExpired);
             }
