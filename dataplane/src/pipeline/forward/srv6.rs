@@ -770,28 +770,37 @@ mod tests {
     fn usid_shift_matches_the_rfc_for_every_block_and_usid_length() {
         let mut rng = crate::wire::test_util::XorShift::new(99);
         let mut combinations = 0;
-        for block in (8..=112).step_by(8) {
-            for shift in [8, 16, 24, 32, 48, 64] {
-                if block + shift >= 128 {
-                    assert!(Csid::new(block as u8, shift as u8).is_none());
+        for block in 0..=128usize {
+            for shift in 0..=128usize {
+                let Some(csid) = Csid::new(block as u8, shift as u8) else {
+                    assert!(
+                        shift == 0 || block + shift >= 128,
+                        "block {block} shift {shift} leaves an argument and must be accepted"
+                    );
                     continue;
-                }
+                };
+                assert!(shift > 0 && block + shift < 128);
                 combinations += 1;
-                let csid = Csid::new(block as u8, shift as u8).unwrap();
-                for _ in 0..50 {
+                for _ in 0..8 {
                     let da = u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64());
                     assert_eq!(
                         csid.shifted(da),
                         reference_shift(da, block, shift),
                         "block {block} shift {shift} da {da:032x}"
                     );
-                    // End of container: argument all zeros.
+                    // End of container: the argument is all zeros.
                     let exhausted = da & !(u128::MAX >> (block + shift));
                     assert_eq!(csid.shifted(exhausted), None);
+                    // A single 1 in the last argument bit still shifts.
+                    assert_eq!(
+                        csid.shifted(exhausted | 1),
+                        reference_shift(exhausted | 1, block, shift)
+                    );
                 }
             }
         }
-        assert!(combinations > 60);
+        // Every block 0..=126 with every shift that leaves at least one argument bit.
+        assert_eq!(combinations, (0..128).map(|b| 127 - b).sum::<usize>());
     }
 
     #[test]
