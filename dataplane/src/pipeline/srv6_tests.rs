@@ -914,3 +914,45 @@ mod icmp_errors {
         assert_eq!(&built[0..6], &N1);
     }
 }
+
+#[test]
+fn mutated_and_truncated_srv6_frames_never_panic() {
+    let mut f = forwarder();
+    let mut seeds: Vec<(Vec<u8>, u16)> = Vec::new();
+    for (dst, segments_left, last_entry) in [
+        ("fcbb:bb00:100:e001:300::", 1, 1),
+        ("2001:db8:5::1", 1, 1),
+        ("2001:db8:5::2", 1, 1),
+        ("2001:db8:5::3", 0, 1),
+        ("2001:db8:5::12", 0, 1),
+    ] {
+        let mut payload = srh(4, segments_left, last_entry, &["2001:db8:b::9", dst]);
+        payload.extend_from_slice(&ipv4([10, 9, 1, 1], 20, 0));
+        seeds.push((
+            eth(&ipv6("2001:db8:1::2", dst, 64, 43, &payload), 0x86dd),
+            0,
+        ));
+    }
+    seeds.push((eth(&ipv4([10, 20, 1, 1], 30, 0), 0x0800), 2));
+    seeds.push((
+        eth(
+            &ipv6("2001:db8:7::1", "2001:db8:20::5", 30, UDP, &udp()),
+            0x86dd,
+        ),
+        2,
+    ));
+    let mut rng = crate::wire::test_util::XorShift::new(2026);
+    for _ in 0..20_000 {
+        let (seed, port) = &seeds[rng.below(seeds.len())];
+        let mut frame = seed.clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = L3 + rng.below(frame.len() - L3);
+            frame[at] = rng.next_u8();
+        }
+        frame.truncate(L3 + rng.below(frame.len() - L3 + 1));
+        let (verdict, out) = run(&mut f, &frame, *port);
+        if let Verdict::Forward { .. } = verdict {
+            assert!(out.len() >= L3, "a forwarded frame keeps its L2 header");
+        }
+    }
+}
