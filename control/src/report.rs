@@ -53,7 +53,24 @@ pub fn to_json(report: &RunReport) -> Value {
         .iter()
         .map(|(reason, count)| (reason.as_str().to_owned(), json!(count)))
         .collect();
+    let srv6_objects = |objects: &[(String, dataplane::counters::ObjectSnapshot)]| -> Vec<Value> {
+        objects
+            .iter()
+            .map(|(name, c)| {
+                let drops: serde_json::Map<String, Value> = c
+                    .drops
+                    .iter()
+                    .map(|(reason, count)| (reason.as_str().to_owned(), json!(count)))
+                    .collect();
+                json!({ "name": name, "packets": c.packets, "bytes": c.bytes, "drops": drops })
+            })
+            .collect()
+    };
     json!({
+        "srv6": {
+            "sids": srv6_objects(&report.srv6_sids),
+            "policies": srv6_objects(&report.srv6_policies),
+        },
         "stop_cause": report.stop_cause.as_str(),
         "forwarding_seconds": report.forwarding_time.as_secs_f64(),
         "ports": ports,
@@ -214,5 +231,28 @@ pub fn to_text(report: &RunReport) -> String {
         "slow path: {} frames punted (ARP/ND/ICMP for the switch), {} frames sent",
         report.punted, report.generated
     );
+    for (kind, objects) in [
+        ("sid", &report.srv6_sids),
+        ("policy", &report.srv6_policies),
+    ] {
+        for (name, c) in objects {
+            let drops: Vec<String> = c
+                .drops
+                .iter()
+                .map(|(r, n)| format!("{}={n}", r.as_str()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "srv6 {kind} {name}: {} packets, {} bytes, drops: {}",
+                c.packets,
+                c.bytes,
+                if drops.is_empty() {
+                    "none".to_owned()
+                } else {
+                    drops.join(" ")
+                }
+            );
+        }
+    }
     out
 }

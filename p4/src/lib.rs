@@ -54,6 +54,7 @@ pub const SWITCH_TABLES: &[(&str, &[&str])] = &[
             "glean",
             "punt_local",
             "blackhole",
+            "set_srv6_policy",
             "drop_packet",
         ],
     ),
@@ -65,6 +66,7 @@ pub const SWITCH_TABLES: &[(&str, &[&str])] = &[
             "glean",
             "punt_local",
             "blackhole",
+            "set_srv6_policy",
             "drop_packet",
         ],
     ),
@@ -73,6 +75,11 @@ pub const SWITCH_TABLES: &[(&str, &[&str])] = &[
         "nexthop",
         &["rewrite_to_port", "rewrite_to_vlan", "resolve_nexthop"],
     ),
+    (
+        "my_sid",
+        &["end", "end_x", "un", "ua", "end_dt4", "end_dt6", "end_dt46"],
+    ),
+    ("srv6_policy", &["h_encaps", "h_encaps_red", "drop_packet"]),
 ];
 
 /// The QoS tables of the `switch` mode (Rust: `dataplane::qos`): classification at ingress and
@@ -1393,6 +1400,8 @@ mod tests {
             // BMv2 ignores default_action on tables with an action selector.
             ("ecmp_group", None),
             ("nexthop", Some("resolve_nexthop")),
+            ("my_sid", Some(NO_ACTION)),
+            ("srv6_policy", Some("drop_packet")),
             ("l3_interface", Some("set_vrf")),
             ("egress_vlan", Some("egress_untagged")),
         ];
@@ -1427,6 +1436,19 @@ mod tests {
             ("egress_untagged", &[]),
             ("punt_to_cpu", &[]),
             ("drop_with_reason", &[("reason", 8)]),
+            ("set_srv6_policy", &[("policy", 32)]),
+            ("end", &[("psp", 1), ("usp", 1)]),
+            (
+                "un",
+                &[
+                    ("psp", 1),
+                    ("usp", 1),
+                    ("block_mask", 128),
+                    ("argument_mask", 128),
+                    ("shift", 8),
+                ],
+            ),
+            ("end_dt46", &[("vrf", 16)]),
         ];
         for &(name, params) in expected {
             let action = schema()
@@ -1574,9 +1596,17 @@ mod tests {
                 "vlan_outer",
                 "vlan_inner",
                 "arp",
+                "encap_ipv6",
+                "encap_srh",
+                "encap_segments",
                 "ipv4",
                 "ipv4_options",
                 "ipv6",
+                "srh",
+                "srh_segments",
+                "srh_tlvs",
+                "inner_ipv4",
+                "inner_ipv6",
                 "icmpv6",
                 "ndp",
                 "udp",

@@ -6,7 +6,7 @@
 mod io;
 mod switch;
 
-use crate::counters::{CounterSnapshot, DropReason, WorkerCounters};
+use crate::counters::{CounterSnapshot, DropReason, ObjectSnapshot, Srv6Counters, WorkerCounters};
 use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, Port, PortConfig, PortStats,
     StopSignal,
@@ -195,6 +195,9 @@ pub struct RunReport {
     /// Longest time a worker spent forwarding.
     pub forwarding_time: Duration,
     pub stop_cause: StopCause,
+    /// SRv6 counters per local SID and per policy, by name (switch mode).
+    pub srv6_sids: Vec<(String, ObjectSnapshot)>,
+    pub srv6_policies: Vec<(String, ObjectSnapshot)>,
 }
 
 impl RunReport {
@@ -339,6 +342,8 @@ fn run_with_eal(
     let burst = config.burst.clamp(1, MAX_BURST);
 
     let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::with_capacity(workers);
+    // Switch mode: the worker's SRv6 counters and the names to report them by.
+    let mut srv6: Option<(Arc<Srv6Counters>, Vec<String>, Vec<String>)> = None;
     match &config.mode {
         ForwardingMode::Io => {
             for (worker, lanes) in io::io_lanes(&mut ports, workers).into_iter().enumerate() {
@@ -380,6 +385,11 @@ fn run_with_eal(
                 Arc::clone(&queue_counters),
             )
             .map_err(|e| EngineError::Config(e.to_string()))?;
+            srv6 = Some((
+                job.srv6_counters(),
+                spec.srv6.sids.iter().map(|s| s.name.clone()).collect(),
+                spec.srv6.policies.iter().map(|p| p.name.clone()).collect(),
+            ));
             jobs.push(Box::new(move || job.run()));
         }
     }
@@ -414,6 +424,21 @@ fn run_with_eal(
             device: port.stats(),
         })
         .collect();
+    let (srv6_sids, srv6_policies) = match &srv6 {
+        Some((counters, sid_names, policy_names)) => (
+            sid_names
+                .iter()
+                .cloned()
+                .zip(counters.sids.iter().map(|c| c.snapshot()))
+                .collect(),
+            policy_names
+                .iter()
+                .cloned()
+                .zip(counters.policies.iter().map(|c| c.snapshot()))
+                .collect(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
     // Close every port (flushing pcap outputs) before the pool they draw from is freed.
     drop(ports);
     drop(pool);
@@ -440,6 +465,8 @@ fn run_with_eal(
             shared.longest_forwarding_nanos.load(Ordering::Relaxed),
         ),
         stop_cause,
+        srv6_sids,
+        srv6_policies,
     })
 }
 

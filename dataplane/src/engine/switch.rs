@@ -16,7 +16,9 @@ use crate::clock::{PICOS_PER_SECOND, Picos, TscClock};
 use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
-use crate::pipeline::{ControlRequest, Forwarder, ForwarderError, TagOp, Verdict};
+use crate::pipeline::{
+    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, TagOp, Verdict,
+};
 use crate::qos::pfc;
 use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
@@ -164,6 +166,11 @@ impl SwitchWorker {
             pfc_scratch: Vec::with_capacity(qos::tm::MAX_PORTS),
             peers: vec![Default::default(); ports.len()],
         })
+    }
+
+    /// The per-SID and per-policy counters the worker's forwarder writes.
+    pub(crate) fn srv6_counters(&self) -> Arc<crate::counters::Srv6Counters> {
+        self.forwarder.srv6_counters()
     }
 
     pub(crate) fn run(mut self) {
@@ -325,9 +332,7 @@ impl SwitchWorker {
             return;
         }
         let tc = qos::classify(mbuf.packet().data(), &self.port_qos[usize::from(in_port)]);
-        let verdict = self
-            .forwarder
-            .process(mbuf.packet_mut().data_mut(), in_port, now);
+        let verdict = self.process_resizable(&mut mbuf, in_port, now);
         match verdict {
             Verdict::Forward { port, tag } => self.send(mbuf, port, tag, tc, in_port, now),
             Verdict::Flood {
@@ -349,6 +354,69 @@ impl SwitchWorker {
                 self.apply_slow_path_results(now);
             }
             Verdict::Drop(reason) => self.counters.drop_packets(reason, 1),
+            Verdict::DropWithIcmpError { reason, error } => {
+                self.counters.drop_packets(reason, 1);
+                self.send_icmp_error(&mbuf, in_port, error, now);
+            }
+        }
+    }
+
+    /// Runs the pipeline on the mbuf's data with its headroom available (SRv6 encapsulation
+    /// grows the frame to the front, decapsulation shrinks it), then moves the mbuf's data
+    /// window to where the pipeline left the frame.
+    fn process_resizable(&mut self, mbuf: &mut Mbuf, in_port: u16, now: Picos) -> Verdict {
+        let mut packet = mbuf.packet_mut();
+        let (buffer, start) = packet.headroom_and_data_mut();
+        let end = buffer.len();
+        let Some(mut frame) = Frame::new(buffer, start, end) else {
+            return Verdict::Drop(DropReason::Truncated);
+        };
+        let verdict = self.forwarder.process_frame(&mut frame, in_port, now);
+        let (new_start, new_end) = (frame.start(), frame.end());
+        if (new_start, new_end) == (start, end) {
+            return verdict;
+        }
+        // The frame only moves inside the buffer and its end never grows, so these succeed.
+        let moved = if new_start > start {
+            packet.adj((new_start - start) as u16)
+        } else {
+            new_start == start || packet.prepend((start - new_start) as u16).is_some()
+        };
+        let trimmed = moved && packet.trim((end - new_end) as u16);
+        if !trimmed {
+            return Verdict::Drop(DropReason::NoHeadroom);
+        }
+        verdict
+    }
+
+    /// Sends the ICMPv6 error the RFC asks for about a dropped frame, if the slow path builds
+    /// one (rate limit, quoting rules) and its destination is routable.
+    fn send_icmp_error(&mut self, mbuf: &Mbuf, in_port: u16, error: Icmpv6Error, now: Picos) {
+        let Some(bytes) = self
+            .slow
+            .icmpv6_error(mbuf.packet().data(), in_port, error, now)
+        else {
+            return;
+        };
+        let Some(mut reply) = Mbuf::from_bytes(&self.pool, &bytes) else {
+            self.slow.icmp_errors_not_sent += 1;
+            return;
+        };
+        let verdict = {
+            let mut packet = reply.packet_mut();
+            let mut frame = Frame::whole(packet.data_mut());
+            self.forwarder
+                .route_originated_ipv6(&mut frame, error.vrf, now)
+        };
+        self.serve_requests(now);
+        match verdict {
+            Verdict::Forward { port, tag } => {
+                self.counters.generated.add(1);
+                // Errors go in the class their own DSCP (0) gives them, from the CPU: lossy.
+                let tc = qos::classify(reply.packet().data(), &self.port_qos[usize::from(port)]);
+                self.send(reply, port, tag, tc, CPU_PORT, now);
+            }
+            _ => self.slow.icmp_errors_not_sent += 1,
         }
     }
 
