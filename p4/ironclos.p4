@@ -208,6 +208,23 @@ header vlan_tag_t {
 /* ARP for IPv4 over Ethernet (28 bytes). Like Rust, the hardware and
  * protocol types are not checked: the opcode and the target address are
  * what the punt decision reads. */
+/* IEEE 802.1Qbb PFC (opcode 0x0101) or 802.3x PAUSE (opcode 0x0001):
+ * REFERENCE.md 1.1. Rust: qos::pfc::parse / encode. PAUSE carries only
+ * time0. */
+header mac_control_t {
+    bit<16> opcode;
+    bit<8>  reserved;
+    bit<8>  class_enable;  // bit n: time n is valid for priority (TC) n
+    bit<16> time0;
+    bit<16> time1;
+    bit<16> time2;
+    bit<16> time3;
+    bit<16> time4;
+    bit<16> time5;
+    bit<16> time6;
+    bit<16> time7;
+}
+
 header arp_t {
     bit<16>     hw_type;
     bit<16>     proto_type;
@@ -316,6 +333,7 @@ struct headers_t {
     ethernet_t     ethernet;
     vlan_tag_t     vlan_outer;
     vlan_tag_t     vlan_inner;
+    mac_control_t  mac_control;
     arp_t          arp;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
@@ -445,8 +463,14 @@ parser IroncParser(packet_in packet,
             ETHERTYPE_ARP: parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
+            ETHERTYPE_MAC_CONTROL: parse_mac_control;
             default: accept;
         }
+    }
+
+    state parse_mac_control {
+        packet.extract(hdr.mac_control);
+        transition accept;
     }
 
     state parse_vlan_outer {
@@ -654,6 +678,9 @@ control IroncIngress(inout headers_t hdr,
     /* Packets dropped by the switch pipeline, per reason (Rust:
      * counters::WorkerCounters::drop_packets, one counter per DropReason). */
     counter(DROP_REASONS, CounterType.packets) drop_counter;
+    /* PFC frames received per (ingress port, priority): index port * 8 + n.
+     * Rust: QueueCounters::pfc_rx_frames. */
+    counter(4096, CounterType.packets) pfc_rx_counter;
 
     /* ----------------------------------------------------------------
      * Common actions
@@ -1377,7 +1404,27 @@ control IroncIngress(inout headers_t hdr,
             }
         }
         if (hdr.ethernet.ether_type == ETHERTYPE_MAC_CONTROL) {
-            /* PAUSE/PFC are consumed by the port (QoS, outside P4). */
+            /* PAUSE/PFC are consumed by the port, never forwarded
+             * (Rust: SwitchWorker::handle -> TrafficManager::
+             * receive_mac_control). What v1model can express: the parse
+             * and a count per (port, priority) of the PFC frames that
+             * enable it. What lives in the traffic manager (Rust qos::tm,
+             * tm_pfc), outside P4: holding the egress queue of each
+             * enabled TC for time x 512 bit times (BMv2's queues cannot be
+             * paused per class), XOFF/XON/refresh generation from the
+             * ingress occupancy of lossless TCs (lossless_tc marks them
+             * here), the headroom check and the watchdog's timers. */
+            if (hdr.mac_control.isValid() && hdr.mac_control.opcode == 0x0101) {
+                bit<32> base = (bit<32>)standard_metadata.ingress_port * 8;
+                if (hdr.mac_control.class_enable[0:0] == 1) { pfc_rx_counter.count(base); }
+                if (hdr.mac_control.class_enable[1:1] == 1) { pfc_rx_counter.count(base + 1); }
+                if (hdr.mac_control.class_enable[2:2] == 1) { pfc_rx_counter.count(base + 2); }
+                if (hdr.mac_control.class_enable[3:3] == 1) { pfc_rx_counter.count(base + 3); }
+                if (hdr.mac_control.class_enable[4:4] == 1) { pfc_rx_counter.count(base + 4); }
+                if (hdr.mac_control.class_enable[5:5] == 1) { pfc_rx_counter.count(base + 5); }
+                if (hdr.mac_control.class_enable[6:6] == 1) { pfc_rx_counter.count(base + 6); }
+                if (hdr.mac_control.class_enable[7:7] == 1) { pfc_rx_counter.count(base + 7); }
+            }
             drop_with_reason(DROP_MAC_CONTROL);
             return;
         }
