@@ -748,6 +748,56 @@ sched = "strict"
     }
 
     #[test]
+    fn lossless_tcs_get_pfc_thresholds_computed_the_sonic_way() {
+        // REFERENCE.md 1.2's worked example: 100G, 100 m, 9100-byte frames (MTU 9082 + 18):
+        // headroom 56320 bytes.
+        let q = qos_of(
+            "mtu = 9082\ncable_m = 100\nqos = \"rdma\"",
+            "[qos.rdma]\nlossless = [3]\n",
+        );
+        let th = q.pfc[3].expect("a lossless TC has PFC");
+        assert_eq!(th.headroom, 56_320);
+        assert_eq!(th.xoff, 56_320);
+        assert_eq!(th.xon, 56_320 - 2 * 9100);
+        assert!(q.pfc[0].is_none() && q.pfc[4].is_none());
+        assert_eq!(q.peer_delay, 1_010_101 + 2_017_280);
+        // Written values win; the rest stay automatic.
+        let q = qos_of(
+            "qos = \"rdma\"",
+            "[qos.rdma]\nlossless = [3]\n[qos.rdma.tc.3]\npfc = { xoff = \"20KB\", xon = \"10KB\" }\n",
+        );
+        let th = q.pfc[3].unwrap();
+        assert_eq!((th.xoff, th.xon), (20_000, 10_000));
+        assert_eq!(th.headroom, HeadroomInputs { gbps: 100, cable_m: 5, mtu: 9100 }.headroom());
+        let config = parse("qos = \"rdma\"", "[qos.rdma]\nlossless = [3]\n").unwrap();
+        assert!(
+            config
+                .summary()
+                .iter()
+                .any(|l| l.contains("tc3 pfc xoff 45056 B, xon 26856 B, headroom 45056 B")),
+            "check-config prints the computed values: {:?}",
+            config.summary()
+        );
+    }
+
+    #[test]
+    fn pfc_and_watchdog_errors_name_the_field() {
+        let cases: [(&str, &str, &str); 4] = [
+            ("[qos.q.tc.2]\npfc = { xoff = 100 }\n", "qos.q.tc.2.pfc", "not lossless"),
+            ("lossless = [2]\n[qos.q.tc.2]\npfc = { xoff = 100, xon = 200 }\n", "qos.q.tc.2.pfc.xon", "above xoff"),
+            ("pfc_watchdog = { action = \"panic\" }\n", "qos.q.pfc_watchdog.action", "not a watchdog action"),
+            ("pfc_watchdog = { detection_ms = 0 }\n", "qos.q.pfc_watchdog.detection_ms", "out of range"),
+        ];
+        for (table, field, message) in cases {
+            let text = format!("[qos.q]\n{table}");
+            let text = text.replacen("[qos.q]\n[qos.q.tc", "[qos.q]\n[qos.q.tc", 1);
+            let e = parse("qos = \"q\"", &text).expect_err(field);
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(message), "{e}");
+        }
+    }
+
+    #[test]
     fn qos_keys_are_switch_mode_only() {
         let text = "[dataplane]\nmode = \"io\"\n[[port]]\nname = \"p0\"\ndevargs = \"net_null0\"\nspeed_gbps = 100\n";
         let e = Config::parse(Path::new("io.toml"), text).unwrap_err();
