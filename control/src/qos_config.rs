@@ -768,7 +768,15 @@ sched = "strict"
         );
         let th = q.pfc[3].unwrap();
         assert_eq!((th.xoff, th.xon), (20_000, 10_000));
-        assert_eq!(th.headroom, HeadroomInputs { gbps: 100, cable_m: 5, mtu: 9100 }.headroom());
+        assert_eq!(
+            th.headroom,
+            HeadroomInputs {
+                gbps: 100,
+                cable_m: 5,
+                mtu: 9100
+            }
+            .headroom()
+        );
         let config = parse("qos = \"rdma\"", "[qos.rdma]\nlossless = [3]\n").unwrap();
         assert!(
             config
@@ -783,10 +791,26 @@ sched = "strict"
     #[test]
     fn pfc_and_watchdog_errors_name_the_field() {
         let cases: [(&str, &str, &str); 4] = [
-            ("[qos.q.tc.2]\npfc = { xoff = 100 }\n", "qos.q.tc.2.pfc", "not lossless"),
-            ("lossless = [2]\n[qos.q.tc.2]\npfc = { xoff = 100, xon = 200 }\n", "qos.q.tc.2.pfc.xon", "above xoff"),
-            ("pfc_watchdog = { action = \"panic\" }\n", "qos.q.pfc_watchdog.action", "not a watchdog action"),
-            ("pfc_watchdog = { detection_ms = 0 }\n", "qos.q.pfc_watchdog.detection_ms", "out of range"),
+            (
+                "[qos.q.tc.2]\npfc = { xoff = 100 }\n",
+                "qos.q.tc.2.pfc",
+                "not lossless",
+            ),
+            (
+                "lossless = [2]\n[qos.q.tc.2]\npfc = { xoff = 100, xon = 200 }\n",
+                "qos.q.tc.2.pfc.xon",
+                "above xoff",
+            ),
+            (
+                "pfc_watchdog = { action = \"panic\" }\n",
+                "qos.q.pfc_watchdog.action",
+                "not a watchdog action",
+            ),
+            (
+                "pfc_watchdog = { detection_ms = 0 }\n",
+                "qos.q.pfc_watchdog.detection_ms",
+                "out of range",
+            ),
         ];
         for (table, field, message) in cases {
             let text = format!("[qos.q]\n{table}");

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why a packet was dropped. Every drop in the switch has exactly one reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(usize)]
+// One byte, so verdicts that carry a reason stay small enough to return in registers.
+#[repr(u8)]
 pub enum DropReason {
     /// The egress device's TX ring was full.
     TxRingFull,

@@ -199,6 +199,7 @@ impl SwitchWorker {
     }
 
     fn run_live(&mut self, start: u64, hz: u64) {
+        self.tm.set_immediate(true);
         let mut burst = MbufBurst::new();
         let clock = |start: u64| TscClock::cycles_to_picos(dpdk::tsc().wrapping_sub(start), hz);
         while !self.stop.is_requested() {
@@ -486,9 +487,15 @@ impl SwitchWorker {
             self.counters.drop_packets(DropReason::NoHeadroom, 1);
             return;
         }
-        let admission = self.tm.enqueue(now, port, tc, in_port, mbuf, |m| {
-            m.packet_mut().into_data_mut()
-        });
+        let admission = self.tm.enqueue_or_send(
+            now,
+            port,
+            tc,
+            in_port,
+            mbuf,
+            |m| m.packet_mut().into_data_mut(),
+            |port, m| self.tx.push(port, m, &self.counters),
+        );
         if let Admission::Dropped(reason) = admission {
             self.counters.drop_packets(reason, 1);
         }

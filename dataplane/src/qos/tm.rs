@@ -187,6 +187,8 @@ pub struct TrafficManager<P> {
     pfc_out: Vec<tm_pfc::PfcFrame>,
     /// Drops the traffic manager decided on its own (watchdog), by reason, not yet taken.
     drop_tally: [u64; DropReason::COUNT],
+    /// Live mode: frames for an idle port start in `enqueue_or_send`.
+    immediate: bool,
 }
 
 impl<P> TrafficManager<P> {
@@ -252,6 +254,7 @@ impl<P> TrafficManager<P> {
             events: Vec::with_capacity(if spec.events { 4096 } else { 0 }),
             pfc_out: Vec::with_capacity(MAX_PORTS),
             drop_tally: [0; DropReason::COUNT],
+            immediate: false,
         }
     }
 
@@ -319,34 +322,70 @@ impl<P> TrafficManager<P> {
         egress: u16,
         tc: u8,
         ingress: u16,
+        packet: P,
+        frame_of: impl FnOnce(&mut P) -> &mut [u8],
+    ) -> Admission {
+        self.enqueue_or_send(now, egress, tc, ingress, packet, frame_of, |_, _| {
+            unreachable!("only immediate mode sends from enqueue")
+        })
+    }
+
+    /// Live mode: a frame that finds its port idle with nothing queued starts at once
+    /// (`transmit` gets it) instead of waiting for the next `advance`; completions due by
+    /// `now` run first. Exactly what `advance(now, true)` right after `enqueue` would do, minus
+    /// the queue round trip. Replay keeps choices after all arrivals of an instant, so it does
+    /// not use it.
+    pub fn set_immediate(&mut self, immediate: bool) {
+        self.immediate = immediate;
+    }
+
+    /// As `enqueue`, sending at once in immediate mode when the port is idle.
+    // The two closures are what keeps the traffic manager free of mbufs and TX queues.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn enqueue_or_send(
+        &mut self,
+        now: Picos,
+        egress: u16,
+        tc: u8,
+        ingress: u16,
         mut packet: P,
         frame_of: impl FnOnce(&mut P) -> &mut [u8],
+        transmit: impl FnOnce(u16, P),
     ) -> Admission {
         let tc = tc & 7;
         let (e, t) = (usize::from(egress), usize::from(tc));
-        let lossless = self.is_lossless(ingress, tc);
-        let ingress = self.ingress_index(ingress);
-        let frame = frame_of(&mut packet);
-        let len = frame.len() as u32;
-        let depth = self.ports[e].depth[t];
-        let verdict = self.admission(e, t, usize::from(ingress), lossless, depth, frame);
-        let slot = match verdict {
-            Ok(_) => self
-                .take_slot(packet, len, ingress)
-                .ok_or(DropReason::BufferFull),
-            Err(reason) => Err(reason),
+        if self.immediate
+            && let Some(flight) = self.ports[e].in_flight
+            && flight.end <= now
+        {
+            self.complete(e);
+        }
+        let (len, ingress, marked) = match self.admit(now, e, t, ingress, &mut packet, frame_of) {
+            Ok(admitted) => admitted,
+            Err(reason) => return Admission::Dropped(reason),
         };
-        let slot = match slot {
-            Ok(slot) => slot,
-            Err(reason) => {
-                let counters = &self.counters.queues[e][t];
-                counters.dropped_packets.add(1);
-                counters.dropped_bytes.add(u64::from(len));
-                self.count_pfc_drop(reason, e, t, usize::from(ingress));
-                return Admission::Dropped(reason);
-            }
-        };
-        let marked = verdict == Ok(true);
+        let port = &mut self.ports[e];
+        if self.immediate
+            && port.in_flight.is_none()
+            && port.nonempty == 0
+            && port.pfc.held_at(now) & (1 << t) == 0
+        {
+            let start = now.max(port.free_at);
+            port.in_flight = Some(InFlight {
+                tc,
+                ingress,
+                len,
+                end: start + port.rate.wire_time(len),
+            });
+            port.decision_at = None;
+            self.active |= 1 << e;
+            transmit(egress, packet);
+            return Admission::Queued { marked };
+        }
+        let slot = self
+            .take_slot(packet, len, ingress)
+            .expect("admit checked for a free slot");
         let port = &mut self.ports[e];
         let queue = &mut port.queues[t];
         if queue.tail == NIL {
@@ -356,6 +395,47 @@ impl<P> TrafficManager<P> {
         }
         queue.tail = slot;
         port.nonempty |= 1 << t;
+        if port.in_flight.is_none() {
+            // An idle port chooses at once, even if it was waiting for a paused queue.
+            let at = now.max(port.free_at);
+            port.decision_at = Some(port.decision_at.map_or(at, |d| d.min(at)));
+            self.active |= 1 << e;
+        }
+        Admission::Queued { marked }
+    }
+
+    /// Admission, and for an admitted frame the accounting (depths, counters, PFC, events):
+    /// (length, ingress row, marked).
+    #[inline]
+    fn admit(
+        &mut self,
+        now: Picos,
+        e: usize,
+        t: usize,
+        ingress: u16,
+        packet: &mut P,
+        frame_of: impl FnOnce(&mut P) -> &mut [u8],
+    ) -> Result<(u32, u16, bool), DropReason> {
+        let lossless = self.is_lossless(ingress, t as u8);
+        let ingress = self.ingress_index(ingress);
+        let frame = frame_of(packet);
+        let len = frame.len() as u32;
+        let depth = self.ports[e].depth[t];
+        let verdict = if self.free_slot == NIL {
+            Err(DropReason::BufferFull)
+        } else {
+            self.admission(e, t, usize::from(ingress), lossless, depth, frame)
+        };
+        let marked = match verdict {
+            Ok(marked) => marked,
+            Err(reason) => {
+                let counters = &self.counters.queues[e][t];
+                counters.dropped_packets.add(1);
+                counters.dropped_bytes.add(u64::from(len));
+                self.count_pfc_drop(reason, e, t, usize::from(ingress));
+                return Err(reason);
+            }
+        };
         self.hold(now, e, t, usize::from(ingress), u64::from(len));
         let counters = &self.counters.queues[e][t];
         counters.enqueued_packets.add(1);
@@ -366,17 +446,10 @@ impl<P> TrafficManager<P> {
             if !port.marking[t] {
                 port.marking[t] = true;
                 let depth = port.depth[t];
-                self.record(now, egress, tc, depth, QosEventKind::EcnMarkingStart);
+                self.record(now, e as u16, t as u8, depth, QosEventKind::EcnMarkingStart);
             }
         }
-        let port = &mut self.ports[e];
-        if port.in_flight.is_none() {
-            // An idle port chooses at once, even if it was waiting for a paused queue.
-            let at = now.max(port.free_at);
-            port.decision_at = Some(port.decision_at.map_or(at, |d| d.min(at)));
-            self.active |= 1 << e;
-        }
-        Admission::Queued { marked }
+        Ok((len, ingress, marked))
     }
 
     /// The DESIGN.md admission order: shared buffer, tail drop (lossy), then the ECN curve on

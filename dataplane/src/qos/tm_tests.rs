@@ -809,3 +809,51 @@ fn a_pause_holds_frames_that_arrive_after_it_one_by_one() {
     tm.drain(|_, f| sent.push(f[40]));
     assert_eq!(sent, vec![1, 3, 5, 7, 9, 0, 2, 4, 6, 8]);
 }
+
+#[test]
+fn immediate_mode_sends_to_an_idle_port_at_once_and_queues_behind_a_busy_one() {
+    let spec = spec(2, |_| {});
+    let mut tm = tm(&spec);
+    tm.set_immediate(true);
+    let w = PortSpeed::Gbps(100).wire_time(100);
+    let mut sent = Vec::new();
+    let outcome = tm.enqueue_or_send(
+        0,
+        1,
+        0,
+        0,
+        frame(100, 0, 1),
+        |f| f.as_mut_slice(),
+        |_, f| sent.push(f[40]),
+    );
+    assert_eq!(outcome, Admission::Queued { marked: false });
+    assert_eq!(sent, vec![1], "idle port: on the wire at once");
+    assert_eq!(tm.depth(1, 0), 100, "counted until its last bit leaves");
+    tm.enqueue_or_send(
+        10,
+        1,
+        0,
+        0,
+        frame(100, 0, 2),
+        |f| f.as_mut_slice(),
+        |_, f| sent.push(f[40]),
+    );
+    assert_eq!(sent, vec![1], "busy port: queued");
+    // At w the first frame has left; a new frame completes it inline, then queues behind 2.
+    tm.enqueue_or_send(
+        w,
+        1,
+        0,
+        0,
+        frame(100, 0, 3),
+        |f| f.as_mut_slice(),
+        |_, f| sent.push(f[40]),
+    );
+    tm.advance(w, true, |_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![1, 2], "FIFO: 2 before 3");
+    tm.drain(|_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![1, 2, 3]);
+    let c = &tm.counters().queues[1][0];
+    assert_eq!((c.enqueued_packets.get(), c.dequeued_packets.get()), (3, 3));
+    assert_eq!(tm.depth(1, 0), 0);
+}
