@@ -814,7 +814,6 @@ sched = "strict"
         ];
         for (table, field, message) in cases {
             let text = format!("[qos.q]\n{table}");
-            let text = text.replacen("[qos.q]\n[qos.q.tc", "[qos.q]\n[qos.q.tc", 1);
             let e = parse("qos = \"q\"", &text).expect_err(field);
             assert_eq!(e.field, field, "{e}");
             assert!(e.message.contains(message), "{e}");
