@@ -133,12 +133,60 @@ struct Queue {
     tail: u32,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct InFlight {
     tc: u8,
     ingress: u16,
     len: u32,
     end: Picos,
+}
+
+/// Live mode commits at most this much transmission time ahead of now to a port without
+/// going through its queues (like a NIC's TX ring); beyond it frames wait for the scheduler.
+const COMMIT_HORIZON: Picos = crate::clock::PICOS_PER_MICRO;
+const WIRE_SLOTS: usize = 32;
+
+/// Frames committed to a port's wire, in transmission order: the first is being sent, each
+/// next one starts when the one before ends. Replay commits one at a time; live mode up to
+/// `COMMIT_HORIZON` ahead.
+#[derive(Debug, Clone, Copy, Default)]
+struct Wire {
+    frames: [InFlight; WIRE_SLOTS],
+    head: usize,
+    len: usize,
+}
+
+impl Wire {
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn front(&self) -> Option<InFlight> {
+        (self.len > 0).then(|| self.frames[self.head])
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<InFlight> {
+        let front = self.front()?;
+        self.head = (self.head + 1) % WIRE_SLOTS;
+        self.len -= 1;
+        Some(front)
+    }
+
+    /// When the last committed frame ends, if any.
+    #[inline]
+    fn busy_until(&self) -> Option<Picos> {
+        (self.len > 0).then(|| self.frames[(self.head + self.len - 1) % WIRE_SLOTS].end)
+    }
+
+    #[inline]
+    fn push_back(&mut self, frame: InFlight) {
+        debug_assert!(self.len < WIRE_SLOTS);
+        self.frames[(self.head + self.len) % WIRE_SLOTS] = frame;
+        self.len += 1;
+    }
 }
 
 struct TcConfig {
@@ -158,7 +206,7 @@ struct EgressPort {
     /// Bytes held per TC, the in-flight frame included.
     depth: [u64; TC_COUNT],
     marking: [bool; TC_COUNT],
-    in_flight: Option<InFlight>,
+    wire: Wire,
     /// When the port is idle with frames queued: the instant of its next scheduler choice.
     decision_at: Option<Picos>,
     /// End of the last transmission.
@@ -221,7 +269,7 @@ impl<P> TrafficManager<P> {
                 nonempty: 0,
                 depth: [0; TC_COUNT],
                 marking: [false; TC_COUNT],
-                in_flight: None,
+                wire: Wire::default(),
                 decision_at: None,
                 free_at: 0,
                 pfc: tm_pfc::PortPfc::new(q),
@@ -294,7 +342,7 @@ impl<P> TrafficManager<P> {
     /// Frames held in queues or on the wire.
     pub fn held_frames(&self) -> usize {
         self.slots.iter().filter(|s| s.packet.is_some()).count()
-            + self.ports.iter().filter(|p| p.in_flight.is_some()).count()
+            + self.ports.iter().map(|p| p.wire.len).sum::<usize>()
     }
 
     /// Whether any port still has something to send or finish.
@@ -355,24 +403,25 @@ impl<P> TrafficManager<P> {
     ) -> Admission {
         let tc = tc & 7;
         let (e, t) = (usize::from(egress), usize::from(tc));
-        if self.immediate
-            && let Some(flight) = self.ports[e].in_flight
-            && flight.end <= now
-        {
-            self.complete(e);
+        if self.immediate {
+            while self.ports[e].wire.front().is_some_and(|f| f.end <= now) {
+                self.complete(e);
+            }
         }
         let (len, ingress, marked) = match self.admit(now, e, t, ingress, &mut packet, frame_of) {
             Ok(admitted) => admitted,
             Err(reason) => return Admission::Dropped(reason),
         };
         let port = &mut self.ports[e];
+        let committed_until = port.wire.busy_until();
         if self.immediate
-            && port.in_flight.is_none()
             && port.nonempty == 0
+            && port.wire.len < WIRE_SLOTS
+            && committed_until.is_none_or(|end| end <= now + COMMIT_HORIZON)
             && port.pfc.held_at(now) & (1 << t) == 0
         {
-            let start = now.max(port.free_at);
-            port.in_flight = Some(InFlight {
+            let start = committed_until.unwrap_or(port.free_at).max(now);
+            port.wire.push_back(InFlight {
                 tc,
                 ingress,
                 len,
@@ -395,7 +444,7 @@ impl<P> TrafficManager<P> {
         }
         queue.tail = slot;
         port.nonempty |= 1 << t;
-        if port.in_flight.is_none() {
+        if port.wire.is_empty() {
             // An idle port chooses at once, even if it was waiting for a paused queue.
             let at = now.max(port.free_at);
             port.decision_at = Some(port.decision_at.map_or(at, |d| d.min(at)));
@@ -621,7 +670,7 @@ impl<P> TrafficManager<P> {
             let e = active.trailing_zeros() as usize;
             active &= active - 1;
             let port = &self.ports[e];
-            let event = match (port.in_flight, port.decision_at) {
+            let event = match (port.wire.front(), port.decision_at) {
                 (Some(f), _) => Some((f.end, 0, e)),
                 (None, Some(at)) => Some((at, 2, e)),
                 (None, None) => None,
@@ -670,11 +719,13 @@ impl<P> TrafficManager<P> {
 
     fn complete(&mut self, e: usize) {
         let port = &mut self.ports[e];
-        let Some(frame) = port.in_flight.take() else {
+        let Some(frame) = port.wire.pop_front() else {
             return;
         };
         port.free_at = frame.end;
-        if port.nonempty != 0 {
+        if !port.wire.is_empty() {
+            // The next committed frame is already on its way.
+        } else if port.nonempty != 0 {
             port.decision_at = Some(frame.end);
         } else if port.pfc.timer_at.is_none() {
             self.active &= !(1 << e);
@@ -718,7 +769,7 @@ impl<P> TrafficManager<P> {
         let (len, ingress) = (slot.len, slot.ingress);
         slot.next = self.free_slot;
         self.free_slot = index;
-        port.in_flight = Some(InFlight {
+        port.wire.push_back(InFlight {
             tc,
             ingress,
             len,
@@ -735,7 +786,7 @@ impl<P> TrafficManager<P> {
         for t in 0..TC_COUNT {
             dropped += self.flush_queue(now, e, t);
         }
-        if self.ports[e].in_flight.is_none() {
+        if self.ports[e].wire.is_empty() {
             self.ports[e].decision_at = None;
             if self.ports[e].pfc.timer_at.is_none() {
                 self.active &= !(1 << e);

@@ -290,7 +290,7 @@ impl<P> TrafficManager<P> {
         }
         // A resume (or a pause shorter than the wait) may let a queue send sooner.
         let port_state = &mut self.ports[e];
-        if port_state.in_flight.is_none() && port_state.nonempty != 0 {
+        if port_state.wire.is_empty() && port_state.nonempty != 0 {
             port_state.decision_at = Some(port_state.decision_at.map_or(now, |d| d.min(now)));
             self.active |= 1 << e;
         }
@@ -337,7 +337,7 @@ impl<P> TrafficManager<P> {
         }
         self.ports[e].pfc.recompute_timer();
         let port = &self.ports[e];
-        if port.pfc.timer_at.is_none() && port.in_flight.is_none() && port.decision_at.is_none() {
+        if port.pfc.timer_at.is_none() && port.wire.is_empty() && port.decision_at.is_none() {
             self.active &= !(1 << e);
         }
     }
@@ -358,7 +358,7 @@ impl<P> TrafficManager<P> {
             }
             WatchdogAction::Forward => {
                 let port = &mut self.ports[e];
-                if port.in_flight.is_none() && port.nonempty != 0 {
+                if port.wire.is_empty() && port.nonempty != 0 {
                     port.decision_at = Some(at);
                     self.active |= 1 << e;
                 }

@@ -811,49 +811,59 @@ fn a_pause_holds_frames_that_arrive_after_it_one_by_one() {
 }
 
 #[test]
-fn immediate_mode_sends_to_an_idle_port_at_once_and_queues_behind_a_busy_one() {
-    let spec = spec(2, |_| {});
+fn immediate_mode_commits_up_to_the_horizon_then_queues() {
+    // 10G: a 100-byte frame takes 124 * 800 = 99200 ps; frame i starts at i * w and is
+    // committed while its start is within COMMIT_HORIZON of now (0).
+    let spec = spec(2, |p| p.speed = PortSpeed::Gbps(10));
     let mut tm = tm(&spec);
     tm.set_immediate(true);
-    let w = PortSpeed::Gbps(100).wire_time(100);
+    let w = PortSpeed::Gbps(10).wire_time(100);
+    let committed = (super::COMMIT_HORIZON / w + 1) as usize;
+    assert_eq!(committed, 11);
     let mut sent = Vec::new();
-    let outcome = tm.enqueue_or_send(
-        0,
-        1,
-        0,
-        0,
-        frame(100, 0, 1),
-        |f| f.as_mut_slice(),
-        |_, f| sent.push(f[40]),
+    for i in 0..20u8 {
+        let outcome = tm.enqueue_or_send(
+            0,
+            1,
+            0,
+            0,
+            frame(100, 0, i),
+            |f| f.as_mut_slice(),
+            |_, f| sent.push(f[40]),
+        );
+        assert_eq!(outcome, Admission::Queued { marked: false });
+    }
+    assert_eq!(
+        sent,
+        (0..committed as u8).collect::<Vec<_>>(),
+        "committed to the wire at once"
     );
-    assert_eq!(outcome, Admission::Queued { marked: false });
-    assert_eq!(sent, vec![1], "idle port: on the wire at once");
-    assert_eq!(tm.depth(1, 0), 100, "counted until its last bit leaves");
-    tm.enqueue_or_send(
-        10,
-        1,
-        0,
-        0,
-        frame(100, 0, 2),
-        |f| f.as_mut_slice(),
-        |_, f| sent.push(f[40]),
+    assert_eq!(
+        tm.depth(1, 0),
+        2000,
+        "every frame counts until its last bit leaves"
     );
-    assert_eq!(sent, vec![1], "busy port: queued");
-    // At w the first frame has left; a new frame completes it inline, then queues behind 2.
-    tm.enqueue_or_send(
-        w,
-        1,
-        0,
-        0,
-        frame(100, 0, 3),
-        |f| f.as_mut_slice(),
-        |_, f| sent.push(f[40]),
-    );
-    tm.advance(w, true, |_, f| sent.push(f[40]));
-    assert_eq!(sent, vec![1, 2], "FIFO: 2 before 3");
+    // The committed frames leave one by one at line rate; then the scheduler sends the rest.
+    tm.advance(committed as u64 * w - 1, true, |_, f| sent.push(f[40]));
+    assert_eq!(sent.len(), committed);
+    assert_eq!(tm.depth(1, 0), 2000 - 100 * (committed as u64 - 1));
     tm.drain(|_, f| sent.push(f[40]));
-    assert_eq!(sent, vec![1, 2, 3]);
+    assert_eq!(sent, (0..20).collect::<Vec<_>>(), "in order");
     let c = &tm.counters().queues[1][0];
-    assert_eq!((c.enqueued_packets.get(), c.dequeued_packets.get()), (3, 3));
+    assert_eq!(
+        (c.enqueued_packets.get(), c.dequeued_packets.get()),
+        (20, 20)
+    );
     assert_eq!(tm.depth(1, 0), 0);
+    // A new frame long after: the port is idle again and it goes at once.
+    tm.enqueue_or_send(
+        1_000 * w,
+        1,
+        0,
+        0,
+        frame(100, 0, 99),
+        |f| f.as_mut_slice(),
+        |_, f| sent.push(f[40]),
+    );
+    assert_eq!(sent.last(), Some(&99));
 }
