@@ -40,15 +40,23 @@
  * what the P4 table or action next to them does. Drops name the Rust
  * `DropReason` (counters.rs) by its counter name, e.g. `ttl_expired`.
  *
+ * SRv6 (Rust: dataplane/src/pipeline/forward/srv6.rs): the SRH parser, the
+ * `my_sid` table (End, End.X, End.DT4/DT6/DT46, uN, uA with PSP/USP) and
+ * the `srv6_policy` table (H.Encaps, H.Encaps.Red) reached from the LPM
+ * action `set_srv6_policy`. Differences from Rust, because a v1model pass
+ * applies each table once: one local SID per pass (Rust also processes a
+ * following local SID, e.g. uN then the same node's uA, up to
+ * MAX_LOCAL_SIDS); the policy carries the route of its first segment as
+ * resolved by the control plane (Rust looks it up in the FIB); SRHs with
+ * more than SRH_MAX_SEGMENTS segments fail to parse (Rust takes any);
+ * ICMPv6 errors are a punt to the CPU with the error in packet_in.
+ *
  * Flowlet ECMP (Rust: dataplane/src/tables/flowlet.rs) is here as register
  * arrays indexed by the flow hash and a timestamp comparison (table
  * `ecmp_balance`, registers `flowlet_last_seen` and `flowlet_id`). The
  * `least-loaded` choice reads egress queue depths, which v1model does not
  * give the ingress pipeline: like the traffic manager it is Rust only, and
  * a target of this program places new flowlets at random (LetFlow).
- *
- * SRv6 (my-SID table, H.Encaps) is not in the Rust pipeline yet and so is
- * not here either.
  */
 
 #include <core.p4>
@@ -111,6 +119,24 @@ const bit<3> ROUTE_GROUP     = 2;  // RouteTarget::Group
 const bit<3> ROUTE_CONNECTED = 3;  // RouteTarget::Connected
 const bit<3> ROUTE_LOCAL     = 4;  // RouteTarget::Local
 const bit<3> ROUTE_BLACKHOLE = 5;  // RouteTarget::Blackhole
+const bit<3> ROUTE_SRV6_POLICY = 6;  // RouteTarget::Srv6Policy
+
+/* SRv6 (RFC 8754, RFC 8986, RFC 9800). */
+const bit<8> IP_PROTO_IPV4    = 4;
+const bit<8> IP_PROTO_IPV6    = 41;
+const bit<8> IP_PROTO_ROUTING = 43;
+const bit<8> ROUTING_TYPE_SRH = 4;
+#define SRH_MAX_SEGMENTS 8
+/* my_sid behaviours (Rust: spec::SidBehavior). */
+const bit<3> SRV6_NONE  = 0;
+const bit<3> SRV6_END   = 1;  // End, uN
+const bit<3> SRV6_END_X = 2;  // End.X, uA
+const bit<3> SRV6_DT4   = 3;
+const bit<3> SRV6_DT6   = 4;
+const bit<3> SRV6_DT46  = 5;
+/* ICMPv6 errors asked for by RFC 8986 (Rust: Verdict::DropWithIcmpError),
+ * sent by the CPU: the packet is punted with this reason. */
+const bit<8> PUNT_ICMPV6_ERROR = 4;
 
 /* Which address the LPM tables look up, and why. */
 const bit<2> LOOKUP_NONE = 0;
@@ -146,6 +172,11 @@ const bit<8> DROP_BLACKHOLE              = 15;  // blackhole
 const bit<8> DROP_NEIGHBOR_UNRESOLVED    = 16;  // neighbor_unresolved
 const bit<8> DROP_LINK_LOCAL             = 17;  // link_local
 const bit<8> DROP_ECMP_NO_LIVE_MEMBER    = 18;  // ecmp_no_live_member
+const bit<8> DROP_SRV6_HOP_LIMIT         = 24;  // srv6_hop_limit
+const bit<8> DROP_SRV6_BAD_SRH           = 25;  // srv6_bad_srh
+const bit<8> DROP_SRV6_SEGMENTS_LEFT_NOT_ZERO = 26;  // srv6_segments_left_not_zero
+const bit<8> DROP_SRV6_UPPER_LAYER       = 27;  // srv6_upper_layer
+const bit<8> DROP_SRV6_MALFORMED_HEADERS = 28;  // srv6_malformed_headers
 const bit<32> DROP_REASONS = 32;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
@@ -190,6 +221,23 @@ header vlan_tag_t {
 /* ARP for IPv4 over Ethernet (28 bytes). Like Rust, the hardware and
  * protocol types are not checked: the opcode and the target address are
  * what the punt decision reads. */
+/* IEEE 802.1Qbb PFC (opcode 0x0101) or 802.3x PAUSE (opcode 0x0001):
+ * REFERENCE.md 1.1. Rust: qos::pfc::parse / encode. PAUSE carries only
+ * time0. */
+header mac_control_t {
+    bit<16> opcode;
+    bit<8>  reserved;
+    bit<8>  class_enable;  // bit n: time n is valid for priority (TC) n
+    bit<16> time0;
+    bit<16> time1;
+    bit<16> time2;
+    bit<16> time3;
+    bit<16> time4;
+    bit<16> time5;
+    bit<16> time6;
+    bit<16> time7;
+}
+
 header arp_t {
     bit<16>     hw_type;
     bit<16>     proto_type;
@@ -236,6 +284,27 @@ header ipv6_t {
     ipv6_addr_t dst_addr;
 }
 
+/* Segment Routing Header, fixed part (RFC 8754 section 2). */
+header srh_t {
+    bit<8>  next_hdr;
+    bit<8>  hdr_ext_len;
+    bit<8>  routing_type;
+    bit<8>  segments_left;
+    bit<8>  last_entry;
+    bit<8>  flags;
+    bit<16> tag;
+}
+
+/* One entry of the Segment List. */
+header srh_segment_t {
+    ipv6_addr_t sid;
+}
+
+/* The TLVs after Segment List[Last Entry], up to Hdr Ext Len. */
+header srh_tlvs_t {
+    varbit<2048> data;
+}
+
 /* The first four bytes of every ICMPv6 message. Like Rust, only an ICMPv6
  * header right after the IPv6 header is seen (no extension-header walk). */
 header icmpv6_t {
@@ -277,10 +346,21 @@ struct headers_t {
     ethernet_t     ethernet;
     vlan_tag_t     vlan_outer;
     vlan_tag_t     vlan_inner;
+    mac_control_t  mac_control;
     arp_t          arp;
     ipv4_t         ipv4;
     ipv4_options_t ipv4_options;
+    /* H.Encaps: the outer IPv6 header and SRH pushed in front. */
+    ipv6_t         encap_ipv6;
+    srh_t          encap_srh;
+    srh_segment_t[4] encap_segments;
     ipv6_t         ipv6;
+    srh_t          srh;
+    srh_segment_t[SRH_MAX_SEGMENTS] srh_segments;
+    srh_tlvs_t     srh_tlvs;
+    /* A packet inside IPv6 (next header 4 or 41, after the SRH if any). */
+    ipv4_t         inner_ipv4;
+    ipv6_t         inner_ipv6;
     icmpv6_t       icmpv6;
     ndp_t          ndp;
     udp_t          udp;
@@ -367,6 +447,19 @@ struct metadata_t {
     bit<19> ecn_kmin;
     bit<19> ecn_kmax;
     bit<32> ecn_slope;          // pmax * 2^32 / (kmax - kmin), per depth unit
+    /* SRv6: my_sid's result and what the behaviour decided. */
+    bit<3>  srv6_behavior;      // SRV6_*
+    bit<1>  srv6_processed;     // the endpoint already took a hop
+    bit<1>  srv6_adjacency;     // End.X / uA: the target is set, no LPM
+    bit<1>  srv6_psp;
+    bit<1>  srv6_usp;
+    bit<1>  srv6_csid;          // NEXT-C-SID (uN, uA)
+    ipv6_addr_t srv6_block_mask;
+    ipv6_addr_t srv6_argument_mask;
+    bit<8>  srv6_shift;
+    bit<16> srv6_table;         // End.DT*: VRF of the inner lookup
+    bit<8>  srh_segments_to_parse;
+    bit<32> icmp_pointer;
     mac_learn_digest_t learn;
     resolve_digest_t   resolve;
     glean_digest_t     glean;
@@ -393,8 +486,14 @@ parser IroncParser(packet_in packet,
             ETHERTYPE_ARP: parse_arp;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
+            ETHERTYPE_MAC_CONTROL: parse_mac_control;
             default: accept;
         }
+    }
+
+    state parse_mac_control {
+        packet.extract(hdr.mac_control);
+        transition accept;
     }
 
     state parse_vlan_outer {
@@ -460,8 +559,62 @@ parser IroncParser(packet_in packet,
             IP_PROTO_TCP: parse_tcp;
             IP_PROTO_UDP: parse_udp;
             IP_PROTO_ICMPV6: parse_icmpv6;
+            IP_PROTO_ROUTING: parse_routing;
+            IP_PROTO_IPV4: parse_inner_ipv4;
+            IP_PROTO_IPV6: parse_inner_ipv6;
             default: accept;
         }
+    }
+
+    /* A Routing header: only type 4 (SRH) is parsed. Rust:
+     * wire::walk_extension_headers, wire::srh::SrhPacket. */
+    state parse_routing {
+        transition select(packet.lookahead<bit<24>>()[7:0]) {
+            ROUTING_TYPE_SRH: parse_srh;
+            default: accept;
+        }
+    }
+
+    state parse_srh {
+        packet.extract(hdr.srh);
+        meta.srh_segments_to_parse = hdr.srh.last_entry + 1;
+        transition parse_srh_segment;
+    }
+
+    /* Segment List[0..Last Entry]. More than SRH_MAX_SEGMENTS is a parser
+     * error (StackOutOfBounds). */
+    state parse_srh_segment {
+        packet.extract(hdr.srh_segments.next);
+        meta.srh_segments_to_parse = meta.srh_segments_to_parse - 1;
+        transition select(meta.srh_segments_to_parse) {
+            0: parse_srh_tlvs;
+            default: parse_srh_segment;
+        }
+    }
+
+    /* (Hdr Ext Len + 1) * 8 bytes in all; a Last Entry past that is a
+     * negative length here, which fails the extract (Rust: the drop and
+     * Parameter Problem of RFC 8986 S05 come from the apply block when the
+     * header parsed). */
+    state parse_srh_tlvs {
+        packet.extract(hdr.srh_tlvs,
+                       (bit<32>)(((bit<16>)hdr.srh.hdr_ext_len * 8
+                                  - ((bit<16>)hdr.srh.last_entry + 1) * 16) * 8));
+        transition select(hdr.srh.next_hdr) {
+            IP_PROTO_IPV4: parse_inner_ipv4;
+            IP_PROTO_IPV6: parse_inner_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_inner_ipv4 {
+        packet.extract(hdr.inner_ipv4);
+        transition accept;
+    }
+
+    state parse_inner_ipv6 {
+        packet.extract(hdr.inner_ipv6);
+        transition accept;
     }
 
     state parse_icmpv6 {
@@ -548,6 +701,9 @@ control IroncIngress(inout headers_t hdr,
     /* Packets dropped by the switch pipeline, per reason (Rust:
      * counters::WorkerCounters::drop_packets, one counter per DropReason). */
     counter(DROP_REASONS, CounterType.packets) drop_counter;
+    /* PFC frames received per (ingress port, priority): index port * 8 + n.
+     * Rust: QueueCounters::pfc_rx_frames. */
+    counter(4096, CounterType.packets) pfc_rx_counter;
 
     /* ----------------------------------------------------------------
      * Common actions
@@ -852,6 +1008,7 @@ control IroncIngress(inout headers_t hdr,
             glean;
             punt_local;
             blackhole;
+            set_srv6_policy;
             drop_packet;
         }
         default_action = drop_packet();
@@ -872,6 +1029,7 @@ control IroncIngress(inout headers_t hdr,
             glean;
             punt_local;
             blackhole;
+            set_srv6_policy;
             drop_packet;
         }
         default_action = drop_packet();
@@ -1098,8 +1256,205 @@ control IroncIngress(inout headers_t hdr,
         size = 4096;
     }
 
+    /* ----------------------------------------------------------------
+     * SRv6 (Rust: pipeline/forward/srv6.rs)
+     * ---------------------------------------------------------------- */
+
+    /* Rust: RouteTarget::Srv6Policy(id), from ipv4_lpm or ipv6_lpm. */
+    action set_srv6_policy(bit<32> policy) {
+        meta.route_kind = ROUTE_SRV6_POLICY;
+        meta.nexthop_id = policy;
+    }
+
+    /* Common part of the my_sid actions. */
+    action srv6_sid(bit<3> behavior, bit<1> psp, bit<1> usp) {
+        meta.srv6_behavior = behavior;
+        meta.srv6_psp = psp;
+        meta.srv6_usp = usp;
+        meta.srv6_csid = 0;
+    }
+
+    /* RFC 8986 4.1 End. Rust: SidBehavior::End. */
+    action end(bit<1> psp, bit<1> usp) {
+        srv6_sid(SRV6_END, psp, usp);
+    }
+
+    /* RFC 8986 4.2 End.X to a nexthop or an ECMP group (route_kind as the
+     * LPM actions set it). Rust: SidBehavior::EndX. */
+    action end_x(bit<1> psp, bit<1> usp, bit<3> route_kind, bit<32> target) {
+        srv6_sid(SRV6_END_X, psp, usp);
+        meta.route_kind = route_kind;
+        meta.nexthop_id = target;
+        meta.ecmp_group_id = target;
+    }
+
+    /* RFC 9800 NEXT-C-SID flavour, masks as Rust's Csid computes them from
+     * block_bits and shift_bits: block_mask keeps the Locator-Block,
+     * argument_mask the bits after block + shift. */
+    action un(bit<1> psp, bit<1> usp, ipv6_addr_t block_mask,
+              ipv6_addr_t argument_mask, bit<8> shift) {
+        srv6_sid(SRV6_END, psp, usp);
+        meta.srv6_csid = 1;
+        meta.srv6_block_mask = block_mask;
+        meta.srv6_argument_mask = argument_mask;
+        meta.srv6_shift = shift;
+    }
+
+    action ua(bit<1> psp, bit<1> usp, ipv6_addr_t block_mask,
+              ipv6_addr_t argument_mask, bit<8> shift,
+              bit<3> route_kind, bit<32> target) {
+        end_x(psp, usp, route_kind, target);
+        meta.srv6_csid = 1;
+        meta.srv6_block_mask = block_mask;
+        meta.srv6_argument_mask = argument_mask;
+        meta.srv6_shift = shift;
+    }
+
+    /* RFC 8986 4.6-4.8: decapsulate, look the inner destination up in
+     * VRF `table`. Rust: SidBehavior::EndDt4/EndDt6/EndDt46. */
+    action end_dt4(bit<16> vrf) {
+        srv6_sid(SRV6_DT4, 0, 0);
+        meta.srv6_table = vrf;
+    }
+
+    action end_dt6(bit<16> vrf) {
+        srv6_sid(SRV6_DT6, 0, 0);
+        meta.srv6_table = vrf;
+    }
+
+    action end_dt46(bit<16> vrf) {
+        srv6_sid(SRV6_DT46, 0, 0);
+        meta.srv6_table = vrf;
+    }
+
+    /* Local SIDs: longest prefix match on the destination, per VRF, before
+     * the FIB. Rust: Srv6State::lookup_sid (tables::Lpm6 per VRF). */
+    table my_sid {
+        key = {
+            meta.vrf         : exact;
+            meta.lookup_ipv6 : lpm;
+        }
+        actions = {
+            end;
+            end_x;
+            un;
+            ua;
+            end_dt4;
+            end_dt6;
+            end_dt46;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    /* Drop with an ICMPv6 error for the CPU to send (Rust:
+     * Verdict::DropWithIcmpError: the drop is counted under `reason` and
+     * the slow path builds the error). */
+    action srv6_error(bit<8> reason, bit<32> pointer) {
+        drop_counter.count((bit<32>)reason);
+        meta.drop_reason = reason;
+        meta.icmp_pointer = pointer;
+        meta.punt_reason = PUNT_ICMPV6_ERROR;
+        punt_to_cpu();
+    }
+
+    /* The SRH leaves the packet (PSP, USP; RFC 8986 4.16). Rust:
+     * Forwarder::srv6_remove_srh. */
+    action srv6_pop_srh() {
+        hdr.ipv6.next_hdr = hdr.srh.next_hdr;
+        hdr.ipv6.payload_len = hdr.ipv6.payload_len
+            - (((bit<16>)hdr.srh.hdr_ext_len + 1) << 3);
+        hdr.srh.setInvalid();
+        hdr.srh_segments[0].setInvalid();
+        hdr.srh_segments[1].setInvalid();
+        hdr.srh_segments[2].setInvalid();
+        hdr.srh_segments[3].setInvalid();
+        hdr.srh_segments[4].setInvalid();
+        hdr.srh_segments[5].setInvalid();
+        hdr.srh_segments[6].setInvalid();
+        hdr.srh_segments[7].setInvalid();
+        hdr.srh_tlvs.setInvalid();
+    }
+
+    /* RFC 8986 5.1 H.Encaps: outer IPv6 from `source` to the first
+     * segment, SRH with `srh_segments` entries (Segment List[0] = seg0 is
+     * the last segment), Segments Left and Last Entry as the control plane
+     * computed them (Rust: Srv6State::new). Traffic class copied from the
+     * inner packet, flow label from its flow hash (set in the apply block).
+     * The outer route (route_kind, target) is the first segment's, resolved
+     * by the control plane. */
+    action h_encaps(ipv6_addr_t source, bit<8> hop_limit, ipv6_addr_t first_segment,
+                    bit<8> segments_left, bit<8> last_entry, bit<8> srh_segments,
+                    ipv6_addr_t seg0, ipv6_addr_t seg1, ipv6_addr_t seg2,
+                    ipv6_addr_t seg3, bit<3> route_kind, bit<32> target) {
+        hdr.encap_ipv6.setValid();
+        hdr.encap_ipv6.version = 6;
+        hdr.encap_ipv6.hop_limit = hop_limit;
+        hdr.encap_ipv6.src_addr = source;
+        hdr.encap_ipv6.dst_addr = first_segment;
+        hdr.encap_ipv6.next_hdr = IP_PROTO_ROUTING;
+        hdr.encap_srh.setValid();
+        hdr.encap_srh.hdr_ext_len = srh_segments << 1;
+        hdr.encap_srh.routing_type = ROUTING_TYPE_SRH;
+        hdr.encap_srh.segments_left = segments_left;
+        hdr.encap_srh.last_entry = last_entry;
+        hdr.encap_srh.flags = 0;
+        hdr.encap_srh.tag = 0;
+        hdr.encap_segments[0].setValid();
+        hdr.encap_segments[0].sid = seg0;
+        if (srh_segments > 1) {
+            hdr.encap_segments[1].setValid();
+            hdr.encap_segments[1].sid = seg1;
+        }
+        if (srh_segments > 2) {
+            hdr.encap_segments[2].setValid();
+            hdr.encap_segments[2].sid = seg2;
+        }
+        if (srh_segments > 3) {
+            hdr.encap_segments[3].setValid();
+            hdr.encap_segments[3].sid = seg3;
+        }
+        meta.route_kind = route_kind;
+        meta.nexthop_id = target;
+        meta.ecmp_group_id = target;
+    }
+
+    /* RFC 8986 5.2 H.Encaps.Red: as h_encaps without the first segment in
+     * the SRH (Last Entry = Segments Left - 1), and no SRH at all for a
+     * single segment (srh_segments = 0). */
+    action h_encaps_red(ipv6_addr_t source, bit<8> hop_limit, ipv6_addr_t first_segment,
+                        bit<8> segments_left, bit<8> last_entry, bit<8> srh_segments,
+                        ipv6_addr_t seg0, ipv6_addr_t seg1, ipv6_addr_t seg2,
+                        ipv6_addr_t seg3, bit<3> route_kind, bit<32> target) {
+        h_encaps(source, hop_limit, first_segment, segments_left, last_entry,
+                 srh_segments, seg0, seg1, seg2, seg3, route_kind, target);
+        if (srh_segments == 0) {
+            hdr.encap_srh.setInvalid();
+            hdr.encap_segments[0].setInvalid();
+        }
+    }
+
+    /* Policy id (from set_srv6_policy) -> the encapsulation.
+     * Rust: Forwarder::srv6_encapsulate. */
+    table srv6_policy {
+        key = {
+            meta.nexthop_id : exact;
+        }
+        actions = {
+            h_encaps;
+            h_encaps_red;
+            drop_packet;
+        }
+        default_action = drop_packet();
+        size = 4096;
+    }
+
     apply {
         meta.ipv4_rewritten = 0;
+        meta.srv6_behavior = SRV6_NONE;
+        meta.srv6_processed = 0;
+        meta.srv6_adjacency = 0;
         meta.switch_mode = 0;
         meta.port_mode = 0;
         meta.vid = 0;
@@ -1145,7 +1500,27 @@ control IroncIngress(inout headers_t hdr,
             }
         }
         if (hdr.ethernet.ether_type == ETHERTYPE_MAC_CONTROL) {
-            /* PAUSE/PFC are consumed by the port (QoS, outside P4). */
+            /* PAUSE/PFC are consumed by the port, never forwarded
+             * (Rust: SwitchWorker::handle -> TrafficManager::
+             * receive_mac_control). What v1model can express: the parse
+             * and a count per (port, priority) of the PFC frames that
+             * enable it. What lives in the traffic manager (Rust qos::tm,
+             * tm_pfc), outside P4: holding the egress queue of each
+             * enabled TC for time x 512 bit times (BMv2's queues cannot be
+             * paused per class), XOFF/XON/refresh generation from the
+             * ingress occupancy of lossless TCs (lossless_tc marks them
+             * here), the headroom check and the watchdog's timers. */
+            if (hdr.mac_control.isValid() && hdr.mac_control.opcode == 0x0101) {
+                bit<32> base = (bit<32>)standard_metadata.ingress_port * 8;
+                if (hdr.mac_control.class_enable[0:0] == 1) { pfc_rx_counter.count(base); }
+                if (hdr.mac_control.class_enable[1:1] == 1) { pfc_rx_counter.count(base + 1); }
+                if (hdr.mac_control.class_enable[2:2] == 1) { pfc_rx_counter.count(base + 2); }
+                if (hdr.mac_control.class_enable[3:3] == 1) { pfc_rx_counter.count(base + 3); }
+                if (hdr.mac_control.class_enable[4:4] == 1) { pfc_rx_counter.count(base + 4); }
+                if (hdr.mac_control.class_enable[5:5] == 1) { pfc_rx_counter.count(base + 5); }
+                if (hdr.mac_control.class_enable[6:6] == 1) { pfc_rx_counter.count(base + 6); }
+                if (hdr.mac_control.class_enable[7:7] == 1) { pfc_rx_counter.count(base + 7); }
+            }
             drop_with_reason(DROP_MAC_CONTROL);
             return;
         }
@@ -1302,10 +1677,100 @@ control IroncIngress(inout headers_t hdr,
             return;
         }
 
+        /* -- SRv6 endpoint -------------------------------------------- */
+        /* Rust: Forwarder::route_ipv6 -> srv6_endpoint, before the FIB. */
+        if (meta.lookup == LOOKUP_IPV6 && meta.purpose == PURPOSE_ROUTE) {
+            my_sid.apply();
+        }
+        if (meta.srv6_behavior != SRV6_NONE) {
+            if (meta.srv6_behavior == SRV6_END || meta.srv6_behavior == SRV6_END_X) {
+                if (meta.srv6_csid == 1
+                        && (hdr.ipv6.dst_addr & meta.srv6_argument_mask) != 0) {
+                    /* RFC 9800: shift, Segments Left untouched. */
+                    if (hdr.ipv6.hop_limit <= 1) {
+                        srv6_error(DROP_SRV6_HOP_LIMIT, 0);
+                        return;
+                    }
+                    hdr.ipv6.dst_addr = (hdr.ipv6.dst_addr & meta.srv6_block_mask)
+                        | ((hdr.ipv6.dst_addr & meta.srv6_argument_mask) << meta.srv6_shift);
+                    hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+                } else if (!hdr.srh.isValid() || hdr.srh.segments_left == 0) {
+                    /* Upper-layer processing (RFC 8986 4.1.1): ICMPv6 is for
+                     * the switch; anything else is Parameter Problem code 4. */
+                    if (hdr.ipv6.next_hdr == IP_PROTO_ICMPV6
+                            || (hdr.srh.isValid() && hdr.srh.next_hdr == IP_PROTO_ICMPV6)) {
+                        if (meta.srv6_usp == 1 && hdr.srh.isValid()) {
+                            srv6_pop_srh();
+                        }
+                        meta.punt_reason = PUNT_LOCAL;
+                        punt_to_cpu();
+                        return;
+                    }
+                    if (hdr.srh.isValid()) {
+                        srv6_error(DROP_SRV6_UPPER_LAYER,
+                                   48 + ((bit<32>)hdr.srh.hdr_ext_len << 3));
+                    } else {
+                        srv6_error(DROP_SRV6_UPPER_LAYER, 40);
+                    }
+                    return;
+                } else {
+                    /* RFC 8986 S03-S09. */
+                    if (hdr.ipv6.hop_limit <= 1) {
+                        srv6_error(DROP_SRV6_HOP_LIMIT, 0);
+                        return;
+                    }
+                    if (hdr.srh.last_entry > (hdr.srh.hdr_ext_len >> 1) - 1
+                            || hdr.srh.hdr_ext_len < 2
+                            || hdr.srh.segments_left > hdr.srh.last_entry + 1) {
+                        srv6_error(DROP_SRV6_BAD_SRH, 43);
+                        return;
+                    }
+                    hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+                    hdr.srh.segments_left = hdr.srh.segments_left - 1;
+                    hdr.ipv6.dst_addr = hdr.srh_segments[hdr.srh.segments_left].sid;
+                    if (meta.srv6_psp == 1 && hdr.srh.segments_left == 0) {
+                        srv6_pop_srh();
+                    }
+                }
+                meta.srv6_processed = 1;
+                meta.lookup_ipv6 = hdr.ipv6.dst_addr;
+                meta.srv6_adjacency = (bit<1>)(meta.srv6_behavior == SRV6_END_X);
+            } else {
+                /* End.DT4 / DT6 / DT46. */
+                if (hdr.srh.isValid() && hdr.srh.segments_left != 0) {
+                    srv6_error(DROP_SRV6_SEGMENTS_LEFT_NOT_ZERO, 43);
+                    return;
+                }
+                if (hdr.inner_ipv4.isValid() && meta.srv6_behavior != SRV6_DT6) {
+                    hdr.ipv4 = hdr.inner_ipv4;
+                    hdr.inner_ipv4.setInvalid();
+                    hdr.ipv6.setInvalid();
+                    meta.lookup = LOOKUP_IPV4;
+                    meta.lookup_ipv4 = hdr.ipv4.dst_addr;
+                    if (hdr.vlan_outer.isValid()) {
+                        hdr.vlan_outer.ether_type = ETHERTYPE_IPV4;
+                    } else {
+                        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
+                    }
+                } else if (hdr.inner_ipv6.isValid() && meta.srv6_behavior != SRV6_DT4) {
+                    hdr.ipv6 = hdr.inner_ipv6;
+                    hdr.inner_ipv6.setInvalid();
+                    meta.lookup_ipv6 = hdr.ipv6.dst_addr;
+                } else {
+                    srv6_error(DROP_SRV6_UPPER_LAYER, 40);
+                    return;
+                }
+                if (hdr.srh.isValid()) {
+                    srv6_pop_srh();
+                }
+                meta.vrf = meta.srv6_table;
+            }
+        }
+
         /* -- LPM ------------------------------------------------------ */
         if (meta.lookup == LOOKUP_IPV4) {
             ipv4_lpm.apply();
-        } else if (meta.lookup == LOOKUP_IPV6) {
+        } else if (meta.lookup == LOOKUP_IPV6 && meta.srv6_adjacency == 0) {
             ipv6_lpm.apply();
         }
 
@@ -1348,7 +1813,7 @@ control IroncIngress(inout headers_t hdr,
                 /* Rust drop reason `ttl_expired` (DropReason::TtlExpired):
                  * a hop limit of 0 or 1 would reach 0 here. No ICMPv6
                  * Time Exceeded is sent. */
-                if (hdr.ipv6.hop_limit <= 1) {
+                if (meta.srv6_processed == 0 && hdr.ipv6.hop_limit <= 1) {
                     drop_with_reason(DROP_TTL_EXPIRED);
                     return;
                 }
@@ -1362,6 +1827,53 @@ control IroncIngress(inout headers_t hdr,
                 }
             }
 
+            if (meta.route_kind == ROUTE_SRV6_POLICY) {
+                /* Headend (Rust: Forwarder::srv6_encapsulate): the inner
+                 * packet's TTL / hop limit was checked above and is
+                 * decremented below; the outer header copies its traffic
+                 * class and takes a flow label from its flow (CRC32 of the
+                 * addresses here, Rust's flow hash there). */
+                srv6_policy.apply();
+                if (hdr.encap_ipv6.isValid()) {
+                    bit<16> inner_len;
+                    if (meta.lookup == LOOKUP_IPV4) {
+                        hdr.encap_ipv6.dscp = hdr.ipv4.dscp;
+                        hdr.encap_ipv6.ecn = hdr.ipv4.ecn;
+                        inner_len = hdr.ipv4.total_len;
+                        hdr.encap_srh.next_hdr = IP_PROTO_IPV4;
+                        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                        meta.ipv4_rewritten = 1;
+                    } else {
+                        hdr.encap_ipv6.dscp = hdr.ipv6.dscp;
+                        hdr.encap_ipv6.ecn = hdr.ipv6.ecn;
+                        inner_len = hdr.ipv6.payload_len + 40;
+                        hdr.encap_srh.next_hdr = IP_PROTO_IPV6;
+                        hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+                    }
+                    hash(hdr.encap_ipv6.flow_label, HashAlgorithm.crc32, 20w0,
+                         { meta.lookup_ipv4, hdr.ipv6.src_addr, hdr.ipv6.dst_addr },
+                         20w0xfffff);
+                    if (hdr.encap_srh.isValid()) {
+                        hdr.encap_ipv6.payload_len = inner_len
+                            + (((bit<16>)hdr.encap_srh.hdr_ext_len + 1) << 3);
+                    } else {
+                        hdr.encap_ipv6.next_hdr = hdr.encap_srh.next_hdr;
+                        hdr.encap_ipv6.payload_len = inner_len;
+                    }
+                    if (hdr.vlan_outer.isValid()) {
+                        hdr.vlan_outer.ether_type = ETHERTYPE_IPV6;
+                    } else {
+                        hdr.ethernet.ether_type = ETHERTYPE_IPV6;
+                    }
+                    /* An ECMP group below hashes the inner flow, as Rust's
+                     * outer route does. */
+                    meta.srv6_processed = 1;
+                    meta.lookup = LOOKUP_IPV6;
+                } else {
+                    drop_with_reason(DROP_NO_ROUTE);
+                    return;
+                }
+            }
             if (meta.route_kind == ROUTE_GROUP) {
                 /* The flow key. Rust: route_ipv4/route_ipv6 `hash`
                  * closures, l4_ports. */
@@ -1440,7 +1952,8 @@ control IroncIngress(inout headers_t hdr,
             if (meta.lookup == LOOKUP_IPV4) {
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 meta.ipv4_rewritten = 1;
-            } else {
+            } else if (meta.srv6_processed == 0) {
+                /* An SRv6 endpoint already took its hop (RFC 8986 S07). */
                 hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
             }
             meta.routed = 1;
@@ -1677,9 +2190,17 @@ control IroncDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.vlan_outer);
         packet.emit(hdr.vlan_inner);
         packet.emit(hdr.arp);
+        packet.emit(hdr.encap_ipv6);
+        packet.emit(hdr.encap_srh);
+        packet.emit(hdr.encap_segments);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.ipv4_options);
         packet.emit(hdr.ipv6);
+        packet.emit(hdr.srh);
+        packet.emit(hdr.srh_segments);
+        packet.emit(hdr.srh_tlvs);
+        packet.emit(hdr.inner_ipv4);
+        packet.emit(hdr.inner_ipv6);
         packet.emit(hdr.icmpv6);
         packet.emit(hdr.ndp);
         packet.emit(hdr.udp);

@@ -9,6 +9,7 @@ packages=(
   iproute2 iputils-ping            # network namespaces and veth for host tests and the demo
   tcpdump ethtool                  # looking at captures; veth offloads off for host tests
   python3                          # TCP transfer in the demo and host tests
+  procps                           # sysctl and kill for the SRv6 peer and host tests
 )
 
 missing=()

@@ -425,9 +425,10 @@ fn incast_2_to_1_grows_the_queue_as_modelled_and_a_step_marker_marks_from_kmin()
 #[test]
 fn red_band_marks_by_probability_everything_above_kmax_and_never_not_ect() {
     let (kmin, kmax, pmax) = (10_000u64, 40_000u64, 0.5f64);
-    // TC 3 (DSCP 3) is lossless: its Not-ECT frames are admitted, never marked.
+    // TC 3 (DSCP 3) is lossless: its Not-ECT frames are admitted, never marked. PFC thresholds
+    // far above what the trace holds keep the peers from pausing (tests/pfc.rs covers that).
     let qos = format!(
-        "[qos.test]\nlossless = [3]\n[qos.test.tc.3]\necn = {{ kmin = {kmin}, kmax = {kmax}, pmax = {pmax} }}\n"
+        "[qos.test]\nlossless = [3]\n[qos.test.tc.3]\necn = {{ kmin = {kmin}, kmax = {kmax}, pmax = {pmax} }}\npfc = {{ xoff = \"10MB\", xon = \"9MB\", headroom = \"1MB\" }}\n"
     );
     let inputs = incast(400, 400, 3, 3, |port, seq| {
         if (seq + u32::from(port)) % 4 == 0 {

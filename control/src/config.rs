@@ -9,6 +9,9 @@ use dataplane::pipeline::spec::{
     Attachment, GroupSpec, InterfaceSpec, NexthopSpec, PortRole, RouteSpec, RouteTarget, StaticMac,
     StaticNeighbor, SwitchSpec, VlanSpec,
 };
+use dataplane::pipeline::spec::{
+    CsidFormat, EncapMode, PolicySpec, SidBehavior, SidSpec, Srv6Spec,
+};
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -84,6 +87,46 @@ struct RawConfig {
     macs: Vec<Spanned<RawMac>>,
     /// QoS profiles by name (`[qos.<name>]`), see `qos_config`.
     qos: Option<Spanned<BTreeMap<String, Spanned<RawQosProfile>>>>,
+    srv6: Option<Spanned<RawSrv6>>,
+}
+
+/// `[[srv6.sid]]` and `[[srv6.policy]]`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSrv6 {
+    #[serde(default)]
+    sid: Vec<Spanned<RawSid>>,
+    #[serde(default)]
+    policy: Vec<Spanned<RawPolicy>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSid {
+    prefix: Spanned<String>,
+    behavior: Spanned<String>,
+    vrf: Option<Spanned<String>>,
+    block_bits: Option<Spanned<i64>>,
+    #[serde(alias = "usid_bits")]
+    shift_bits: Option<Spanned<i64>>,
+    flavors: Option<Spanned<Vec<Spanned<String>>>>,
+    via: Option<Spanned<String>>,
+    port: Option<Spanned<String>>,
+    vlan: Option<Spanned<i64>>,
+    group: Option<Spanned<String>>,
+    lookup_vrf: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    name: Option<Spanned<String>>,
+    vrf: Option<Spanned<String>>,
+    prefix: Spanned<String>,
+    mode: Spanned<String>,
+    segments: Spanned<Vec<Spanned<String>>>,
+    source: Option<Spanned<String>>,
+    hop_limit: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,6 +197,7 @@ struct RawPort {
     speed_gbps: Option<Spanned<i64>>,
     shaper: Option<Spanned<bool>>,
     qos: Option<Spanned<String>>,
+    cable_m: Option<Spanned<i64>>,
 }
 
 /// How a switched port carries VLANs.
@@ -782,12 +826,33 @@ impl Config {
                 RouteTarget::Connected(i) => format!("connected {}", iface_name(i)),
                 RouteTarget::Local => "local".to_owned(),
                 RouteTarget::Blackhole => "blackhole".to_owned(),
+                RouteTarget::Srv6Policy(p) => {
+                    let policy = &spec.srv6.policies[p as usize];
+                    format!(
+                        "SRv6 policy {} ({:?}, segments {:?}, source {})",
+                        policy.name, policy.mode, policy.segments, policy.source
+                    )
+                }
             };
             lines.push(format!(
                 "route vrf {} {}/{} -> {target}",
                 vrf_name(route.vrf),
                 route.prefix,
                 route.len
+            ));
+        }
+        for sid in &spec.srv6.sids {
+            lines.push(format!(
+                "srv6 sid {} in VRF {}: {:?}{}{}{}",
+                sid.name,
+                vrf_name(sid.vrf),
+                sid.behavior,
+                sid.next_csid.map_or(String::new(), |f| format!(
+                    " NEXT-C-SID block {} shift {}",
+                    f.block_bits, f.shift_bits
+                )),
+                if sid.psp { " PSP" } else { "" },
+                if sid.usp { " USP" } else { "" },
             ));
         }
         for neighbor in &spec.static_neighbors {
@@ -1089,6 +1154,8 @@ enum RouteOrigin {
     Table(u32),
     /// Route file n (an index into `SwitchBuilder::route_file_paths`), line m.
     File(u32, u32),
+    /// `[[srv6.policy]]` number n.
+    Srv6Policy(u32),
 }
 
 /// In io mode, any switch-mode field is a mistake: report the first one in the file.
@@ -1125,6 +1192,7 @@ fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigErro
             ("speed_gbps", port.speed_gbps.as_ref().map(Spanned::span)),
             ("shaper", port.shaper.as_ref().map(Spanned::span)),
             ("qos", port.qos.as_ref().map(Spanned::span)),
+            ("cable_m", port.cable_m.as_ref().map(Spanned::span)),
         ];
         for (key, span) in spans {
             if let Some(span) = span {
@@ -1148,6 +1216,7 @@ fn reject_switch_fields(raw: &RawConfig, loc: &Locator) -> Result<(), ConfigErro
             raw.neighbors.iter().map(Spanned::span).collect(),
         ),
         ("mac", raw.macs.iter().map(Spanned::span).collect()),
+        ("srv6", raw.srv6.iter().map(Spanned::span).collect()),
     ];
     for (name, spans) in tables {
         for (index, span) in spans.into_iter().enumerate() {
@@ -1295,17 +1364,21 @@ impl<'a> SwitchBuilder<'a> {
         self.index_interface_prefixes();
         self.static_routes(&raw.routes)?;
         self.route_files(raw.route_files.as_ref())?;
+        let srv6 = self.srv6(raw.srv6.as_ref())?;
         self.neighbors(&raw.neighbors)?;
         self.mac_entries(&raw.macs)?;
         let port_keys: Vec<PortQosKeys> = raw
             .ports
             .iter()
-            .map(|p| {
+            .zip(self.ports)
+            .map(|(p, validated)| {
                 let p = p.get_ref();
                 PortQosKeys {
                     speed_gbps: p.speed_gbps.as_ref(),
                     shaper: p.shaper.as_ref(),
                     qos: p.qos.as_ref(),
+                    cable_m: p.cable_m.as_ref(),
+                    mtu: validated.mtu,
                 }
             })
             .collect();
@@ -1333,6 +1406,7 @@ impl<'a> SwitchBuilder<'a> {
             flow_hash_seed: seed as u32,
             ecmp_buckets: buckets as usize,
             qos,
+            srv6,
         };
         Ok(SwitchConfig {
             spec,
@@ -2020,6 +2094,7 @@ impl<'a> SwitchBuilder<'a> {
     fn route_origin_label(&self, origin: RouteOrigin) -> String {
         match origin {
             RouteOrigin::Table(index) => format!("route[{index}]"),
+            RouteOrigin::Srv6Policy(index) => format!("srv6.policy[{index}]"),
             RouteOrigin::File(file, line) => {
                 format!("{}:{line}", self.route_file_paths[file as usize].display())
             }
@@ -2372,6 +2447,353 @@ impl<'a> SwitchBuilder<'a> {
 }
 
 /// "an access port of VLAN 10", for messages.
+/// Defaults of `[[srv6.sid]]` and `[[srv6.policy]]`.
+pub mod srv6_defaults {
+    /// RFC 9800's common F3216 format: 32-bit block, 16-bit uSIDs.
+    pub const BLOCK_BITS: i64 = 32;
+    pub const SHIFT_BITS: i64 = 16;
+    /// Outer hop limit of encapsulated packets (Linux's default hop limit).
+    pub const HOP_LIMIT: i64 = 64;
+}
+
+impl SwitchBuilder<'_> {
+    /// `[[srv6.sid]]` and `[[srv6.policy]]`; a policy's prefix becomes a route to it.
+    fn srv6(&mut self, raw: Option<&Spanned<RawSrv6>>) -> Result<Srv6Spec, ConfigError> {
+        let mut spec = Srv6Spec::default();
+        let Some(raw) = raw else { return Ok(spec) };
+        let loc = self.loc;
+        let mut sid_prefixes: HashMap<(u16, Ipv6Addr, u8), usize> = HashMap::new();
+        for (index, raw_sid) in raw.get_ref().sid.iter().enumerate() {
+            let base = format!("srv6.sid[{index}]");
+            let field = |key: &'static str| format!("{base}.{key}");
+            let sid = raw_sid.get_ref();
+            let vrf = self.vrf_ref(loc, sid.vrf.as_ref().map(Written::from), &field("vrf"))?;
+            let (prefix, len) = route_prefix(sid.prefix.get_ref())
+                .map_err(|m| loc.at(sid.prefix.span(), &field("prefix"), m))?;
+            let IpAddr::V6(prefix) = prefix else {
+                return Err(loc.at(
+                    sid.prefix.span(),
+                    &field("prefix"),
+                    "a SID is an IPv6 prefix",
+                ));
+            };
+            if let Some(first) = sid_prefixes.insert((vrf, prefix, len), index) {
+                return Err(loc.at(
+                    sid.prefix.span(),
+                    &field("prefix"),
+                    format!("{prefix}/{len} is already srv6.sid[{first}] in this VRF"),
+                ));
+            }
+            let name_text = sid.behavior.get_ref().trim();
+            let behavior_name = name_text.to_ascii_lowercase();
+            let (kind, csid) = match behavior_name.as_str() {
+                "end" => ("end", false),
+                "end.x" => ("end.x", false),
+                "end.dt4" | "udt4" => ("end.dt4", false),
+                "end.dt6" | "udt6" => ("end.dt6", false),
+                "end.dt46" | "udt46" => ("end.dt46", false),
+                "un" => ("end", true),
+                "ua" => ("end.x", true),
+                _ => {
+                    return Err(loc.at(
+                        sid.behavior.span(),
+                        &field("behavior"),
+                        format!(
+                            "`{name_text}` is not a behaviour; use End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*)"
+                        ),
+                    ));
+                }
+            };
+            let adjacency = kind == "end.x";
+            let decap = kind.starts_with("end.dt");
+            // Keys that only some behaviours take.
+            let stray: [(Option<Range<usize>>, &str, bool); 8] = [
+                (
+                    sid.block_bits.as_ref().map(Spanned::span),
+                    "block_bits",
+                    csid,
+                ),
+                (
+                    sid.shift_bits.as_ref().map(Spanned::span),
+                    "shift_bits",
+                    csid,
+                ),
+                (sid.via.as_ref().map(Spanned::span), "via", adjacency),
+                (sid.port.as_ref().map(Spanned::span), "port", adjacency),
+                (sid.vlan.as_ref().map(Spanned::span), "vlan", adjacency),
+                (sid.group.as_ref().map(Spanned::span), "group", adjacency),
+                (
+                    sid.lookup_vrf.as_ref().map(Spanned::span),
+                    "lookup_vrf",
+                    decap,
+                ),
+                (sid.flavors.as_ref().map(Spanned::span), "flavors", !decap),
+            ];
+            for (span, key, allowed) in stray {
+                if let (Some(span), false) = (span, allowed) {
+                    return Err(loc.at(
+                        span,
+                        &field(key),
+                        format!("does not apply to behaviour {name_text}"),
+                    ));
+                }
+            }
+            let next_csid = if csid {
+                let bits = |v: Option<&Spanned<i64>>, key, default| {
+                    self.int_or(v, &field(key), default, 0..=120)
+                };
+                let block_bits = bits(
+                    sid.block_bits.as_ref(),
+                    "block_bits",
+                    srv6_defaults::BLOCK_BITS,
+                )?;
+                let shift_bits = bits(
+                    sid.shift_bits.as_ref(),
+                    "shift_bits",
+                    srv6_defaults::SHIFT_BITS,
+                )?;
+                if shift_bits == 0 || block_bits + shift_bits >= 128 {
+                    let span = sid
+                        .shift_bits
+                        .as_ref()
+                        .map_or(raw_sid.span(), Spanned::span);
+                    return Err(loc.at(
+                        span,
+                        &field("shift_bits"),
+                        format!(
+                            "block_bits {block_bits} + shift_bits {shift_bits} must be below 128 (an argument must remain) and the shift above 0"
+                        ),
+                    ));
+                }
+                if i64::from(len) > block_bits + shift_bits {
+                    return Err(loc.at(
+                        sid.prefix.span(),
+                        &field("prefix"),
+                        format!(
+                            "/{len} is longer than block + shift ({}): the SID would match part of its own argument",
+                            block_bits + shift_bits
+                        ),
+                    ));
+                }
+                Some(CsidFormat {
+                    block_bits: block_bits as u8,
+                    shift_bits: shift_bits as u8,
+                })
+            } else {
+                None
+            };
+            let (mut psp, mut usp) = (false, false);
+            if let Some(flavors) = &sid.flavors {
+                for flavor in flavors.get_ref() {
+                    match flavor.get_ref().to_ascii_lowercase().as_str() {
+                        "psp" => psp = true,
+                        "usp" => usp = true,
+                        other => {
+                            return Err(loc.at(
+                                flavor.span(),
+                                &field("flavors"),
+                                format!("`{other}` is not a flavour; use \"psp\" and/or \"usp\""),
+                            ));
+                        }
+                    }
+                }
+            }
+            let behavior = match kind {
+                "end" => SidBehavior::End,
+                "end.x" => {
+                    let target = match (&sid.group, &sid.via) {
+                        (Some(group), None) => match self.group_ids.get(group.get_ref().as_str()) {
+                            Some(&id) => RouteTarget::Group(id),
+                            None => {
+                                return Err(loc.at(
+                                    group.span(),
+                                    &field("group"),
+                                    format!("no [[nexthop_group]] is named `{}`", group.get_ref()),
+                                ));
+                            }
+                        },
+                        (None, Some(via)) => {
+                            let interface = self.interface_ref(
+                                loc,
+                                sid.port.as_ref().map(Written::from),
+                                sid.vlan.as_ref(),
+                                raw_sid.span(),
+                                &base,
+                            )?;
+                            let ip = self.neighbor_ip(
+                                loc,
+                                interface,
+                                Written::from(via),
+                                &field("via"),
+                            )?;
+                            RouteTarget::Nexthop(self.nexthop(interface, ip))
+                        }
+                        (Some(group), Some(_)) => {
+                            return Err(loc.at(
+                                group.span(),
+                                &field("group"),
+                                "give `group` or `via` (with port or vlan), not both",
+                            ));
+                        }
+                        (None, None) => {
+                            return Err(loc.at(
+                                sid.behavior.span(),
+                                &field("behavior"),
+                                format!(
+                                    "{name_text} forwards to an adjacency: add group = \"NAME\" or via = \"ADDRESS\" with port or vlan"
+                                ),
+                            ));
+                        }
+                    };
+                    SidBehavior::EndX { target }
+                }
+                _ => {
+                    let table = match &sid.lookup_vrf {
+                        Some(v) => {
+                            self.vrf_ref(loc, Some(Written::from(v)), &field("lookup_vrf"))?
+                        }
+                        None => vrf,
+                    };
+                    match kind {
+                        "end.dt4" => SidBehavior::EndDt4 { vrf: table },
+                        "end.dt6" => SidBehavior::EndDt6 { vrf: table },
+                        _ => SidBehavior::EndDt46 { vrf: table },
+                    }
+                }
+            };
+            spec.sids.push(SidSpec {
+                name: format!("{prefix}/{len}"),
+                vrf,
+                prefix,
+                len,
+                behavior,
+                next_csid,
+                psp,
+                usp,
+            });
+        }
+
+        for (index, raw_policy) in raw.get_ref().policy.iter().enumerate() {
+            let base = format!("srv6.policy[{index}]");
+            let field = |key: &'static str| format!("{base}.{key}");
+            let policy = raw_policy.get_ref();
+            let vrf = self.vrf_ref(loc, policy.vrf.as_ref().map(Written::from), &field("vrf"))?;
+            let (prefix, len) = route_prefix(policy.prefix.get_ref())
+                .map_err(|m| loc.at(policy.prefix.span(), &field("prefix"), m))?;
+            let mode = match policy.mode.get_ref().to_ascii_lowercase().as_str() {
+                "encaps" | "h.encaps" | "encap" => EncapMode::Encaps,
+                "encaps.red" | "h.encaps.red" | "encap.red" => EncapMode::EncapsRed,
+                other => {
+                    return Err(loc.at(
+                        policy.mode.span(),
+                        &field("mode"),
+                        format!("`{other}` is not a mode; use \"encaps\" or \"encaps.red\""),
+                    ));
+                }
+            };
+            let mut segments = Vec::new();
+            for segment in policy.segments.get_ref() {
+                match segment.get_ref().trim().parse::<Ipv6Addr>() {
+                    Ok(a) if !a.is_multicast() && !a.is_unspecified() => segments.push(a),
+                    _ => {
+                        return Err(loc.at(
+                            segment.span(),
+                            &field("segments"),
+                            format!("`{}` is not a unicast IPv6 address", segment.get_ref()),
+                        ));
+                    }
+                }
+            }
+            let in_srh = match mode {
+                EncapMode::Encaps => segments.len(),
+                EncapMode::EncapsRed => segments.len().saturating_sub(1),
+            };
+            if segments.is_empty() || in_srh > 4 {
+                return Err(loc.at(
+                    policy.segments.span(),
+                    &field("segments"),
+                    format!(
+                        "{} segments: give 1 to {} (the SRH must fit the 128-byte mbuf headroom; pack hops into uSID containers)",
+                        segments.len(),
+                        if mode == EncapMode::Encaps { 4 } else { 5 }
+                    ),
+                ));
+            }
+            let source = match &policy.source {
+                Some(text) => match text.get_ref().trim().parse::<Ipv6Addr>() {
+                    Ok(a) if !a.is_multicast() && !a.is_unspecified() => a,
+                    _ => {
+                        return Err(loc.at(
+                            text.span(),
+                            &field("source"),
+                            format!("`{}` is not a unicast IPv6 address", text.get_ref()),
+                        ));
+                    }
+                },
+                None => match self
+                    .interfaces
+                    .iter()
+                    .filter(|i| i.vrf == 0)
+                    .flat_map(|i| i.ipv6.iter())
+                    .map(|(a, _)| *a)
+                    .find(|a| a.segments()[0] & 0xffc0 != 0xfe80)
+                {
+                    Some(a) => a,
+                    None => {
+                        return Err(loc.at(
+                            raw_policy.span(),
+                            &field("source"),
+                            "is needed: no interface of the default VRF has a global IPv6 address to use",
+                        ));
+                    }
+                },
+            };
+            let hop_limit = self.int_or(
+                policy.hop_limit.as_ref(),
+                &field("hop_limit"),
+                srv6_defaults::HOP_LIMIT,
+                1..=255,
+            )? as u8;
+            let name = match &policy.name {
+                Some(n) => self.identifier(n, &field("name"))?,
+                None => format!("{prefix}/{len}"),
+            };
+            match self.route_origins.entry((vrf, prefix, len)) {
+                Entry::Vacant(slot) => {
+                    slot.insert(RouteOrigin::Srv6Policy(index as u32));
+                }
+                Entry::Occupied(first) => {
+                    let first = *first.get();
+                    return Err(loc.at(
+                        policy.prefix.span(),
+                        &field("prefix"),
+                        format!(
+                            "{prefix}/{len} in VRF {} is already routed by {}",
+                            self.vrf_names[usize::from(vrf)],
+                            self.route_origin_label(first)
+                        ),
+                    ));
+                }
+            }
+            self.routes.push(RouteSpec {
+                vrf,
+                prefix,
+                len,
+                target: RouteTarget::Srv6Policy(spec.policies.len() as u32),
+            });
+            spec.policies.push(PolicySpec {
+                name,
+                mode,
+                segments,
+                source,
+                hop_limit,
+                outer_vrf: 0,
+            });
+        }
+        Ok(spec)
+    }
+}
+
 fn describe_role(role: &PortRole) -> String {
     match role {
         PortRole::Access { vlan } => format!("an access port of VLAN {vlan}"),
@@ -3767,6 +4189,7 @@ port = "tr"
             flow_hash_seed: 7,
             ecmp_buckets: 64,
             qos: dataplane::qos::QosSpec::new(config.ports.len()),
+            srv6: Default::default(),
         };
         assert_eq!(config.switch_spec(), Some(expected.clone()));
         assert_eq!(
@@ -4618,5 +5041,269 @@ blackhole = true
     fn a_million_routes_load_from_a_route_file() {
         let elapsed = load_bulk_routes("route-file-1m", 1_000_000);
         assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    }
+
+    // ---- SRv6 ----
+
+    #[test]
+    fn srv6_sids_and_policies_build_the_spec() {
+        let text = format!(
+            "{BASE}{}",
+            r#"[[vrf]]
+name = "tenant"
+[[route]]
+prefix = "fcbb:bb00:200::/48"
+via = "2001:db8:ff::"
+port = "up"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100::/48"
+behavior = "uN"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100:e001::/64"
+behavior = "uA"
+block_bits = 32
+usid_bits = 32
+flavors = ["psp", "USP"]
+via = "2001:db8:ff::"
+port = "up"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100:d46::/64"
+behavior = "uDT46"
+lookup_vrf = "tenant"
+[[srv6.sid]]
+vrf = "tenant"
+prefix = "2001:db8:5::1/128"
+behavior = "End"
+[[srv6.policy]]
+vrf = "tenant"
+prefix = "10.20.0.0/16"
+mode = "encaps.red"
+segments = ["fcbb:bb00:200:300::", "fcbb:bb00:300:d46::"]
+[[srv6.policy]]
+name = "p6"
+prefix = "2001:db8:20::/48"
+mode = "encaps"
+segments = ["fcbb:bb00:200::"]
+source = "2001:db8:ff::1"
+hop_limit = 200
+"#
+        );
+        let spec = spec_of(&text);
+        let ip6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let f3216 = Some(CsidFormat {
+            block_bits: 32,
+            shift_bits: 16,
+        });
+        let sids = &spec.srv6.sids;
+        assert_eq!(sids.len(), 4);
+        assert_eq!(
+            (sids[0].behavior, sids[0].next_csid, sids[0].len),
+            (SidBehavior::End, f3216, 48),
+            "uN defaults to a 32-bit block and 16-bit uSIDs"
+        );
+        let nexthop = spec
+            .nexthops
+            .iter()
+            .position(|n| n.ip == IpAddr::V6(ip6("2001:db8:ff::")))
+            .unwrap() as u32;
+        assert_eq!(
+            sids[1].behavior,
+            SidBehavior::EndX {
+                target: RouteTarget::Nexthop(nexthop)
+            }
+        );
+        assert_eq!(
+            (sids[1].next_csid, sids[1].psp, sids[1].usp),
+            (
+                Some(CsidFormat {
+                    block_bits: 32,
+                    shift_bits: 32
+                }),
+                true,
+                true
+            )
+        );
+        assert_eq!(sids[2].behavior, SidBehavior::EndDt46 { vrf: 1 });
+        assert_eq!(sids[2].next_csid, None);
+        assert_eq!(
+            (sids[3].vrf, sids[3].name.as_str()),
+            (1, "2001:db8:5::1/128")
+        );
+        let policies = &spec.srv6.policies;
+        assert_eq!(policies[0].mode, EncapMode::EncapsRed);
+        assert_eq!(policies[0].name, "10.20.0.0/16");
+        assert_eq!(
+            policies[0].source,
+            ip6("2001:db8:ff::1"),
+            "defaults to the default VRF's first global address"
+        );
+        assert_eq!((policies[0].hop_limit, policies[1].hop_limit), (64, 200));
+        assert!(spec.routes.contains(&RouteSpec {
+            vrf: 1,
+            prefix: "10.20.0.0".parse().unwrap(),
+            len: 16,
+            target: RouteTarget::Srv6Policy(0),
+        }));
+        assert!(spec.routes.contains(&RouteSpec {
+            vrf: 0,
+            prefix: "2001:db8:20::".parse().unwrap(),
+            len: 48,
+            target: RouteTarget::Srv6Policy(1),
+        }));
+        dataplane::pipeline::Forwarder::new(&spec).expect("the dataplane takes it");
+    }
+
+    #[test]
+    fn srv6_errors_name_line_and_field() {
+        let sid = "[[srv6.sid]]\nprefix = \"fcbb:bb00:100::/48\"\n";
+        let policy = "[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\n";
+        let cases: Vec<(String, &str, usize, &str)> = vec![
+            (
+                format!("{sid}behavior = \"End.Y\"\n"),
+                "srv6.sid[0].behavior",
+                3,
+                "not a behaviour",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\nshift_bits = 16\n"),
+                "srv6.sid[0].shift_bits",
+                4,
+                "does not apply",
+            ),
+            (
+                format!("{sid}behavior = \"uN\"\nblock_bits = 64\nshift_bits = 64\n"),
+                "srv6.sid[0].shift_bits",
+                5,
+                "below 128",
+            ),
+            (
+                "[[srv6.sid]]\nprefix = \"fcbb:bb00:100:1::/64\"\nbehavior = \"uN\"\n".to_owned(),
+                "srv6.sid[0].prefix",
+                2,
+                "longer than block + shift",
+            ),
+            (
+                format!("{sid}behavior = \"End.X\"\n"),
+                "srv6.sid[0].behavior",
+                3,
+                "adjacency",
+            ),
+            (
+                format!("{sid}behavior = \"uA\"\ngroup = \"nope\"\n"),
+                "srv6.sid[0].group",
+                4,
+                "no [[nexthop_group]]",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\nflavors = [\"usd\"]\n"),
+                "srv6.sid[0].flavors",
+                4,
+                "not a flavour",
+            ),
+            (
+                format!("{sid}behavior = \"End.DT4\"\nflavors = [\"psp\"]\n"),
+                "srv6.sid[0].flavors",
+                4,
+                "does not apply",
+            ),
+            (
+                format!("{sid}behavior = \"End.DT6\"\nlookup_vrf = \"red\"\n"),
+                "srv6.sid[0].lookup_vrf",
+                4,
+                "not declared",
+            ),
+            (
+                "[[srv6.sid]]\nprefix = \"10.0.0.0/8\"\nbehavior = \"End\"\n".to_owned(),
+                "srv6.sid[0].prefix",
+                2,
+                "IPv6",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\n{sid}behavior = \"uN\"\n"),
+                "srv6.sid[1].prefix",
+                5,
+                "already srv6.sid[0]",
+            ),
+            (
+                format!("{policy}mode = \"insert\"\nsegments = [\"fcbb::1\"]\n"),
+                "srv6.policy[0].mode",
+                3,
+                "not a mode",
+            ),
+            (
+                format!("{policy}mode = \"encaps\"\nsegments = [\"fcbb::1\", \"ff02::1\"]\n"),
+                "srv6.policy[0].segments",
+                4,
+                "not a unicast IPv6",
+            ),
+            (
+                format!("{policy}mode = \"encaps\"\nsegments = []\n"),
+                "srv6.policy[0].segments",
+                4,
+                "give 1 to 4",
+            ),
+            (
+                format!(
+                    "{policy}mode = \"encaps\"\nsegments = [\"fc::1\", \"fc::2\", \"fc::3\", \"fc::4\", \"fc::5\"]\n"
+                ),
+                "srv6.policy[0].segments",
+                4,
+                "give 1 to 4",
+            ),
+            (
+                format!("{policy}mode = \"encaps\"\nsegments = [\"fc::1\"]\nhop_limit = 0\n"),
+                "srv6.policy[0].hop_limit",
+                5,
+                "out of range",
+            ),
+            (
+                format!(
+                    "[[route]]\nprefix = \"10.20.0.0/16\"\nblackhole = true\n{policy}mode = \"encaps\"\nsegments = [\"fc::1\"]\n"
+                ),
+                "srv6.policy[0].prefix",
+                5,
+                "already routed by route[0]",
+            ),
+        ];
+        for (extra, field, line, message) in &cases {
+            let text = format!("{BASE}{extra}");
+            let error = error_of(&text);
+            assert_eq!(error.line, BASE_LINES + line, "line for {extra:?}: {error}");
+            assert_eq!(error.field, *field, "field for {extra:?}: {error}");
+            assert!(
+                error.message.contains(message),
+                "message for {extra:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn srv6_policy_without_source_needs_a_global_address() {
+        let text = "[switch]\nname = \"t\"\nrouter_mac = \"02:00:00:00:01:00\"\n[dataplane]\nmode = \"switch\"\n[[port]]\nname = \"up\"\ndevargs = \"net_null0\"\nipv4 = [\"10.255.0.1/31\"]\n[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\nmode = \"encaps\"\nsegments = [\"fc::1\"]\n";
+        let error = error_of(text);
+        assert_eq!(
+            (error.line, error.field.as_str()),
+            (10, "srv6.policy[0].source")
+        );
+    }
+
+    #[test]
+    fn the_srv6_example_loads_and_builds() {
+        let config = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/srv6.toml"
+        )))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let spec = config.switch_spec().expect("switch mode");
+        assert_eq!(spec.srv6.sids.len(), 5);
+        assert_eq!(spec.srv6.policies.len(), 2);
+        assert_eq!(
+            spec.srv6.sids[2].next_csid,
+            Some(CsidFormat {
+                block_bits: 32,
+                shift_bits: 32
+            })
+        );
+        dataplane::pipeline::Forwarder::new(&spec).expect("the forwarder builds");
     }
 }

@@ -324,6 +324,18 @@ fn run(
             );
         }
     }
+    for (port, tcs) in run_report.ports.iter().zip(&run_report.queues) {
+        for (tc, q) in tcs.iter().enumerate() {
+            if q.headroom_drops > 0 {
+                eprintln!(
+                    "ironclos: warning: {} lossless frames arriving on {} in TC {tc} found the \
+                     PFC headroom full and were dropped: the headroom is too small for the \
+                     link (speed, cable_m, peer response); raise pfc.headroom",
+                    q.headroom_drops, port.info.name
+                );
+            }
+        }
+    }
     if run_report.replay_stalled {
         eprintln!(
             "ironclos: the replay stopped early: every free mbuf was held in egress queues \

@@ -3,7 +3,13 @@
 //! switch-wide buffer, validated into the dataplane's `QosSpec` with located errors.
 
 use crate::config::{ConfigError, Locator};
-use dataplane::qos::{EcnProfile, PortQos, PortSpeed, QosSpec, Sched, TC_COUNT, TcSpec, Trust};
+use dataplane::clock::PICOS_PER_MICRO;
+use dataplane::clock::Picos;
+use dataplane::qos::pfc::{HeadroomInputs, PfcThresholds};
+use dataplane::qos::{
+    EcnProfile, PortQos, PortSpeed, QosSpec, Sched, TC_COUNT, TcSpec, Trust, WatchdogAction,
+    WatchdogSpec,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -31,6 +37,25 @@ pub(crate) struct RawQosProfile {
     dscp_to_tc: Option<Spanned<BTreeMap<String, Spanned<i64>>>>,
     pcp_to_tc: Option<Spanned<BTreeMap<String, Spanned<i64>>>>,
     tc: Option<Spanned<BTreeMap<String, Spanned<RawTc>>>>,
+    pfc_watchdog: Option<Spanned<RawWatchdog>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWatchdog {
+    enabled: Option<Spanned<bool>>,
+    action: Option<Spanned<String>>,
+    detection_ms: Option<Spanned<i64>>,
+    restoration_ms: Option<Spanned<i64>>,
+}
+
+/// A PFC threshold: a byte count, or "auto" (computed from the port, REFERENCE.md 1.2).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPfc {
+    xoff: Option<Spanned<RawSize>>,
+    xon: Option<Spanned<RawSize>>,
+    headroom: Option<Spanned<RawSize>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -41,6 +66,7 @@ struct RawTc {
     queue_limit: Option<Spanned<RawSize>>,
     ecn: Option<Spanned<RawEcn>>,
     watermarks: Option<Vec<Spanned<RawSize>>>,
+    pfc: Option<Spanned<RawPfc>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,7 +82,28 @@ pub(crate) struct PortQosKeys<'r> {
     pub speed_gbps: Option<&'r Spanned<i64>>,
     pub shaper: Option<&'r Spanned<bool>>,
     pub qos: Option<&'r Spanned<String>>,
+    pub cable_m: Option<&'r Spanned<i64>>,
+    /// The port's validated MTU, if set.
+    pub mtu: Option<u16>,
 }
+
+/// PFC thresholds as written: `None` is "auto".
+#[derive(Debug, Clone, Copy, Default)]
+struct PfcSetting {
+    xoff: Option<u64>,
+    xon: Option<u64>,
+    headroom: Option<u64>,
+}
+
+/// A profile before it meets a port: PFC thresholds may depend on the port.
+#[derive(Debug, Clone)]
+struct Profile {
+    qos: PortQos,
+    pfc: [Option<PfcSetting>; TC_COUNT],
+}
+
+pub const DEFAULT_CABLE_M: i64 = PortQos::DEFAULT_CABLE_M as i64;
+pub const MAX_CABLE_M: i64 = 100_000;
 
 /// Parses a byte count; `Err` says what is wrong.
 pub(crate) fn parse_size(raw: &RawSize) -> Result<u64, String> {
@@ -105,9 +152,57 @@ impl QosBuilder<'_> {
         self.loc.at(span, field, message)
     }
 
-    fn profile(&self, name: &str, raw: &RawQosProfile) -> Result<PortQos, ConfigError> {
+    /// A threshold: `None` for "auto".
+    fn auto_or_size(
+        &self,
+        value: &Spanned<RawSize>,
+        field: &str,
+    ) -> Result<Option<u64>, ConfigError> {
+        match value.get_ref() {
+            RawSize::Text(t) if t.trim() == "auto" => Ok(None),
+            _ => self.size(value, field).map(Some),
+        }
+    }
+
+    fn watchdog(&self, raw: &RawWatchdog, base: &str) -> Result<Option<WatchdogSpec>, ConfigError> {
+        if raw.enabled.as_ref().is_some_and(|e| !*e.get_ref()) {
+            return Ok(None);
+        }
+        let mut spec = WatchdogSpec::default();
+        if let Some(action) = &raw.action {
+            spec.action = match action.get_ref().as_str() {
+                "drop" => WatchdogAction::Drop,
+                "forward" => WatchdogAction::Forward,
+                "alert" => WatchdogAction::Alert,
+                other => {
+                    return Err(self.err(
+                        action.span(),
+                        &format!("{base}.action"),
+                        format!("`{other}` is not a watchdog action: use \"drop\", \"forward\" or \"alert\""),
+                    ));
+                }
+            };
+        }
+        let ms = |value: &Option<Spanned<i64>>, key: &str, default: Picos| match value {
+            None => Ok(default),
+            Some(v) if (1..=60_000).contains(v.get_ref()) => {
+                Ok(*v.get_ref() as u64 * 1000 * PICOS_PER_MICRO)
+            }
+            Some(v) => Err(self.err(
+                v.span(),
+                &format!("{base}.{key}"),
+                format!("{} is out of range 1..=60000 (milliseconds)", v.get_ref()),
+            )),
+        };
+        spec.detection = ms(&raw.detection_ms, "detection_ms", spec.detection)?;
+        spec.restoration = ms(&raw.restoration_ms, "restoration_ms", spec.restoration)?;
+        Ok(Some(spec))
+    }
+
+    fn profile(&self, name: &str, raw: &RawQosProfile) -> Result<Profile, ConfigError> {
         let base = format!("qos.{name}");
         let mut qos = PortQos::default();
+        let mut pfc: [Option<PfcSetting>; TC_COUNT] = [None; TC_COUNT];
         if let Some(trust) = &raw.trust {
             qos.trust = match trust.get_ref().as_str() {
                 "dscp" => Trust::Dscp,
@@ -147,9 +242,50 @@ impl QosBuilder<'_> {
                     }
                 };
                 qos.tcs[index] = self.tc(tc.get_ref(), &field)?;
+                if let Some(raw_pfc) = &tc.get_ref().pfc {
+                    if !qos.is_lossless(index as u8) {
+                        return Err(self.err(
+                            raw_pfc.span(),
+                            &format!("{field}.pfc"),
+                            format!(
+                                "TC {index} is not lossless: add it to {base}.lossless for PFC"
+                            ),
+                        ));
+                    }
+                    let r = raw_pfc.get_ref();
+                    let get = |v: &Option<Spanned<RawSize>>, key: &str| match v {
+                        None => Ok(None),
+                        Some(v) => self.auto_or_size(v, &format!("{field}.pfc.{key}")),
+                    };
+                    let setting = PfcSetting {
+                        xoff: get(&r.xoff, "xoff")?,
+                        xon: get(&r.xon, "xon")?,
+                        headroom: get(&r.headroom, "headroom")?,
+                    };
+                    if let (Some(xoff), Some(xon), Some(span)) =
+                        (setting.xoff, setting.xon, r.xon.as_ref().map(Spanned::span))
+                        && xon > xoff
+                    {
+                        return Err(self.err(
+                            span,
+                            &format!("{field}.pfc.xon"),
+                            format!("{xon} is above xoff ({xoff}): XON must be at or below XOFF"),
+                        ));
+                    }
+                    pfc[index] = Some(setting);
+                }
             }
         }
-        Ok(qos)
+        // Every lossless TC has PFC, with automatic thresholds unless written.
+        for (tc, setting) in pfc.iter_mut().enumerate() {
+            if qos.is_lossless(tc as u8) && setting.is_none() {
+                *setting = Some(PfcSetting::default());
+            }
+        }
+        if let Some(w) = &raw.pfc_watchdog {
+            qos.watchdog = self.watchdog(w.get_ref(), &format!("{base}.pfc_watchdog"))?;
+        }
+        Ok(Profile { qos, pfc })
     }
 
     fn tc_number(&self, tc: &Spanned<i64>, field: &str) -> Result<u8, ConfigError> {
@@ -274,7 +410,7 @@ pub(crate) fn build_qos(
     ecn_seed: Option<&Spanned<i64>>,
 ) -> Result<QosSpec, ConfigError> {
     let builder = QosBuilder { loc };
-    let mut built: BTreeMap<&str, PortQos> = BTreeMap::new();
+    let mut built: BTreeMap<&str, Profile> = BTreeMap::new();
     if let Some(profiles) = profiles {
         for (name, raw) in profiles.get_ref() {
             built.insert(name, builder.profile(name, raw.get_ref())?);
@@ -282,8 +418,11 @@ pub(crate) fn build_qos(
     }
     let mut spec = QosSpec::new(ports.len());
     for (index, keys) in ports.iter().enumerate() {
-        let mut qos = match keys.qos {
-            None => PortQos::default(),
+        let profile = match keys.qos {
+            None => Profile {
+                qos: PortQos::default(),
+                pfc: [None; TC_COUNT],
+            },
             Some(name) => match built.get(name.get_ref().as_str()) {
                 Some(q) => q.clone(),
                 None => {
@@ -318,10 +457,53 @@ pub(crate) fn build_qos(
                 ));
             }
         };
+        let mut qos = profile.qos;
         qos.speed = match keys.shaper.map(|s| *s.get_ref()) {
             Some(false) => PortSpeed::Unlimited,
             _ => PortSpeed::Gbps(gbps as u32),
         };
+        let cable_m = match keys.cable_m {
+            None => DEFAULT_CABLE_M,
+            Some(c) if (0..=MAX_CABLE_M).contains(c.get_ref()) => *c.get_ref(),
+            Some(c) => {
+                return Err(loc.at(
+                    c.span(),
+                    &format!("port[{index}].cable_m"),
+                    format!("{} is out of range 0..={MAX_CABLE_M} (metres)", c.get_ref()),
+                ));
+            }
+        };
+        let inputs = HeadroomInputs {
+            gbps: gbps as u32,
+            cable_m: cable_m as u32,
+            mtu: keys
+                .mtu
+                .map_or(PortQos::DEFAULT_LOSSLESS_MTU, |m| u32::from(m) + 18),
+        };
+        qos.peer_delay = inputs.peer_delay();
+        let auto = inputs.auto();
+        for (tc, setting) in profile.pfc.iter().enumerate() {
+            qos.pfc[tc] = setting.map(|s| {
+                let xoff = s.xoff.unwrap_or(auto.xoff);
+                PfcThresholds {
+                    xoff,
+                    xon: s.xon.unwrap_or(auto.xon.min(xoff)),
+                    headroom: s.headroom.unwrap_or(auto.headroom),
+                }
+            });
+            if let Some(th) = qos.pfc[tc]
+                && th.xon > th.xoff
+            {
+                return Err(loc.at(
+                    keys.qos.map_or(0..0, |q| q.span()),
+                    &format!("port[{index}].qos"),
+                    format!(
+                        "TC {tc}: the automatic XON ({}) is above the XOFF given ({}); give xon too",
+                        th.xon, th.xoff
+                    ),
+                ));
+            }
+        }
         spec.ports[index] = qos;
     }
     if let Some(buffer) = buffer {
@@ -384,6 +566,30 @@ pub fn summary(spec: &QosSpec, port_names: &[String]) -> Vec<String> {
             if let Some(e) = &t.ecn {
                 line.push_str(&format!(", ecn {}..{} B pmax {}", e.kmin, e.kmax, e.pmax));
             }
+        }
+        for (tc, th) in qos.pfc.iter().enumerate() {
+            if let Some(th) = th {
+                line.push_str(&format!(
+                    "; tc{tc} pfc xoff {} B, xon {} B, headroom {} B",
+                    th.xoff, th.xon, th.headroom
+                ));
+            }
+        }
+        if qos.pfc.iter().any(Option::is_some) {
+            line.push_str(&format!(
+                "; peer delay {} ns; watchdog {}",
+                qos.peer_delay / 1000,
+                match qos.watchdog {
+                    None => "off".to_owned(),
+                    Some(w) => format!(
+                        "{:?} after {} ms, restore after {} ms",
+                        w.action,
+                        w.detection / (1000 * PICOS_PER_MICRO),
+                        w.restoration / (1000 * PICOS_PER_MICRO)
+                    )
+                    .to_lowercase(),
+                }
+            ));
         }
         lines.push(line);
     }
@@ -538,6 +744,79 @@ sched = "strict"
             assert_eq!(e.field, field, "{e}");
             assert!(e.message.contains(message), "{e}");
             assert!(e.line > 0, "{e}");
+        }
+    }
+
+    #[test]
+    fn lossless_tcs_get_pfc_thresholds_computed_the_sonic_way() {
+        // REFERENCE.md 1.2's worked example: 100G, 100 m, 9100-byte frames (MTU 9082 + 18):
+        // headroom 56320 bytes.
+        let q = qos_of(
+            "mtu = 9082\ncable_m = 100\nqos = \"rdma\"",
+            "[qos.rdma]\nlossless = [3]\n",
+        );
+        let th = q.pfc[3].expect("a lossless TC has PFC");
+        assert_eq!(th.headroom, 56_320);
+        assert_eq!(th.xoff, 56_320);
+        assert_eq!(th.xon, 56_320 - 2 * 9100);
+        assert!(q.pfc[0].is_none() && q.pfc[4].is_none());
+        assert_eq!(q.peer_delay, 1_010_101 + 2_017_280);
+        // Written values win; the rest stay automatic.
+        let q = qos_of(
+            "qos = \"rdma\"",
+            "[qos.rdma]\nlossless = [3]\n[qos.rdma.tc.3]\npfc = { xoff = \"20KB\", xon = \"10KB\" }\n",
+        );
+        let th = q.pfc[3].unwrap();
+        assert_eq!((th.xoff, th.xon), (20_000, 10_000));
+        assert_eq!(
+            th.headroom,
+            HeadroomInputs {
+                gbps: 100,
+                cable_m: 5,
+                mtu: 9100
+            }
+            .headroom()
+        );
+        let config = parse("qos = \"rdma\"", "[qos.rdma]\nlossless = [3]\n").unwrap();
+        assert!(
+            config
+                .summary()
+                .iter()
+                .any(|l| l.contains("tc3 pfc xoff 45056 B, xon 26856 B, headroom 45056 B")),
+            "check-config prints the computed values: {:?}",
+            config.summary()
+        );
+    }
+
+    #[test]
+    fn pfc_and_watchdog_errors_name_the_field() {
+        let cases: [(&str, &str, &str); 4] = [
+            (
+                "[qos.q.tc.2]\npfc = { xoff = 100 }\n",
+                "qos.q.tc.2.pfc",
+                "not lossless",
+            ),
+            (
+                "lossless = [2]\n[qos.q.tc.2]\npfc = { xoff = 100, xon = 200 }\n",
+                "qos.q.tc.2.pfc.xon",
+                "above xoff",
+            ),
+            (
+                "pfc_watchdog = { action = \"panic\" }\n",
+                "qos.q.pfc_watchdog.action",
+                "not a watchdog action",
+            ),
+            (
+                "pfc_watchdog = { detection_ms = 0 }\n",
+                "qos.q.pfc_watchdog.detection_ms",
+                "out of range",
+            ),
+        ];
+        for (table, field, message) in cases {
+            let text = format!("[qos.q]\n{table}");
+            let e = parse("qos = \"q\"", &text).expect_err(field);
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(message), "{e}");
         }
     }
 

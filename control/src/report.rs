@@ -53,7 +53,24 @@ pub fn to_json(report: &RunReport) -> Value {
         .iter()
         .map(|(reason, count)| (reason.as_str().to_owned(), json!(count)))
         .collect();
+    let srv6_objects = |objects: &[(String, dataplane::counters::ObjectSnapshot)]| -> Vec<Value> {
+        objects
+            .iter()
+            .map(|(name, c)| {
+                let drops: serde_json::Map<String, Value> = c
+                    .drops
+                    .iter()
+                    .map(|(reason, count)| (reason.as_str().to_owned(), json!(count)))
+                    .collect();
+                json!({ "name": name, "packets": c.packets, "bytes": c.bytes, "drops": drops })
+            })
+            .collect()
+    };
     json!({
+        "srv6": {
+            "sids": srv6_objects(&report.srv6_sids),
+            "policies": srv6_objects(&report.srv6_policies),
+        },
         "stop_cause": report.stop_cause.as_str(),
         "forwarding_seconds": report.forwarding_time.as_secs_f64(),
         "ports": ports,
@@ -79,27 +96,50 @@ fn queue_json(q: &QueueSnapshot) -> Value {
         "peak_depth_bytes": q.peak_depth_bytes,
         "ingress_bytes": q.ingress_bytes,
         "peak_ingress_bytes": q.peak_ingress_bytes,
+        "pfc_tx_frames": q.pfc_tx_frames,
+        "pfc_rx_frames": q.pfc_rx_frames,
+        "xoff_transitions": q.xoff_transitions,
+        "xon_transitions": q.xon_transitions,
+        "paused_ps": q.paused_ps,
+        "watchdog_storms": q.watchdog_storms,
+        "watchdog_restorations": q.watchdog_restorations,
+        "headroom_drops": q.headroom_drops,
+        "watchdog_drops": q.watchdog_drops,
     })
 }
 
 /// One line of the `--events` log. Time is in picoseconds of the run's clock (virtual time in
 /// a replay), so exact thresholds stay exact.
 pub fn event_json(event: &QosEvent, port_names: &[&str]) -> Value {
-    let (kind, threshold) = match event.kind {
-        QosEventKind::WatermarkUp(t) => ("watermark_up", Some(t)),
-        QosEventKind::WatermarkDown(t) => ("watermark_down", Some(t)),
-        QosEventKind::EcnMarkingStart => ("ecn_marking_start", None),
-        QosEventKind::EcnMarkingStop => ("ecn_marking_stop", None),
+    let (kind, threshold, quanta) = match event.kind {
+        QosEventKind::WatermarkUp(t) => ("watermark_up", Some(t), None),
+        QosEventKind::WatermarkDown(t) => ("watermark_down", Some(t), None),
+        QosEventKind::EcnMarkingStart => ("ecn_marking_start", None, None),
+        QosEventKind::EcnMarkingStop => ("ecn_marking_stop", None, None),
+        QosEventKind::PfcXoff => ("pfc_xoff_sent", None, None),
+        QosEventKind::PfcXon => ("pfc_xon_sent", None, None),
+        QosEventKind::PfcReceived(q) => ("pfc_received", None, Some(q)),
+        QosEventKind::WatchdogStorm => ("pfc_watchdog_storm", None, None),
+        QosEventKind::WatchdogRestored => ("pfc_watchdog_restored", None, None),
     };
     let mut line = json!({
         "t_ps": event.at,
         "event": kind,
         "port": port_names.get(usize::from(event.port)).copied().unwrap_or("?"),
         "tc": event.tc,
-        "depth_bytes": event.depth,
     });
+    // PFC generation reports the ingress occupancy that crossed the threshold; the rest, the
+    // egress queue's depth.
+    if matches!(event.kind, QosEventKind::PfcXoff | QosEventKind::PfcXon) {
+        line["ingress_bytes"] = json!(event.depth);
+    } else {
+        line["depth_bytes"] = json!(event.depth);
+    }
     if let Some(t) = threshold {
         line["threshold_bytes"] = json!(t);
+    }
+    if let Some(q) = quanta {
+        line["quanta"] = json!(q);
     }
     line
 }
@@ -191,6 +231,29 @@ pub fn to_text(report: &RunReport) -> String {
         "slow path: {} frames punted (ARP/ND/ICMP for the switch), {} frames sent",
         report.punted, report.generated
     );
+    for (kind, objects) in [
+        ("sid", &report.srv6_sids),
+        ("policy", &report.srv6_policies),
+    ] {
+        for (name, c) in objects {
+            let drops: Vec<String> = c
+                .drops
+                .iter()
+                .map(|(r, n)| format!("{}={n}", r.as_str()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "srv6 {kind} {name}: {} packets, {} bytes, drops: {}",
+                c.packets,
+                c.bytes,
+                if drops.is_empty() {
+                    "none".to_owned()
+                } else {
+                    drops.join(" ")
+                }
+            );
+        }
+    }
     out
 }
 

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why a packet was dropped. Every drop in the switch has exactly one reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(usize)]
+// One byte, so verdicts that carry a reason stay small enough to return in registers.
+#[repr(u8)]
 pub enum DropReason {
     /// The egress device's TX ring was full.
     TxRingFull,
@@ -62,10 +63,37 @@ pub enum DropReason {
     QueueFull,
     /// A Not-ECT frame of a lossy class dropped by the ECN/RED curve.
     RedDrop,
+    /// A lossless frame found its ingress headroom full (XOFF threshold + headroom): the
+    /// headroom is too small for the link (cable, speed, peer response).
+    HeadroomFull,
+    /// Dropped by the PFC watchdog's drop action (a queue in pause-storm state).
+    PfcWatchdog,
+    /// No mbuf for a frame the switch generates itself (PFC).
+    ControlFrameNoMbuf,
+    /// SRv6: hop limit at or below 1 at a SID that forwards (RFC 8986 S03, RFC 9800 N02);
+    /// answered with ICMPv6 Time Exceeded.
+    Srv6HopLimit,
+    /// SRv6: Last Entry past the header or Segments Left above Last Entry + 1 (RFC 8986
+    /// S05); answered with Parameter Problem code 0 pointing at Segments Left.
+    Srv6BadSrh,
+    /// SRv6: an End.DT* SID reached with Segments Left not zero (RFC 8986 4.6 S02);
+    /// answered with Parameter Problem code 0 pointing at Segments Left.
+    Srv6SegmentsLeftNotZero,
+    /// SRv6: the upper layer at the last segment is not one the SID handles (no SRH or SL 0 at
+    /// End/End.X with other than ICMPv6, End.DT4 without IPv4 inside, ...); answered with
+    /// Parameter Problem code 4 (SR Upper-layer Header Error).
+    Srv6UpperLayer,
+    /// SRv6: the extension header chain or the SRH is truncated or inconsistent with the
+    /// payload length (no ICMP: nothing trustworthy to point at).
+    Srv6MalformedHeaders,
+    /// SRv6: more local SIDs in a row than the pipeline processes for one packet.
+    Srv6TooManyLocalSids,
+    /// SRv6: a policy's outer destination is routed into another policy (no nested encap).
+    Srv6EncapRecursion,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 27] = [
+    pub const ALL: [DropReason; 37] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -93,6 +121,16 @@ impl DropReason {
         DropReason::BufferFull,
         DropReason::QueueFull,
         DropReason::RedDrop,
+        DropReason::HeadroomFull,
+        DropReason::PfcWatchdog,
+        DropReason::ControlFrameNoMbuf,
+        DropReason::Srv6HopLimit,
+        DropReason::Srv6BadSrh,
+        DropReason::Srv6SegmentsLeftNotZero,
+        DropReason::Srv6UpperLayer,
+        DropReason::Srv6MalformedHeaders,
+        DropReason::Srv6TooManyLocalSids,
+        DropReason::Srv6EncapRecursion,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -126,6 +164,16 @@ impl DropReason {
             DropReason::BufferFull => "buffer_full",
             DropReason::QueueFull => "queue_full",
             DropReason::RedDrop => "red_drop",
+            DropReason::HeadroomFull => "headroom_full",
+            DropReason::PfcWatchdog => "pfc_watchdog",
+            DropReason::ControlFrameNoMbuf => "control_frame_no_mbuf",
+            DropReason::Srv6HopLimit => "srv6_hop_limit",
+            DropReason::Srv6BadSrh => "srv6_bad_srh",
+            DropReason::Srv6SegmentsLeftNotZero => "srv6_segments_left_not_zero",
+            DropReason::Srv6UpperLayer => "srv6_upper_layer",
+            DropReason::Srv6MalformedHeaders => "srv6_malformed_headers",
+            DropReason::Srv6TooManyLocalSids => "srv6_too_many_local_sids",
+            DropReason::Srv6EncapRecursion => "srv6_encap_recursion",
         }
     }
 }
@@ -180,7 +228,7 @@ impl WorkerCounters {
     pub fn new(port_count: usize) -> Self {
         Self {
             ports: (0..port_count).map(|_| PortCounters::default()).collect(),
-            drops: Default::default(),
+            drops: std::array::from_fn(|_| Counter::default()),
             punted: Counter::default(),
             generated: Counter::default(),
         }
@@ -263,6 +311,73 @@ impl CounterSnapshot {
     pub fn total_drops(&self) -> u64 {
         self.drops.iter().map(|(_, n)| n).sum()
     }
+}
+
+/// Counters of one SRv6 object (a local SID or a headend policy): packets and bytes it
+/// matched (frame length on arrival), and how many of those the pipeline dropped, by reason.
+#[derive(Debug)]
+pub struct ObjectCounters {
+    pub packets: Counter,
+    pub bytes: Counter,
+    drops: [Counter; DropReason::COUNT],
+}
+
+impl Default for ObjectCounters {
+    fn default() -> Self {
+        Self {
+            packets: Counter::default(),
+            bytes: Counter::default(),
+            drops: std::array::from_fn(|_| Counter::default()),
+        }
+    }
+}
+
+impl ObjectCounters {
+    #[inline]
+    pub fn count(&self, bytes: usize, dropped: Option<DropReason>) {
+        self.packets.add(1);
+        self.bytes.add(bytes as u64);
+        if let Some(reason) = dropped {
+            self.drops[reason as usize].add(1);
+        }
+    }
+
+    pub fn snapshot(&self) -> ObjectSnapshot {
+        ObjectSnapshot {
+            packets: self.packets.get(),
+            bytes: self.bytes.get(),
+            drops: DropReason::ALL
+                .iter()
+                .map(|&r| (r, self.drops[r as usize].get()))
+                .filter(|&(_, n)| n != 0)
+                .collect(),
+        }
+    }
+}
+
+/// Per-SID and per-policy counters of one worker (indexed like `Srv6Spec::sids` and
+/// `Srv6Spec::policies`). The forwarder is their only writer.
+#[derive(Debug, Default)]
+pub struct Srv6Counters {
+    pub sids: Vec<ObjectCounters>,
+    pub policies: Vec<ObjectCounters>,
+}
+
+impl Srv6Counters {
+    pub fn new(sids: usize, policies: usize) -> Self {
+        Self {
+            sids: (0..sids).map(|_| ObjectCounters::default()).collect(),
+            policies: (0..policies).map(|_| ObjectCounters::default()).collect(),
+        }
+    }
+}
+
+/// One SRv6 object's counters at a point in time; `drops` lists only reasons seen.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ObjectSnapshot {
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops: Vec<(DropReason, u64)>,
 }
 
 #[cfg(test)]

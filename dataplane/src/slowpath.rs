@@ -38,6 +38,14 @@ const ND_HOP_LIMIT: u8 = 255;
 /// ff02::1, where an answer to duplicate address detection goes (RFC 4861 section 7.2.4).
 const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 
+/// ICMPv6 errors the switch sends per second at most, and the burst it allows (RFC 4443
+/// 2.4(f) asks for a limit; Linux's default is about 1000/s per destination).
+pub const ICMP_ERRORS_PER_SECOND: u32 = 100;
+pub const ICMP_ERROR_BURST: u32 = 100;
+
+/// An ICMPv6 error must fit the IPv6 minimum MTU (RFC 4443 2.4(c)).
+const IPV6_MIN_MTU: usize = 1280;
+
 /// A frame the slow path wants sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
@@ -87,6 +95,16 @@ pub struct SlowPath {
     /// Punted frames that produced neither a frame nor a neighbour: malformed, failing a
     /// check, or simply not something the switch answers.
     pub ignored: u64,
+    /// ICMPv6 errors (SRv6 endpoint errors) built.
+    pub icmp_errors_built: u64,
+    /// ICMPv6 errors not built: rate limit, or RFC 4443 2.4(e) forbids one.
+    pub icmp_errors_suppressed: u64,
+    /// ICMPv6 errors built but not sent: no route back to the source, or no mbuf (the engine
+    /// counts these; they are not drops of received packets).
+    pub icmp_errors_not_sent: u64,
+    /// Token bucket of the ICMPv6 error rate limit (RFC 4443 2.4(f)): tokens and last refill.
+    icmp_error_tokens: u32,
+    icmp_error_refilled: Picos,
 }
 
 impl SlowPath {
@@ -103,7 +121,108 @@ impl SlowPath {
             echo_replies_sent: 0,
             neighbors_learned: 0,
             ignored: 0,
+            icmp_errors_built: 0,
+            icmp_errors_suppressed: 0,
+            icmp_errors_not_sent: 0,
+            icmp_error_tokens: ICMP_ERROR_BURST,
+            icmp_error_refilled: 0,
         }
+    }
+
+    /// Builds the ICMPv6 error `error` about `frame` (as received, at most one 802.1Q tag):
+    /// an untagged Ethernet frame (MACs left for the forwarder to fill) carrying IPv6 from the
+    /// offending packet's destination (the local SID it was addressed to) to its source, hop
+    /// limit 64, quoting as much of the offending packet as keeps the error within the IPv6
+    /// minimum MTU (RFC 4443 2.4(c)).
+    ///
+    /// `None` when RFC 4443 2.4(e) forbids an error (the offending packet is itself an ICMPv6
+    /// error, or came from an unspecified or multicast source, or to a multicast address, or
+    /// as a link-layer multicast), when the frame is malformed, or past the rate limit of
+    /// [`ICMP_ERRORS_PER_SECOND`] (burst [`ICMP_ERROR_BURST`]).
+    pub fn icmpv6_error(
+        &mut self,
+        frame: &[u8],
+        _in_port: u16,
+        error: crate::pipeline::Icmpv6Error,
+        now: Picos,
+    ) -> Option<Vec<u8>> {
+        let built = self.build_icmpv6_error(frame, error, now);
+        match built {
+            Some(_) => self.icmp_errors_built += 1,
+            None => self.icmp_errors_suppressed += 1,
+        }
+        built
+    }
+
+    fn build_icmpv6_error(
+        &mut self,
+        frame: &[u8],
+        error: crate::pipeline::Icmpv6Error,
+        now: Picos,
+    ) -> Option<Vec<u8>> {
+        let (l2, l3) = split_l2(frame)?;
+        if l2.ethertype != EtherType::IPV6 || l2.dst.0[0] & 1 != 0 {
+            return None;
+        }
+        let packet = Ipv6Packet::new_checked(l3).ok()?;
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        if src.is_unspecified() || src.is_multicast() || dst.is_multicast() {
+            return None;
+        }
+        if let Ok(upper) = walk_extension_headers(&packet)
+            && upper.protocol == protocol::ICMPV6
+            && l3
+                .get(upper.offset)
+                .is_some_and(|&t| t < icmpv6_message::ECHO_REQUEST)
+        {
+            return None;
+        }
+        // Rate limit last, so suppressed packets do not spend tokens.
+        let elapsed = now.saturating_sub(self.icmp_error_refilled);
+        let refill =
+            elapsed / (crate::clock::PICOS_PER_SECOND / Picos::from(ICMP_ERRORS_PER_SECOND));
+        if refill > 0 {
+            self.icmp_error_tokens =
+                (self.icmp_error_tokens as u64 + refill).min(u64::from(ICMP_ERROR_BURST)) as u32;
+            self.icmp_error_refilled = now;
+        }
+        if self.icmp_error_tokens == 0 {
+            return None;
+        }
+        self.icmp_error_tokens -= 1;
+
+        let offending = &l3[..ipv6::HEADER_LEN + usize::from(packet.payload_len())];
+        let quoted = offending
+            .len()
+            .min(IPV6_MIN_MTU - ipv6::HEADER_LEN - icmpv6::HEADER_LEN);
+        let message_len = icmpv6::HEADER_LEN + quoted;
+        let mut buf = vec![0u8; frame_len_v6(message_len)];
+        EthernetRepr {
+            src_addr: self.router_mac,
+            dst_addr: self.router_mac,
+            ethertype: EtherType::IPV6,
+        }
+        .emit(&mut buf)
+        .ok()?;
+        Ipv6Repr {
+            src_addr: dst,
+            dst_addr: src,
+            next_header: protocol::ICMPV6,
+            payload_len: message_len,
+            hop_limit: ORIGINATED_HOP_LIMIT,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(&mut buf[ethernet::HEADER_LEN..])
+        .ok()?;
+        let at = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
+        buf[at + 4..at + 8].copy_from_slice(&error.pointer.to_be_bytes());
+        buf[at + icmpv6::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
+        let mut message = Icmpv6Packet::new_checked(&mut buf[at..]).ok()?;
+        message.set_msg_type(error.msg_type);
+        message.set_msg_code(error.code);
+        message.fill_checksum(&dst, &src);
+        Some(buf)
     }
 
     /// Handles one frame the fast path punted: `frame` exactly as received on `in_port` (at

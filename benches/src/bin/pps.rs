@@ -9,7 +9,8 @@
 //!   for scale);
 //! - switch: ironclos switch mode on L2 (a learned/static MAC), L3v4 (1M routes, 4-way ECMP)
 //!   and L3v6 (100k routes), against the C MAC-swap and L3 loops, the L3 loop loading the same
-//!   route file.
+//!   route file. SRv6 uN (a uSID shift, no SRH) and End (an SRH, Segments Left 1 -> 0) run
+//!   on the L3v6 setup and are held to the same C L3 loop.
 
 use control::pcap::write_pcap_file;
 use control::tracegen::{UdpTraceSpec, udp_trace, udp6_trace};
@@ -467,6 +468,41 @@ fn write_trace(path: &Path, packets: &[control::pcap::PcapPacket]) -> Result<(),
     write_pcap_file(path, packets).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// SRv6 traces from the IPv6/UDP one: `un` sends every flow to the uSID container
+/// fcbb:bb00:100:200:: (the switch's uN shifts it to fcbb:bb00:200::); otherwise an SRH with
+/// one segment (fcbb:bb00:200::, Segments Left 1) is inserted and the destination is the End
+/// SID 2001:db8:5::1 (24 bytes more per frame). UDP checksums are not updated: the switch does
+/// not read them.
+fn srv6_trace(spec: &UdpTraceSpec, un: bool) -> Vec<control::pcap::PcapPacket> {
+    let next_sid: [u8; 16] = [0xfc, 0xbb, 0xbb, 0, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let container: [u8; 16] = [
+        0xfc, 0xbb, 0xbb, 0, 0x01, 0, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    let end_sid: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    udp6_trace(spec)
+        .into_iter()
+        .map(|mut packet| {
+            let f = &mut packet.data;
+            if un {
+                f[38..54].copy_from_slice(&container);
+            } else {
+                let payload = u16::from_be_bytes([f[18], f[19]]) + 24;
+                f[18..20].copy_from_slice(&payload.to_be_bytes());
+                let upper = f[20];
+                f[20] = 43;
+                f[38..54].copy_from_slice(&end_sid);
+                let mut srh = vec![upper, 2, 4, 1, 0, 0, 0, 0];
+                srh.extend_from_slice(&next_sid);
+                f.splice(54..54, srh);
+            }
+            packet
+        })
+        .collect()
+}
+
+const SRV6_SIDS: &str = "[[srv6.sid]]\nprefix = \"fcbb:bb00:100::/48\"\nbehavior = \"uN\"\n\
+                         [[srv6.sid]]\nprefix = \"2001:db8:5::1/128\"\nbehavior = \"End\"\n";
+
 fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
     let dir = &options.out;
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
@@ -618,6 +654,28 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
             reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
             aim: Some(0.45),
         });
+        for (name, un) in [
+            ("SRv6 uN (shift)", true),
+            ("SRv6 End (SRH, 86-byte frames)", false),
+        ] {
+            let trace = dir.join(if un { "srv6-un.pcap" } else { "srv6-end.pcap" });
+            write_trace(&trace, &srv6_trace(&v6_spec, un))?;
+            cases.push(Case {
+                section: "switch",
+                name: format!(
+                    "{name} {}k v6 routes ECMP4 8192 flows",
+                    options.v6_routes / 1000
+                ),
+                ironclos: Runner::Ironclos {
+                    mode: "switch",
+                    router: TRACE_DST_MAC,
+                    body: l3_body(&pcap_input(&trace), &v6_routes, false) + SRV6_SIDS,
+                },
+                reference_name: "c-l3 (v4, same v4 route table)",
+                reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
+                aim: Some(0.50),
+            });
+        }
     }
     if let Some(text) = &options.filter {
         cases.retain(|c| c.name.contains(text.as_str()));

@@ -189,6 +189,27 @@ impl<'a> PacketMut<'a> {
         }
     }
 
+    /// The first segment's buffer from its very start (headroom included) to the end of the
+    /// data, and the data's offset in it: the pipeline grows a frame into the headroom in
+    /// place and the caller then moves the data window with `prepend`/`adj`/`trim`.
+    #[inline]
+    pub fn headroom_and_data_mut(&mut self) -> (&mut [u8], usize) {
+        // SAFETY: the view holds the only mutable borrow of a live mbuf; buf_addr is the start
+        // of its buffer and data_off + data_len <= buf_len. The headroom is mapped pool memory
+        // (zeroed by the OS when mapped, or stale packet bytes since): initialised u8s.
+        unsafe {
+            let m = &*self.raw;
+            let offset = usize::from(m.data_off);
+            (
+                std::slice::from_raw_parts_mut(
+                    m.buf_addr.cast::<u8>(),
+                    offset + usize::from(m.data_len),
+                ),
+                offset,
+            )
+        }
+    }
+
     /// Adds `len` bytes in front of the data (from the headroom) and returns them, or `None`
     /// when the headroom is too small.
     #[inline]

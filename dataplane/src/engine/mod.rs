@@ -6,7 +6,7 @@
 mod io;
 mod switch;
 
-use crate::counters::{CounterSnapshot, DropReason, WorkerCounters};
+use crate::counters::{CounterSnapshot, DropReason, ObjectSnapshot, Srv6Counters, WorkerCounters};
 use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, Port, PortConfig, PortStats,
     StopSignal,
@@ -135,6 +135,15 @@ pub struct QueueSnapshot {
     pub peak_depth_bytes: u64,
     pub ingress_bytes: u64,
     pub peak_ingress_bytes: u64,
+    pub pfc_tx_frames: u64,
+    pub pfc_rx_frames: u64,
+    pub xoff_transitions: u64,
+    pub xon_transitions: u64,
+    pub paused_ps: u64,
+    pub watchdog_storms: u64,
+    pub watchdog_restorations: u64,
+    pub headroom_drops: u64,
+    pub watchdog_drops: u64,
 }
 
 impl QueueSnapshot {
@@ -151,6 +160,15 @@ impl QueueSnapshot {
             peak_depth_bytes: c.peak_depth_bytes.get(),
             ingress_bytes: c.ingress_bytes.get(),
             peak_ingress_bytes: c.peak_ingress_bytes.get(),
+            pfc_tx_frames: c.pfc_tx_frames.get(),
+            pfc_rx_frames: c.pfc_rx_frames.get(),
+            xoff_transitions: c.xoff_transitions.get(),
+            xon_transitions: c.xon_transitions.get(),
+            paused_ps: c.paused_ps.get(),
+            watchdog_storms: c.watchdog_storms.get(),
+            watchdog_restorations: c.watchdog_restorations.get(),
+            headroom_drops: c.headroom_drops.get(),
+            watchdog_drops: c.watchdog_drops.get(),
         }
     }
 
@@ -182,6 +200,9 @@ pub struct RunReport {
     /// Longest time a worker spent forwarding.
     pub forwarding_time: Duration,
     pub stop_cause: StopCause,
+    /// SRv6 counters per local SID and per policy, by name (switch mode).
+    pub srv6_sids: Vec<(String, ObjectSnapshot)>,
+    pub srv6_policies: Vec<(String, ObjectSnapshot)>,
 }
 
 /// One ECMP group's balancing at the end of a run.
@@ -360,6 +381,8 @@ fn run_with_eal(
 
     let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::with_capacity(workers);
     let mut balance: Vec<(BalanceSpec, Arc<BalanceCounters>)> = Vec::new();
+    // Switch mode: the worker's SRv6 counters and the names to report them by.
+    let mut srv6: Option<(Arc<Srv6Counters>, Vec<String>, Vec<String>)> = None;
     match &config.mode {
         ForwardingMode::Io => {
             for (worker, lanes) in io::io_lanes(&mut ports, workers).into_iter().enumerate() {
@@ -406,6 +429,11 @@ fn run_with_eal(
                 .into_iter()
                 .zip(job.balance_counters())
                 .collect();
+            srv6 = Some((
+                job.srv6_counters(),
+                spec.srv6.sids.iter().map(|s| s.name.clone()).collect(),
+                spec.srv6.policies.iter().map(|p| p.name.clone()).collect(),
+            ));
             jobs.push(Box::new(move || job.run()));
         }
     }
@@ -440,6 +468,21 @@ fn run_with_eal(
             device: port.stats(),
         })
         .collect();
+    let (srv6_sids, srv6_policies) = match &srv6 {
+        Some((counters, sid_names, policy_names)) => (
+            sid_names
+                .iter()
+                .cloned()
+                .zip(counters.sids.iter().map(|c| c.snapshot()))
+                .collect(),
+            policy_names
+                .iter()
+                .cloned()
+                .zip(counters.policies.iter().map(|c| c.snapshot()))
+                .collect(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
     // Close every port (flushing pcap outputs) before the pool they draw from is freed.
     drop(ports);
     drop(pool);
@@ -476,6 +519,8 @@ fn run_with_eal(
             shared.longest_forwarding_nanos.load(Ordering::Relaxed),
         ),
         stop_cause,
+        srv6_sids,
+        srv6_policies,
     })
 }
 

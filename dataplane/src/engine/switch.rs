@@ -12,15 +12,17 @@
 //! and counters on any machine.
 
 use super::{ScheduledAction, ScheduledEvent, WorkerShared};
-use crate::clock::{PICOS_PER_MICRO, PICOS_PER_SECOND, Picos, TscClock};
+use crate::clock::{PICOS_PER_SECOND, Picos, TscClock};
 use crate::counters::{DropReason, WorkerCounters};
-use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
+use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
-use crate::pipeline::{ControlRequest, Forwarder, ForwarderError, TagOp, Verdict};
-use crate::qos::{self, Admission, CPU_PORT, LineRate, PortQos, TmCounters, TrafficManager};
+use crate::pipeline::{
+    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, TagOp, Verdict,
+};
+use crate::qos::pfc;
+use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
 use crate::tables::flowlet::{BalanceCounters, BalanceSpec, EgressLoad};
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -67,6 +69,9 @@ impl TxStage {
     }
 }
 
+#[path = "switch_replay.rs"]
+mod replay;
+
 pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
     slow: SlowPath,
@@ -88,6 +93,11 @@ pub(crate) struct SwitchWorker {
     last_aging: Picos,
     /// Replay events not yet applied, latest first (so the next one pops off the end).
     schedule: Vec<ScheduledEvent>,
+    /// Source MACs of the PFC frames each port sends.
+    port_macs: Vec<[u8; 6]>,
+    pfc_scratch: Vec<PfcFrame>,
+    /// Replay's emulated peers: the pauses each input's peer honours, per TC.
+    peers: Vec<[replay::PeerPause; qos::TC_COUNT]>,
 }
 
 /// Lets the forwarder's least-loaded groups read egress depths and transmitted bytes from the
@@ -188,7 +198,15 @@ impl SwitchWorker {
             link_generation_seen: 0,
             last_aging: 0,
             schedule,
+            port_macs: ports.iter().map(|p| p.mac()).collect(),
+            pfc_scratch: Vec::with_capacity(qos::tm::MAX_PORTS),
+            peers: vec![Default::default(); ports.len()],
         })
+    }
+
+    /// The per-SID and per-policy counters the worker's forwarder writes.
+    pub(crate) fn srv6_counters(&self) -> Arc<crate::counters::Srv6Counters> {
+        self.forwarder.srv6_counters()
     }
 
     pub(crate) fn run(mut self) {
@@ -201,6 +219,7 @@ impl SwitchWorker {
         }
         self.tm
             .drain(|port, mbuf| self.tx.push(port, mbuf, &self.counters));
+        self.after_tm();
         self.flush_all();
         *self
             .shared
@@ -217,6 +236,7 @@ impl SwitchWorker {
     }
 
     fn run_live(&mut self, start: u64, hz: u64) {
+        self.tm.set_immediate(true);
         let mut burst = MbufBurst::new();
         let clock = |start: u64| TscClock::cycles_to_picos(dpdk::tsc().wrapping_sub(start), hz);
         while !self.stop.is_requested() {
@@ -248,104 +268,36 @@ impl SwitchWorker {
         self.tm.advance(now, choices_at_now, |port, mbuf| {
             self.tx.push(port, mbuf, &self.counters)
         });
+        self.after_tm();
         self.flush_all();
     }
 
-    /// Replays every input on virtual time until all are exhausted and every queue has
-    /// drained. An input's next frame arrives at max(its timestamp, the end of the link's
-    /// previous frame) + its wire time at the port's speed.
-    fn run_replay(&mut self) {
-        let ports = self.rx.len();
-        let mut pending: Vec<VecDeque<Mbuf>> = (0..ports)
-            .map(|_| VecDeque::with_capacity(MAX_BURST))
-            .collect();
-        let mut exhausted = vec![false; ports];
-        let mut link_free: Vec<Picos> = vec![0; ports];
-        let speeds: Vec<LineRate> = self
-            .port_qos
-            .iter()
-            .map(|q| LineRate::new(q.speed))
-            .collect();
-        let mut burst = MbufBurst::new();
-        let mut now: Picos = 0;
-        while !self.stop.is_requested() {
-            self.poll_links(now);
-            for port in 0..ports {
-                if !pending[port].is_empty() || exhausted[port] {
-                    continue;
+    /// Sends the PFC frames the traffic manager decided on (ahead of every data queue) and
+    /// counts the drops it made on its own.
+    #[inline]
+    fn after_tm(&mut self) {
+        if self.tm.has_pfc_frames() {
+            let mut frames = std::mem::take(&mut self.pfc_scratch);
+            self.tm.take_pfc_frames(|f| frames.push(*f));
+            for frame in &frames {
+                let port = usize::from(frame.port);
+                let bytes = pfc::encode(self.port_macs[port], frame.enable, frame.quanta);
+                match Mbuf::from_bytes(&self.pool, &bytes) {
+                    Some(mbuf) => self.tx.push(frame.port, mbuf, &self.counters),
+                    None => self
+                        .counters
+                        .drop_packets(DropReason::ControlFrameNoMbuf, 1),
                 }
-                if (self.pool.available() as usize) < self.burst {
-                    // The pcap PMD loses a frame it has read when no mbuf is free: never ask.
-                    continue;
+                if self.replay {
+                    self.peer_pause(frame);
                 }
-                let received = self.rx[port].rx_burst(&mut burst, self.burst);
-                if received == 0 {
-                    exhausted[port] = true;
-                    continue;
-                }
-                self.note_received(port, &burst, received);
-                pending[port].extend(burst.drain());
             }
-            // The next arrival among the frames read, and the earliest instant an input not
-            // read yet (short of mbufs) could still deliver at.
-            let arrival = |port: usize, mbuf: &Mbuf, link_free: &[Picos]| {
-                let packet = mbuf.packet();
-                let stamp = packet.rx_timestamp().unwrap_or(0);
-                let start = stamp.saturating_mul(PICOS_PER_MICRO).max(link_free[port]);
-                start + speeds[port].wire_time(packet.len() as u32)
-            };
-            let next = (0..ports)
-                .filter_map(|p| pending[p].front().map(|m| (arrival(p, m, &link_free), p)))
-                .min();
-            let unread = (0..ports)
-                .filter(|&p| pending[p].is_empty() && !exhausted[p])
-                .map(|p| (link_free[p] + speeds[p].wire_time(0), p))
-                .min();
-            match (next, unread) {
-                (Some((at, port)), bound) if bound.is_none_or(|b| (at, port) < b) => {
-                    let mbuf = pending[port].pop_front().expect("front exists");
-                    link_free[port] = at;
-                    now = now.max(at);
-                    self.run_until(now);
-                    self.handle(mbuf, port as u16, now);
-                    self.serve_requests(now);
-                    self.age(now);
-                }
-                (_, Some((bound, _))) => {
-                    // Out of mbufs with an input unread: frames held in queues and TX bursts
-                    // are what the pool lacks. Egress may safely run up to the bound.
-                    let before = self.pool.available();
-                    self.run_until(bound);
-                    self.flush_all();
-                    if self.pool.available() == before
-                        && self.tm.next_event().is_none_or(|t| t >= bound)
-                    {
-                        self.shared.replay_stalled.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                }
-                _ => break,
-            }
+            frames.clear();
+            self.pfc_scratch = frames;
         }
-        // After the last arrival: scheduled events still apply as the queues drain.
-        while let Some(at) = self.schedule.last().map(|e| e.at) {
-            self.run_until(at);
-            self.apply_schedule(at);
-        }
-    }
-
-    /// Advances egress and the schedule to `until` in DESIGN.md's tie order: completions,
-    /// then scheduled events, then (the caller's) arrivals; choices at `until` wait.
-    fn run_until(&mut self, until: Picos) {
-        while let Some(at) = self.schedule.last().map(|e| e.at).filter(|&at| at <= until) {
-            self.tm.advance(at, false, |port, mbuf| {
-                self.tx.push(port, mbuf, &self.counters)
-            });
-            self.apply_schedule(at);
-        }
-        self.tm.advance(until, false, |port, mbuf| {
-            self.tx.push(port, mbuf, &self.counters)
-        });
+        let counters = &self.counters;
+        self.tm
+            .take_drop_tally(|reason, n| counters.drop_packets(reason, n));
     }
 
     /// Applies every scheduled event due at or before `now` (events before a frame's arrival
@@ -411,10 +363,14 @@ impl SwitchWorker {
             self.counters.drop_packets(DropReason::MultiSegment, 1);
             return;
         }
+        if let Some(control) = pfc::parse(mbuf.packet().data()) {
+            // PAUSE/PFC are consumed by the port: they hold its egress queues, never forwarded.
+            self.tm.receive_mac_control(now, in_port, control);
+            self.counters.drop_packets(DropReason::MacControl, 1);
+            return;
+        }
         let tc = qos::classify(mbuf.packet().data(), &self.port_qos[usize::from(in_port)]);
-        let verdict = self
-            .forwarder
-            .process(mbuf.packet_mut().data_mut(), in_port, now);
+        let verdict = self.process_resizable(&mut mbuf, in_port, now);
         match verdict {
             Verdict::Forward { port, tag } => self.send(mbuf, port, tag, tc, in_port, now),
             Verdict::Flood {
@@ -436,6 +392,69 @@ impl SwitchWorker {
                 self.apply_slow_path_results(now);
             }
             Verdict::Drop(reason) => self.counters.drop_packets(reason, 1),
+            Verdict::DropWithIcmpError { reason, error } => {
+                self.counters.drop_packets(reason, 1);
+                self.send_icmp_error(&mbuf, in_port, error, now);
+            }
+        }
+    }
+
+    /// Runs the pipeline on the mbuf's data with its headroom available (SRv6 encapsulation
+    /// grows the frame to the front, decapsulation shrinks it), then moves the mbuf's data
+    /// window to where the pipeline left the frame.
+    fn process_resizable(&mut self, mbuf: &mut Mbuf, in_port: u16, now: Picos) -> Verdict {
+        let mut packet = mbuf.packet_mut();
+        let (buffer, start) = packet.headroom_and_data_mut();
+        let end = buffer.len();
+        let Some(mut frame) = Frame::new(buffer, start, end) else {
+            return Verdict::Drop(DropReason::Truncated);
+        };
+        let verdict = self.forwarder.process_frame(&mut frame, in_port, now);
+        let (new_start, new_end) = (frame.start(), frame.end());
+        if (new_start, new_end) == (start, end) {
+            return verdict;
+        }
+        // The frame only moves inside the buffer and its end never grows, so these succeed.
+        let moved = if new_start > start {
+            packet.adj((new_start - start) as u16)
+        } else {
+            new_start == start || packet.prepend((start - new_start) as u16).is_some()
+        };
+        let trimmed = moved && packet.trim((end - new_end) as u16);
+        if !trimmed {
+            return Verdict::Drop(DropReason::NoHeadroom);
+        }
+        verdict
+    }
+
+    /// Sends the ICMPv6 error the RFC asks for about a dropped frame, if the slow path builds
+    /// one (rate limit, quoting rules) and its destination is routable.
+    fn send_icmp_error(&mut self, mbuf: &Mbuf, in_port: u16, error: Icmpv6Error, now: Picos) {
+        let Some(bytes) = self
+            .slow
+            .icmpv6_error(mbuf.packet().data(), in_port, error, now)
+        else {
+            return;
+        };
+        let Some(mut reply) = Mbuf::from_bytes(&self.pool, &bytes) else {
+            self.slow.icmp_errors_not_sent += 1;
+            return;
+        };
+        let verdict = {
+            let mut packet = reply.packet_mut();
+            let mut frame = Frame::whole(packet.data_mut());
+            self.forwarder
+                .route_originated_ipv6(&mut frame, error.vrf, now)
+        };
+        self.serve_requests(now);
+        match verdict {
+            Verdict::Forward { port, tag } => {
+                self.counters.generated.add(1);
+                // Errors go in the class their own DSCP (0) gives them, from the CPU: lossy.
+                let tc = qos::classify(reply.packet().data(), &self.port_qos[usize::from(port)]);
+                self.send(reply, port, tag, tc, CPU_PORT, now);
+            }
+            _ => self.slow.icmp_errors_not_sent += 1,
         }
     }
 
@@ -505,11 +524,20 @@ impl SwitchWorker {
             self.counters.drop_packets(DropReason::NoHeadroom, 1);
             return;
         }
-        let admission = self.tm.enqueue(now, port, tc, in_port, mbuf, |m| {
-            m.packet_mut().into_data_mut()
-        });
+        let admission = self.tm.enqueue_or_send(
+            now,
+            port,
+            tc,
+            in_port,
+            mbuf,
+            |m| m.packet_mut().into_data_mut(),
+            |port, m| self.tx.push(port, m, &self.counters),
+        );
         if let Admission::Dropped(reason) = admission {
             self.counters.drop_packets(reason, 1);
+        }
+        if self.tm.has_pfc_frames() {
+            self.after_tm();
         }
     }
 

@@ -3,7 +3,7 @@
 //! `mac_table`, `ipv4_lpm`, `ipv6_lpm`, `ecmp_group`, `nexthop`.
 
 use super::spec::{Attachment, PortRole, RouteTarget, SwitchSpec};
-use super::{PuntReason, TagOp, Verdict};
+use super::{Frame, PuntReason, TagOp, Verdict};
 use crate::clock::{PICOS_PER_SECOND, Picos};
 use crate::counters::DropReason;
 use crate::tables::ecmp::{EcmpGroup, Member};
@@ -28,6 +28,8 @@ const ICMPV6_NEIGHBOR_SOLICIT: u8 = 135;
 const ICMPV6_NEIGHBOR_ADVERT: u8 = 136;
 const ARP_OP_REQUEST: u16 = 1;
 
+mod srv6;
+
 /// How often the forwarder asks the control plane to resolve the same neighbour.
 pub const RESOLVE_INTERVAL: Picos = PICOS_PER_SECOND;
 
@@ -46,6 +48,7 @@ mod route_value {
             RouteTarget::Connected(i) => (3 << SHIFT) | (u32::from(i) & INDEX),
             RouteTarget::Local => 4 << SHIFT,
             RouteTarget::Blackhole => 5 << SHIFT,
+            RouteTarget::Srv6Policy(i) => (6 << SHIFT) | (i & INDEX),
         }
     }
 
@@ -57,6 +60,7 @@ mod route_value {
             2 => RouteTarget::Group(index),
             3 => RouteTarget::Connected(index as u16),
             4 => RouteTarget::Local,
+            6 => RouteTarget::Srv6Policy(index),
             _ => RouteTarget::Blackhole,
         }
     }
@@ -195,6 +199,7 @@ pub struct Forwarder {
     pub mac_moves: u64,
     /// Source MACs not learned because the table was full.
     pub mac_learn_failures: u64,
+    srv6: srv6::Srv6State,
 }
 
 impl fmt::Debug for Forwarder {
@@ -292,6 +297,7 @@ impl Forwarder {
             mac_aging: spec.mac_aging,
             mac_moves: 0,
             mac_learn_failures: 0,
+            srv6: srv6::Srv6State::default(),
         };
 
         for (id, iface) in spec.interfaces.iter().enumerate() {
@@ -373,6 +379,7 @@ impl Forwarder {
             forwarder.groups.push(built);
             forwarder.balancers.push(balancer);
         }
+        forwarder.srv6 = srv6::Srv6State::new(&spec.srv6, &forwarder)?;
         for route in &spec.routes {
             forwarder.add_route(route.vrf, route.prefix, route.len, route.target)?;
         }
@@ -424,6 +431,11 @@ impl Forwarder {
             }
             RouteTarget::Connected(i) if usize::from(i) >= self.interfaces.len() => {
                 return Err(ForwarderError(format!("interface {i} does not exist")));
+            }
+            RouteTarget::Srv6Policy(i)
+                if i as usize >= self.srv6.policy_count() || i > route_value::MAX_INDEX =>
+            {
+                return Err(ForwarderError(format!("SRv6 policy {i} does not exist")));
             }
             _ => {}
         }
@@ -588,9 +600,26 @@ impl Forwarder {
     }
 
     /// Decides the fate of one frame received on `in_port` at `now`, rewriting it in place
-    /// (MACs, TTL, checksum, VID) when it is routed.
+    /// (MACs, TTL, checksum, VID) when it is routed. A frame that SRv6 would have to make
+    /// longer or shorter is dropped (`NoHeadroom`): callers that can resize use
+    /// [`Self::process_frame`].
     #[inline]
     pub fn process(&mut self, frame: &mut [u8], in_port: u16, now: Picos) -> Verdict {
+        let len = frame.len();
+        let mut window = Frame::whole(frame);
+        let verdict = self.process_frame(&mut window, in_port, now);
+        if window.start() != 0 || window.end() != len {
+            return Verdict::Drop(DropReason::NoHeadroom);
+        }
+        verdict
+    }
+
+    /// [`Self::process`] on a frame with headroom: SRv6 encapsulation grows it to the front,
+    /// decapsulation and SRH removal shrink it from the front, padding may be cut from the
+    /// end. The caller applies the new window (`Frame::start`, `Frame::end`) to its buffer.
+    #[inline]
+    pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
+        self.srv6.local_passes = 0;
         if frame.len() < 14 {
             return Verdict::Drop(DropReason::Truncated);
         }
@@ -758,7 +787,7 @@ impl Forwarder {
 
     fn routed_port_ingress(
         &mut self,
-        frame: &mut [u8],
+        frame: &mut Frame<'_>,
         dst: [u8; 6],
         ethertype: u16,
         l3: usize,
@@ -809,7 +838,7 @@ impl Forwarder {
 
     fn route(
         &mut self,
-        frame: &mut [u8],
+        frame: &mut Frame<'_>,
         ethertype: u16,
         l3: usize,
         tagged: bool,
@@ -831,7 +860,7 @@ impl Forwarder {
     #[inline]
     fn route_ipv4(
         &mut self,
-        frame: &mut [u8],
+        frame: &mut Frame<'_>,
         l3: usize,
         tagged: bool,
         in_iface: u16,
@@ -863,6 +892,9 @@ impl Forwarder {
                 reason: PuntReason::Local,
                 interface: in_iface,
             };
+        }
+        if let RouteTarget::Srv6Policy(policy) = target {
+            return self.srv6_headend(frame, l3, tagged, in_iface, policy, now);
         }
         let ttl = ip[8];
         if ttl <= 1 {
@@ -900,7 +932,7 @@ impl Forwarder {
     #[inline]
     fn route_ipv6(
         &mut self,
-        frame: &mut [u8],
+        frame: &mut Frame<'_>,
         l3: usize,
         tagged: bool,
         in_iface: u16,
@@ -920,6 +952,9 @@ impl Forwarder {
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
+        if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
+            return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
+        }
         let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {
             return Verdict::Drop(DropReason::NoRoute);
         };
@@ -929,6 +964,9 @@ impl Forwarder {
                 reason: PuntReason::Local,
                 interface: in_iface,
             };
+        }
+        if let RouteTarget::Srv6Policy(policy) = target {
+            return self.srv6_headend(frame, l3, tagged, in_iface, policy, now);
         }
         if is_link_local(&src) || is_link_local(&dst_bytes) {
             return Verdict::Drop(DropReason::LinkLocal);
@@ -994,6 +1032,9 @@ impl Forwarder {
                 return Err(DropReason::NeighborUnresolved);
             }
             RouteTarget::Blackhole => return Err(DropReason::Blackhole),
+            // Policies are applied before resolution; an outer destination routed into one
+            // again would nest encapsulations.
+            RouteTarget::Srv6Policy(_) => return Err(DropReason::Srv6EncapRecursion),
             RouteTarget::Local => unreachable!("local routes are punted before resolution"),
         };
         let nh = &mut self.nexthops[nexthop_id as usize];

@@ -54,6 +54,15 @@ pub const PCP_TO_TC: (&str, &[&str]) = ("pcp_to_tc", &["set_tc"]);
 pub const LOSSLESS_TC: (&str, &[&str]) = ("lossless_tc", &["set_lossless"]);
 /// ECN marking at enqueue (`qos::ecn::EcnCurve` in `qos::TrafficManager::enqueue`).
 pub const ECN_PROFILE: (&str, &[&str]) = ("ecn_profile", &["set_ecn_profile"]);
+/// Local SIDs (`forward::srv6::Srv6State::lookup_sid`, `SidBehavior`; uN and uA are End and
+/// End.X with NEXT-C-SID).
+pub const MY_SID: (&str, &[&str]) = (
+    "my_sid",
+    &["end", "end_x", "un", "ua", "end_dt4", "end_dt6", "end_dt46"],
+);
+/// Headend policies (`RouteTarget::Srv6Policy`, `EncapMode`).
+pub const SRV6_POLICY: (&str, &[&str]) =
+    ("srv6_policy", &["h_encaps", "h_encaps_red", "drop_packet"]);
 /// A group's balancing (`tables::flowlet::BalanceMode`, `Forwarder::balancers`).
 pub const ECMP_BALANCE: (&str, &[&str]) = (
     "ecmp_balance",
@@ -76,6 +85,8 @@ pub const TABLES: &[(&str, &[&str])] = &[
     IPV6_LPM,
     ECMP_GROUP,
     NEXTHOP,
+    MY_SID,
+    SRV6_POLICY,
     IO_FORWARD,
     QOS_TRUST,
     DSCP_TO_TC,

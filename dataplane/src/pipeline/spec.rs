@@ -71,6 +71,9 @@ pub enum RouteTarget {
     Local,
     /// Dropped on purpose (a null route).
     Blackhole,
+    /// Encapsulated by SRv6 policy `n` (`Srv6Spec::policies[n]`), then forwarded on the outer
+    /// destination.
+    Srv6Policy(u32),
 }
 
 /// A static route.
@@ -120,6 +123,8 @@ pub struct SwitchSpec {
     pub ecmp_buckets: usize,
     /// Traffic classes, queues, shapers and ECN of every port.
     pub qos: QosSpec,
+    /// SRv6 local SIDs and headend policies.
+    pub srv6: Srv6Spec,
 }
 
 impl SwitchSpec {
@@ -146,6 +151,78 @@ impl SwitchSpec {
             flow_hash_seed: 0,
             ecmp_buckets: Self::DEFAULT_ECMP_BUCKETS,
             qos: QosSpec::new(ports),
+            srv6: Srv6Spec::default(),
         }
     }
+}
+
+/// What a local SID does (RFC 8986 section 4). uN and uA are `End` and `EndX` with
+/// [`SidSpec::next_csid`] set (RFC 9800).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SidBehavior {
+    /// Next segment, then a FIB lookup of the new destination.
+    End,
+    /// Next segment, then out to an adjacency: a nexthop or an ECMP group.
+    EndX { target: RouteTarget },
+    /// Decapsulate an inner IPv4 packet and look it up in VRF `vrf`.
+    EndDt4 { vrf: u16 },
+    /// Decapsulate an inner IPv6 packet and look it up in VRF `vrf`.
+    EndDt6 { vrf: u16 },
+    /// Decapsulate an inner IPv4 or IPv6 packet and look it up in VRF `vrf`.
+    EndDt46 { vrf: u16 },
+}
+
+/// The compressed-SID format of a NEXT-C-SID SID (RFC 9800): Locator-Block length and the
+/// shift (Locator-Node + Function length, the C-SID length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsidFormat {
+    pub block_bits: u8,
+    pub shift_bits: u8,
+}
+
+/// A local SID: `prefix/len` in the my-SID table of `vrf`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidSpec {
+    /// Shown in counters (the config's prefix text).
+    pub name: String,
+    pub vrf: u16,
+    pub prefix: Ipv6Addr,
+    pub len: u8,
+    pub behavior: SidBehavior,
+    /// NEXT-C-SID flavour (uN, uA): shift the destination while its argument is not zero.
+    pub next_csid: Option<CsidFormat>,
+    /// Penultimate Segment Pop (End, End.X).
+    pub psp: bool,
+    /// Ultimate Segment Pop (End, End.X).
+    pub usp: bool,
+}
+
+/// H.Encaps or H.Encaps.Red (RFC 8986 section 5.1, 5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncapMode {
+    Encaps,
+    EncapsRed,
+}
+
+/// An SRv6 headend policy, attached to routes with `RouteTarget::Srv6Policy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySpec {
+    /// Shown in counters.
+    pub name: String,
+    pub mode: EncapMode,
+    /// The SID list in path order (S1 first); each may be a uSID container.
+    pub segments: Vec<Ipv6Addr>,
+    /// Outer source address.
+    pub source: Ipv6Addr,
+    /// Outer hop limit.
+    pub hop_limit: u8,
+    /// VRF in which the outer destination is looked up (the underlay).
+    pub outer_vrf: u16,
+}
+
+/// SRv6: local SIDs and headend policies.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Srv6Spec {
+    pub sids: Vec<SidSpec>,
+    pub policies: Vec<PolicySpec>,
 }

@@ -7,11 +7,14 @@
 pub mod classify;
 pub mod dwrr;
 pub mod ecn;
+pub mod pfc;
 pub mod tm;
 
 pub use classify::classify;
+pub use pfc::{MacControl, PfcThresholds};
 pub use tm::{
-    Admission, CPU_PORT, QosEvent, QosEventKind, QueueCounters, TmCounters, TrafficManager,
+    Admission, CPU_PORT, PfcFrame, QosEvent, QosEventKind, QueueCounters, TmCounters,
+    TrafficManager,
 };
 
 use crate::clock::{MIN_FRAME_BYTES, Picos, WIRE_OVERHEAD_BYTES};
@@ -140,6 +143,37 @@ impl LineRate {
     }
 }
 
+/// What the PFC watchdog does to a queue in storm state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchdogAction {
+    /// Drop what the queue holds and what arrives for it, and stop pausing upstream for the TC.
+    Drop,
+    /// Ignore the received pauses and transmit.
+    Forward,
+    /// Count and log only.
+    Alert,
+}
+
+/// The PFC watchdog of a port's lossless queues (REFERENCE.md 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchdogSpec {
+    /// A queue paused continuously this long enters storm state.
+    pub detection: Picos,
+    /// A storm ends after this long without a received pause.
+    pub restoration: Picos,
+    pub action: WatchdogAction,
+}
+
+impl Default for WatchdogSpec {
+    fn default() -> Self {
+        Self {
+            detection: 200 * crate::clock::PICOS_PER_MICRO * 1000,
+            restoration: 200 * crate::clock::PICOS_PER_MICRO * 1000,
+            action: WatchdogAction::Drop,
+        }
+    }
+}
+
 /// Classification and queueing for one port.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortQos {
@@ -150,6 +184,13 @@ pub struct PortQos {
     /// Bit n set: TC n is lossless on this port (never tail-dropped or RED-dropped).
     pub lossless: u8,
     pub tcs: [TcSpec; TC_COUNT],
+    /// PFC thresholds of this port's lossless TCs as an ingress; `None`: no PFC for the TC.
+    pub pfc: [Option<pfc::PfcThresholds>; TC_COUNT],
+    /// Replay's emulated peer: from a PFC frame leaving this port to the peer stopping (cable
+    /// round trip plus the peer's response time).
+    pub peer_delay: Picos,
+    /// `None`: no watchdog.
+    pub watchdog: Option<WatchdogSpec>,
 }
 
 impl PortQos {
@@ -167,6 +208,11 @@ impl PortQos {
         [0, 1, 2, 3, 4, 5, 6, 7]
     }
 
+    /// Cable length assumed when the config gives none (server to leaf).
+    pub const DEFAULT_CABLE_M: u32 = 5;
+    /// The frame size headroom is computed for when the port has no MTU (SONiC's default).
+    pub const DEFAULT_LOSSLESS_MTU: u32 = 9100;
+
     pub fn is_lossless(&self, tc: u8) -> bool {
         self.lossless & (1 << (tc & 7)) != 0
     }
@@ -181,6 +227,14 @@ impl Default for PortQos {
             pcp_to_tc: Self::default_pcp_map(),
             lossless: 0,
             tcs: Default::default(),
+            pfc: [None; TC_COUNT],
+            peer_delay: pfc::HeadroomInputs {
+                gbps: 100,
+                cable_m: Self::DEFAULT_CABLE_M,
+                mtu: Self::DEFAULT_LOSSLESS_MTU,
+            }
+            .peer_delay(),
+            watchdog: Some(WatchdogSpec::default()),
         }
     }
 }

@@ -3,9 +3,14 @@
 //! and egress byte accounting, and per-port transmission one frame at a time at line rate.
 //!
 //! Time only moves when the caller says so (`advance`), which makes replay exact. Events at the
-//! same instant follow DESIGN.md's tie rule: frames finishing transmission, then arrivals (the
-//! caller's enqueues), then scheduler choices. A frame counts in its queue's depth (and its
-//! ingress port's depth) from its arrival until its last bit has left the port.
+//! same instant follow DESIGN.md's tie rule: frames finishing transmission, then timers (PFC
+//! refresh, watchdog), then arrivals (the caller's enqueues and received pauses), then
+//! scheduler choices. A frame counts in its queue's depth (and its ingress port's depth) from its
+//! arrival until its last bit has left the port.
+//!
+//! PFC (`tm_pfc.rs`): ingress occupancy per (port, TC) crossing XOFF/XON produces pause frames
+//! for the engine to send (`take_pfc_frames`); received pauses hold egress queues; the watchdog
+//! runs on timers.
 
 use super::dwrr::PortScheduler;
 use super::ecn::{self, EcnCurve, MarkRng};
@@ -40,6 +45,20 @@ pub struct QueueCounters {
     /// Bytes held for frames that arrived on this port in this TC (the PFC side).
     pub ingress_bytes: Counter,
     pub peak_ingress_bytes: Counter,
+    /// PFC frames that carried this TC, sent out of / received on this port.
+    pub pfc_tx_frames: Counter,
+    pub pfc_rx_frames: Counter,
+    /// This port (as an ingress) started / stopped pausing its peer for this TC.
+    pub xoff_transitions: Counter,
+    pub xon_transitions: Counter,
+    /// Time this egress queue was held by received pauses, in picoseconds.
+    pub paused_ps: Counter,
+    pub watchdog_storms: Counter,
+    pub watchdog_restorations: Counter,
+    /// Lossless frames from this ingress that found its headroom full.
+    pub headroom_drops: Counter,
+    /// Frames dropped by the watchdog's drop action (queued, arriving for, or arriving on).
+    pub watchdog_drops: Counter,
 }
 
 /// Every queue's counters, `[port][tc]`.
@@ -69,6 +88,16 @@ pub enum QosEventKind {
     EcnMarkingStart,
     /// The depth fell below Kmin after marking.
     EcnMarkingStop,
+    /// This port asked its peer to pause the TC (ingress occupancy reached XOFF); `depth` is
+    /// the ingress occupancy.
+    PfcXoff,
+    /// ... and to resume (occupancy fell below XON).
+    PfcXon,
+    /// A PFC (or PAUSE) frame arrived for the TC with these quanta.
+    PfcReceived(u16),
+    /// The watchdog found the queue paused beyond the detection time.
+    WatchdogStorm,
+    WatchdogRestored,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,12 +133,60 @@ struct Queue {
     tail: u32,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct InFlight {
     tc: u8,
     ingress: u16,
     len: u32,
     end: Picos,
+}
+
+/// Live mode commits at most this much transmission time ahead of now to a port without
+/// going through its queues (like a NIC's TX ring); beyond it frames wait for the scheduler.
+const COMMIT_HORIZON: Picos = crate::clock::PICOS_PER_MICRO;
+const WIRE_SLOTS: usize = 32;
+
+/// Frames committed to a port's wire, in transmission order: the first is being sent, each
+/// next one starts when the one before ends. Replay commits one at a time; live mode up to
+/// `COMMIT_HORIZON` ahead.
+#[derive(Debug, Clone, Copy, Default)]
+struct Wire {
+    frames: [InFlight; WIRE_SLOTS],
+    head: usize,
+    len: usize,
+}
+
+impl Wire {
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn front(&self) -> Option<InFlight> {
+        (self.len > 0).then(|| self.frames[self.head])
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<InFlight> {
+        let front = self.front()?;
+        self.head = (self.head + 1) % WIRE_SLOTS;
+        self.len -= 1;
+        Some(front)
+    }
+
+    /// When the last committed frame ends, if any.
+    #[inline]
+    fn busy_until(&self) -> Option<Picos> {
+        (self.len > 0).then(|| self.frames[(self.head + self.len - 1) % WIRE_SLOTS].end)
+    }
+
+    #[inline]
+    fn push_back(&mut self, frame: InFlight) {
+        debug_assert!(self.len < WIRE_SLOTS);
+        self.frames[(self.head + self.len) % WIRE_SLOTS] = frame;
+        self.len += 1;
+    }
 }
 
 struct TcConfig {
@@ -129,11 +206,12 @@ struct EgressPort {
     /// Bytes held per TC, the in-flight frame included.
     depth: [u64; TC_COUNT],
     marking: [bool; TC_COUNT],
-    in_flight: Option<InFlight>,
+    wire: Wire,
     /// When the port is idle with frames queued: the instant of its next scheduler choice.
     decision_at: Option<Picos>,
     /// End of the last transmission.
     free_at: Picos,
+    pfc: tm_pfc::PortPfc,
 }
 
 /// The queues and links of every egress port. `P` is the packet handle (an mbuf in the engine,
@@ -153,6 +231,12 @@ pub struct TrafficManager<P> {
     counters: Arc<TmCounters>,
     record_events: bool,
     events: Vec<QosEvent>,
+    /// PFC frames decided but not yet taken by the engine.
+    pfc_out: Vec<tm_pfc::PfcFrame>,
+    /// Drops the traffic manager decided on its own (watchdog), by reason, not yet taken.
+    drop_tally: [u64; DropReason::COUNT],
+    /// Live mode: frames for an idle port start in `enqueue_or_send`.
+    immediate: bool,
 }
 
 impl<P> TrafficManager<P> {
@@ -185,9 +269,10 @@ impl<P> TrafficManager<P> {
                 nonempty: 0,
                 depth: [0; TC_COUNT],
                 marking: [false; TC_COUNT],
-                in_flight: None,
+                wire: Wire::default(),
                 decision_at: None,
                 free_at: 0,
+                pfc: tm_pfc::PortPfc::new(q),
             })
             .collect();
         let slots_count = slots.clamp(1, NIL as usize - 1);
@@ -215,6 +300,9 @@ impl<P> TrafficManager<P> {
             counters,
             record_events: spec.events,
             events: Vec::with_capacity(if spec.events { 4096 } else { 0 }),
+            pfc_out: Vec::with_capacity(MAX_PORTS),
+            drop_tally: [0; DropReason::COUNT],
+            immediate: false,
         }
     }
 
@@ -254,7 +342,7 @@ impl<P> TrafficManager<P> {
     /// Frames held in queues or on the wire.
     pub fn held_frames(&self) -> usize {
         self.slots.iter().filter(|s| s.packet.is_some()).count()
-            + self.ports.iter().filter(|p| p.in_flight.is_some()).count()
+            + self.ports.iter().map(|p| p.wire.len).sum::<usize>()
     }
 
     /// Whether any port still has something to send or finish.
@@ -282,33 +370,71 @@ impl<P> TrafficManager<P> {
         egress: u16,
         tc: u8,
         ingress: u16,
+        packet: P,
+        frame_of: impl FnOnce(&mut P) -> &mut [u8],
+    ) -> Admission {
+        self.enqueue_or_send(now, egress, tc, ingress, packet, frame_of, |_, _| {
+            unreachable!("only immediate mode sends from enqueue")
+        })
+    }
+
+    /// Live mode: a frame that finds its port idle with nothing queued starts at once
+    /// (`transmit` gets it) instead of waiting for the next `advance`; completions due by
+    /// `now` run first. Exactly what `advance(now, true)` right after `enqueue` would do, minus
+    /// the queue round trip. Replay keeps choices after all arrivals of an instant, so it does
+    /// not use it.
+    pub fn set_immediate(&mut self, immediate: bool) {
+        self.immediate = immediate;
+    }
+
+    /// As `enqueue`, sending at once in immediate mode when the port is idle.
+    // The two closures are what keeps the traffic manager free of mbufs and TX queues.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn enqueue_or_send(
+        &mut self,
+        now: Picos,
+        egress: u16,
+        tc: u8,
+        ingress: u16,
         mut packet: P,
         frame_of: impl FnOnce(&mut P) -> &mut [u8],
+        transmit: impl FnOnce(u16, P),
     ) -> Admission {
         let tc = tc & 7;
         let (e, t) = (usize::from(egress), usize::from(tc));
-        let lossless = self.is_lossless(ingress, tc);
-        let ingress = self.ingress_index(ingress);
-        let frame = frame_of(&mut packet);
-        let len = frame.len() as u32;
-        let depth = self.ports[e].depth[t];
-        let verdict = self.admission(e, t, lossless, depth, frame);
-        let slot = match verdict {
-            Ok(_) => self
-                .take_slot(packet, len, ingress)
-                .ok_or(DropReason::BufferFull),
-            Err(reason) => Err(reason),
-        };
-        let slot = match slot {
-            Ok(slot) => slot,
-            Err(reason) => {
-                let counters = &self.counters.queues[e][t];
-                counters.dropped_packets.add(1);
-                counters.dropped_bytes.add(u64::from(len));
-                return Admission::Dropped(reason);
+        if self.immediate {
+            while self.ports[e].wire.front().is_some_and(|f| f.end <= now) {
+                self.complete(e);
             }
+        }
+        let (len, ingress, marked) = match self.admit(now, e, t, ingress, &mut packet, frame_of) {
+            Ok(admitted) => admitted,
+            Err(reason) => return Admission::Dropped(reason),
         };
-        let marked = verdict == Ok(true);
+        let port = &mut self.ports[e];
+        let committed_until = port.wire.busy_until();
+        if self.immediate
+            && port.nonempty == 0
+            && port.wire.len < WIRE_SLOTS
+            && committed_until.is_none_or(|end| end <= now + COMMIT_HORIZON)
+            && port.pfc.held_at(now) & (1 << t) == 0
+        {
+            let start = committed_until.unwrap_or(port.free_at).max(now);
+            port.wire.push_back(InFlight {
+                tc,
+                ingress,
+                len,
+                end: start + port.rate.wire_time(len),
+            });
+            port.decision_at = None;
+            self.active |= 1 << e;
+            transmit(egress, packet);
+            return Admission::Queued { marked };
+        }
+        let slot = self
+            .take_slot(packet, len, ingress)
+            .expect("admit checked for a free slot");
         let port = &mut self.ports[e];
         let queue = &mut port.queues[t];
         if queue.tail == NIL {
@@ -318,6 +444,47 @@ impl<P> TrafficManager<P> {
         }
         queue.tail = slot;
         port.nonempty |= 1 << t;
+        if port.wire.is_empty() {
+            // An idle port chooses at once, even if it was waiting for a paused queue.
+            let at = now.max(port.free_at);
+            port.decision_at = Some(port.decision_at.map_or(at, |d| d.min(at)));
+            self.active |= 1 << e;
+        }
+        Admission::Queued { marked }
+    }
+
+    /// Admission, and for an admitted frame the accounting (depths, counters, PFC, events):
+    /// (length, ingress row, marked).
+    #[inline]
+    fn admit(
+        &mut self,
+        now: Picos,
+        e: usize,
+        t: usize,
+        ingress: u16,
+        packet: &mut P,
+        frame_of: impl FnOnce(&mut P) -> &mut [u8],
+    ) -> Result<(u32, u16, bool), DropReason> {
+        let lossless = self.is_lossless(ingress, t as u8);
+        let ingress = self.ingress_index(ingress);
+        let frame = frame_of(packet);
+        let len = frame.len() as u32;
+        let depth = self.ports[e].depth[t];
+        let verdict = if self.free_slot == NIL {
+            Err(DropReason::BufferFull)
+        } else {
+            self.admission(e, t, usize::from(ingress), lossless, depth, frame)
+        };
+        let marked = match verdict {
+            Ok(marked) => marked,
+            Err(reason) => {
+                let counters = &self.counters.queues[e][t];
+                counters.dropped_packets.add(1);
+                counters.dropped_bytes.add(u64::from(len));
+                self.count_pfc_drop(reason, e, t, usize::from(ingress));
+                return Err(reason);
+            }
+        };
         self.hold(now, e, t, usize::from(ingress), u64::from(len));
         let counters = &self.counters.queues[e][t];
         counters.enqueued_packets.add(1);
@@ -328,15 +495,10 @@ impl<P> TrafficManager<P> {
             if !port.marking[t] {
                 port.marking[t] = true;
                 let depth = port.depth[t];
-                self.record(now, egress, tc, depth, QosEventKind::EcnMarkingStart);
+                self.record(now, e as u16, t as u8, depth, QosEventKind::EcnMarkingStart);
             }
         }
-        let port = &mut self.ports[e];
-        if port.in_flight.is_none() && port.decision_at.is_none() {
-            port.decision_at = Some(now.max(port.free_at));
-            self.active |= 1 << e;
-        }
-        Admission::Queued { marked }
+        Ok((len, ingress, marked))
     }
 
     /// The DESIGN.md admission order: shared buffer, tail drop (lossy), then the ECN curve on
@@ -346,13 +508,20 @@ impl<P> TrafficManager<P> {
         &mut self,
         e: usize,
         t: usize,
+        ingress: usize,
         lossless: bool,
         depth: u64,
         frame: &mut [u8],
     ) -> Result<bool, DropReason> {
         let len = frame.len() as u64;
+        if self.watchdog_drops(e, t, ingress) {
+            return Err(DropReason::PfcWatchdog);
+        }
         if self.buffer_used + len > self.buffer_bytes {
             return Err(DropReason::BufferFull);
+        }
+        if lossless && self.headroom_full(ingress, t, len) {
+            return Err(DropReason::HeadroomFull);
         }
         let config = &self.ports[e].tcs[t];
         if !lossless && depth + len > config.queue_limit {
@@ -419,6 +588,9 @@ impl<P> TrafficManager<P> {
                 ingress_counters.peak_ingress_bytes.set(ingress_depth);
             }
         }
+        if ingress < self.ports.len() {
+            self.check_xoff(now, ingress, t);
+        }
         if self.record_events {
             for i in 0..self.ports[e].tcs[t].watermarks.len() {
                 let mark = self.ports[e].tcs[t].watermarks[i];
@@ -440,6 +612,7 @@ impl<P> TrafficManager<P> {
         self.ingress[ingress][t] -= len;
         if let Some(queue) = self.counters.queues.get(ingress) {
             queue[t].ingress_bytes.set(self.ingress[ingress][t]);
+            self.check_xon(now, ingress, t);
         }
         let port = &mut self.ports[e];
         let before = port.depth[t];
@@ -487,7 +660,8 @@ impl<P> TrafficManager<P> {
         }
     }
 
-    /// The earliest pending event over all ports: (time, 0 = completion / 1 = choice, port).
+    /// The earliest pending event over all ports: (time, 0 = completion / 1 = timer /
+    /// 2 = choice, port).
     #[inline]
     fn earliest(&self) -> Option<(Picos, u8, usize)> {
         let mut best: Option<(Picos, u8, usize)> = None;
@@ -496,13 +670,16 @@ impl<P> TrafficManager<P> {
             let e = active.trailing_zeros() as usize;
             active &= active - 1;
             let port = &self.ports[e];
-            let event = match (port.in_flight, port.decision_at) {
-                (Some(f), _) => (f.end, 0, e),
-                (None, Some(at)) => (at, 1, e),
-                (None, None) => continue,
+            let event = match (port.wire.front(), port.decision_at) {
+                (Some(f), _) => Some((f.end, 0, e)),
+                (None, Some(at)) => Some((at, 2, e)),
+                (None, None) => None,
             };
-            if best.is_none_or(|b| event < b) {
-                best = Some(event);
+            let timer = port.pfc.timer_at.map(|at| (at, 1, e));
+            for candidate in [event, timer].into_iter().flatten() {
+                if best.is_none_or(|b| candidate < b) {
+                    best = Some(candidate);
+                }
             }
         }
         best
@@ -519,14 +696,18 @@ impl<P> TrafficManager<P> {
         mut transmit: impl FnMut(u16, P),
     ) {
         while let Some((at, kind, e)) = self.earliest() {
-            let due = at < until || (at == until && (kind == 0 || choices_at_until));
+            let due = at < until || (at == until && (kind < 2 || choices_at_until));
             if !due {
                 break;
             }
-            if kind == 0 {
-                self.complete(e);
-            } else if let Some(packet) = self.choose(e, at) {
-                transmit(e as u16, packet);
+            match kind {
+                0 => self.complete(e),
+                1 => self.run_timers(e, at),
+                _ => {
+                    if let Some(packet) = self.choose(e, at) {
+                        transmit(e as u16, packet);
+                    }
+                }
             }
         }
     }
@@ -538,13 +719,15 @@ impl<P> TrafficManager<P> {
 
     fn complete(&mut self, e: usize) {
         let port = &mut self.ports[e];
-        let Some(frame) = port.in_flight.take() else {
+        let Some(frame) = port.wire.pop_front() else {
             return;
         };
         port.free_at = frame.end;
-        if port.nonempty != 0 {
+        if !port.wire.is_empty() {
+            // The next committed frame is already on its way.
+        } else if port.nonempty != 0 {
             port.decision_at = Some(frame.end);
-        } else {
+        } else if port.pfc.timer_at.is_none() {
             self.active &= !(1 << e);
         }
         self.release(
@@ -561,11 +744,16 @@ impl<P> TrafficManager<P> {
         port.decision_at = None;
         let slots = &self.slots;
         let queues = &port.queues;
+        let eligible = port.nonempty & !port.pfc.held_at(at);
         let chosen = port
             .scheduler
-            .choose(port.nonempty, |t| slots[queues[t].head as usize].len);
+            .choose(eligible, |t| slots[queues[t].head as usize].len);
         let Some(tc) = chosen else {
-            self.active &= !(1 << e);
+            // Everything queued is paused: choose again when the first pause ends.
+            port.decision_at = port.pfc.first_resume(port.nonempty);
+            if port.decision_at.is_none() && port.pfc.timer_at.is_none() {
+                self.active &= !(1 << e);
+            }
             return None;
         };
         let t = usize::from(tc);
@@ -581,7 +769,7 @@ impl<P> TrafficManager<P> {
         let (len, ingress) = (slot.len, slot.ingress);
         slot.next = self.free_slot;
         self.free_slot = index;
-        port.in_flight = Some(InFlight {
+        port.wire.push_back(InFlight {
             tc,
             ingress,
             len,
@@ -596,38 +784,65 @@ impl<P> TrafficManager<P> {
         let e = usize::from(port);
         let mut dropped = 0;
         for t in 0..TC_COUNT {
-            while self.ports[e].queues[t].head != NIL {
-                let index = self.ports[e].queues[t].head;
-                let slot = &mut self.slots[index as usize];
-                self.ports[e].queues[t].head = slot.next;
-                drop(slot.packet.take());
-                let (len, ingress) = (u64::from(slot.len), usize::from(slot.ingress));
-                slot.next = self.free_slot;
-                self.free_slot = index;
-                self.release(now, e, t, ingress, len);
-                // `release` counted it as dequeued; it was dropped instead.
-                let counters = &self.counters.queues[e][t];
-                counters
-                    .dequeued_packets
-                    .set(counters.dequeued_packets.get() - 1);
-                counters
-                    .dequeued_bytes
-                    .set(counters.dequeued_bytes.get() - len);
-                counters.dropped_packets.add(1);
-                counters.dropped_bytes.add(len);
-                dropped += 1;
-            }
-            self.ports[e].queues[t].tail = NIL;
-            self.ports[e].nonempty &= !(1 << t);
-            self.ports[e].scheduler.queue_emptied(t as u8);
+            dropped += self.flush_queue(now, e, t);
         }
-        if self.ports[e].in_flight.is_none() {
+        if self.ports[e].wire.is_empty() {
             self.ports[e].decision_at = None;
-            self.active &= !(1 << e);
+            if self.ports[e].pfc.timer_at.is_none() {
+                self.active &= !(1 << e);
+            }
         }
         dropped
     }
+
+    /// Drops what queue (port, tc) holds (not the frame on the wire), counting each frame as
+    /// `reason` in the queue's counters; returns how many.
+    fn flush_queue(&mut self, now: Picos, e: usize, t: usize) -> u64 {
+        let mut dropped = 0;
+        while self.ports[e].queues[t].head != NIL {
+            let index = self.ports[e].queues[t].head;
+            let slot = &mut self.slots[index as usize];
+            self.ports[e].queues[t].head = slot.next;
+            drop(slot.packet.take());
+            let (len, ingress) = (u64::from(slot.len), usize::from(slot.ingress));
+            slot.next = self.free_slot;
+            self.free_slot = index;
+            self.release(now, e, t, ingress, len);
+            let counters = &self.counters.queues[e][t];
+            counters
+                .dequeued_packets
+                .set(counters.dequeued_packets.get() - 1);
+            counters
+                .dequeued_bytes
+                .set(counters.dequeued_bytes.get() - len);
+            counters.dropped_packets.add(1);
+            counters.dropped_bytes.add(len);
+            dropped += 1;
+        }
+        self.ports[e].queues[t].tail = NIL;
+        self.ports[e].nonempty &= !(1 << t);
+        self.ports[e].scheduler.queue_emptied(t as u8);
+        dropped
+    }
+
+    /// Drops the traffic manager decided by itself since the last call (watchdog).
+    #[inline]
+    pub fn take_drop_tally(&mut self, mut count: impl FnMut(DropReason, u64)) {
+        if self.drop_tally.iter().all(|&n| n == 0) {
+            return;
+        }
+        for reason in DropReason::ALL {
+            let n = std::mem::take(&mut self.drop_tally[reason as usize]);
+            if n > 0 {
+                count(reason, n);
+            }
+        }
+    }
 }
+
+#[path = "tm_pfc.rs"]
+mod tm_pfc;
+pub use tm_pfc::PfcFrame;
 
 #[cfg(test)]
 #[path = "tm_tests.rs"]

@@ -447,3 +447,423 @@ fn frames_from_the_cpu_are_lossy_and_accounted_apart() {
     tm.drain(|_, _| {});
     assert_eq!(tm.ingress_depth(CPU_PORT, 0), 0);
 }
+
+// ---- PFC ----
+
+use crate::qos::pfc::{self as pfc_frame, MacControl, PfcThresholds};
+use crate::qos::{WatchdogAction, WatchdogSpec};
+
+fn lossless_spec(ports: usize, xoff: u64, xon: u64, headroom: u64) -> QosSpec {
+    spec(ports, |p| {
+        p.lossless = 1 << 3;
+        p.pfc[3] = Some(PfcThresholds {
+            xoff,
+            xon,
+            headroom,
+        });
+    })
+}
+
+fn frames(tm: &mut TrafficManager<Vec<u8>>) -> Vec<PfcFrame> {
+    let mut out = Vec::new();
+    tm.take_pfc_frames(|f| out.push(*f));
+    out
+}
+
+#[test]
+fn xoff_at_the_threshold_then_xon_below_xon_in_one_tc() {
+    let spec = lossless_spec(2, 5_000, 2_000, 20_000);
+    let mut tm = tm(&spec);
+    let w = PortSpeed::Gbps(100).wire_time(1000);
+    // Ten 1000-byte frames from port 0 at time 0: the fifth brings port 0's TC3 occupancy to
+    // 5000 = XOFF.
+    for i in 0..10 {
+        assert_eq!(
+            enqueue(&mut tm, 0, 1, 3, 0, frame(1000, 0, i)),
+            Admission::Queued { marked: false }
+        );
+        let want = if i >= 4 { 1 << 3 } else { 0 };
+        assert_eq!(tm.xoff_state(0), want, "after frame {i}");
+    }
+    let sent = frames(&mut tm);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].at, 0);
+    assert_eq!(sent[0].port, 0, "out of the ingress port");
+    assert_eq!(sent[0].enable, 1 << 3);
+    assert_eq!(sent[0].quanta[3], 0xffff);
+    // The n-th completion (at n * w) leaves 10000 - 1000 n bytes; below 2000 after the 9th.
+    tm.advance(9 * w - 1, true, |_, _| {});
+    assert!(frames(&mut tm).is_empty());
+    tm.advance(9 * w, false, |_, _| {});
+    let sent = frames(&mut tm);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].at, sent[0].enable, sent[0].quanta[3]),
+        (9 * w, 1 << 3, 0)
+    );
+    assert_eq!(tm.xoff_state(0), 0);
+    let c = &tm.counters().queues[0][3];
+    assert_eq!(
+        (
+            c.xoff_transitions.get(),
+            c.xon_transitions.get(),
+            c.pfc_tx_frames.get()
+        ),
+        (1, 1, 2)
+    );
+}
+
+#[test]
+fn xoff_is_refreshed_at_half_the_pause_while_above_xon() {
+    let spec = lossless_spec(2, 1_000, 500, 1 << 30);
+    let mut tm = tm(&spec);
+    // Slow the drain: 3000 frames of 1500 bytes keep port 0 above XON for ~0.37 ms at 100G.
+    for i in 0..3000 {
+        enqueue(&mut tm, 0, 1, 3, 0, frame(1500, 0, i as u8));
+    }
+    let half = pfc_frame::pause_time(0xffff, PortSpeed::Gbps(100)) / 2;
+    tm.drain(|_, _| {});
+    let sent = frames(&mut tm);
+    let xoffs: Vec<Picos> = sent
+        .iter()
+        .filter(|f| f.quanta[3] == 0xffff)
+        .map(|f| f.at)
+        .collect();
+    let drained_at = 3000 * PortSpeed::Gbps(100).wire_time(1500);
+    let refreshes = (drained_at - 1) / half; // refreshes strictly before XON, roughly
+    assert_eq!(xoffs[0], 0);
+    for (k, at) in xoffs.iter().enumerate() {
+        assert_eq!(*at, k as u64 * half, "refresh {k}");
+    }
+    assert!(
+        xoffs.len() as u64 >= refreshes,
+        "{} xoffs, {refreshes} refreshes",
+        xoffs.len()
+    );
+    assert_eq!(sent.last().unwrap().quanta[3], 0, "ends with XON");
+}
+
+#[test]
+fn tcs_crossing_at_one_instant_share_one_frame() {
+    let spec = spec(2, |p| {
+        p.lossless = (1 << 3) | (1 << 4);
+        p.pfc[3] = Some(PfcThresholds {
+            xoff: 100,
+            xon: 50,
+            headroom: 10_000,
+        });
+        p.pfc[4] = Some(PfcThresholds {
+            xoff: 100,
+            xon: 50,
+            headroom: 10_000,
+        });
+    });
+    let mut tm = tm(&spec);
+    enqueue(&mut tm, 5, 1, 3, 0, frame(200, 0, 1));
+    enqueue(&mut tm, 5, 1, 4, 0, frame(200, 0, 2));
+    let sent = frames(&mut tm);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].enable, (1 << 3) | (1 << 4));
+    assert_eq!((sent[0].quanta[3], sent[0].quanta[4]), (0xffff, 0xffff));
+}
+
+#[test]
+fn headroom_overflow_drops_only_beyond_xoff_plus_headroom() {
+    let spec = lossless_spec(2, 2_000, 1_000, 3_000);
+    let mut tm = tm(&spec);
+    let mut outcomes = Vec::new();
+    for i in 0..8 {
+        outcomes.push(enqueue(&mut tm, 0, 1, 3, 0, frame(1000, 0, i)));
+    }
+    // 5000 = XOFF + headroom holds five frames; the sixth would exceed it.
+    assert!(
+        outcomes[..5]
+            .iter()
+            .all(|o| *o == Admission::Queued { marked: false })
+    );
+    assert!(
+        outcomes[5..]
+            .iter()
+            .all(|o| *o == Admission::Dropped(DropReason::HeadroomFull))
+    );
+    assert_eq!(tm.counters().queues[0][3].headroom_drops.get(), 3);
+}
+
+#[test]
+fn a_received_pause_holds_exactly_its_tc_for_the_pause_time() {
+    let spec = spec(2, |_| {});
+    let mut tm = tm(&spec);
+    let mut quanta = [0u16; 8];
+    quanta[3] = 1000;
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    let hold = pfc_frame::pause_time(1000, PortSpeed::Gbps(100));
+    assert_eq!(hold, 5_120_000);
+    enqueue(&mut tm, 0, 1, 3, 0, frame(100, 0, 3));
+    enqueue(&mut tm, 0, 1, 0, 0, frame(100, 0, 0));
+    let mut sent = Vec::new();
+    tm.drain(|_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![0, 3], "TC0 goes first; TC3 waits for the pause");
+    let events = tm.take_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == QosEventKind::PfcReceived(1000))
+    );
+    assert_eq!(tm.counters().queues[1][3].paused_ps.get(), hold);
+    assert_eq!(tm.counters().queues[1][3].pfc_rx_frames.get(), 1);
+
+    // Timing: TC3's frame starts exactly when the pause ends.
+    let mut tm = super::TrafficManager::<Vec<u8>>::new(&spec, 64, Arc::new(TmCounters::new(2)));
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    enqueue(&mut tm, 0, 1, 3, 0, frame(100, 0, 3));
+    let mut starts = Vec::new();
+    tm.advance(hold - 1, true, |_, _| starts.push(()));
+    assert!(starts.is_empty());
+    tm.advance(hold, true, |_, _| starts.push(()));
+    assert_eq!(starts.len(), 1);
+
+    // Quanta 0 resumes early; a refresh extends.
+    let mut tm = super::TrafficManager::<Vec<u8>>::new(&spec, 64, Arc::new(TmCounters::new(2)));
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    enqueue(&mut tm, 0, 1, 3, 0, frame(100, 0, 3));
+    tm.receive_mac_control(
+        hold / 2,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    let mut sent = 0;
+    tm.advance(hold, true, |_, _| sent += 1);
+    assert_eq!(
+        sent, 0,
+        "the refresh at hold/2 extends the pause to 1.5 hold"
+    );
+    tm.receive_mac_control(
+        hold + 10,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta: [0; 8],
+        },
+    );
+    tm.advance(hold + 10, true, |_, _| sent += 1);
+    assert_eq!(sent, 1, "quanta 0 resumes at once");
+    assert_eq!(tm.counters().queues[1][3].paused_ps.get(), hold + 10);
+}
+
+#[test]
+fn pause_8023x_holds_every_tc() {
+    let spec = spec(2, |_| {});
+    let mut tm = tm(&spec);
+    tm.receive_mac_control(0, 1, MacControl::Pause { quanta: 100 });
+    for tc in 0..8 {
+        enqueue(&mut tm, 0, 1, tc, 0, frame(100, 0, tc));
+    }
+    let hold = pfc_frame::pause_time(100, PortSpeed::Gbps(100));
+    let mut sent = 0;
+    tm.advance(hold - 1, true, |_, _| sent += 1);
+    assert_eq!(sent, 0);
+    tm.drain(|_, _| sent += 1);
+    assert_eq!(sent, 8);
+}
+
+#[test]
+fn watchdog_storm_drops_the_queue_stops_pausing_upstream_and_restores() {
+    let ms = crate::clock::PICOS_PER_MICRO * 1000;
+    let mut spec = spec(2, |p| {
+        p.lossless = 1 << 3;
+        p.pfc[3] = Some(PfcThresholds {
+            xoff: 1_000,
+            xon: 500,
+            headroom: 1 << 20,
+        });
+        p.watchdog = Some(WatchdogSpec {
+            detection: ms,
+            restoration: 2 * ms,
+            action: WatchdogAction::Drop,
+        });
+    });
+    spec.events = true;
+    let mut tm = tm(&spec);
+    // Port 1's peer pauses TC3 forever (a refresh every 100 us) until 3 ms.
+    let mut quanta = [0u16; 8];
+    quanta[3] = 0xffff;
+    let step = 100 * crate::clock::PICOS_PER_MICRO;
+    // Traffic arriving on port 1 in TC3 and stuck behind the pause (hairpinned into port 1's
+    // own TC3 queue) makes port 1 pause its peer (XOFF) and keeps it above XON.
+    for i in 0..4 {
+        enqueue(&mut tm, 0, 1, 3, 1, frame(500, 0, i));
+    }
+    // And traffic for port 1's paused TC3 queue from port 0.
+    for i in 0..4 {
+        enqueue(&mut tm, 0, 1, 3, 0, frame(500, 0, 10 + i));
+    }
+    assert_eq!(tm.xoff_state(1), 1 << 3, "port 1 pauses its peer");
+    let mut t = 0;
+    let mut sent_on_1 = 0;
+    while t <= 3 * ms {
+        tm.advance(t, false, |p, _| sent_on_1 += u32::from(p == 1));
+        tm.receive_mac_control(
+            t,
+            1,
+            MacControl::Pfc {
+                enable: 1 << 3,
+                quanta,
+            },
+        );
+        t += step;
+    }
+    assert_eq!(
+        tm.storm_state(1),
+        1 << 3,
+        "storm after 1 ms of continuous pause"
+    );
+    let storm_at = tm
+        .take_events()
+        .iter()
+        .find(|e| e.kind == QosEventKind::WatchdogStorm)
+        .map(|e| e.at)
+        .expect("storm logged");
+    assert_eq!(storm_at, ms);
+    assert_eq!(sent_on_1, 0, "nothing left through the paused queue");
+    assert_eq!(tm.depth(1, 3), 0, "the drop action emptied the queue");
+    let mut tally = 0;
+    tm.take_drop_tally(|r, n| {
+        assert_eq!(r, DropReason::PfcWatchdog);
+        tally += n;
+    });
+    assert_eq!(tally, 8);
+    assert_eq!(
+        enqueue(&mut tm, 3 * ms, 1, 3, 0, frame(500, 0, 20)),
+        Admission::Dropped(DropReason::PfcWatchdog),
+        "new frames for the storming queue drop"
+    );
+    assert_eq!(
+        enqueue(&mut tm, 3 * ms, 0, 3, 1, frame(500, 0, 21)),
+        Admission::Dropped(DropReason::PfcWatchdog),
+        "and so do frames arriving on the storming port in that TC"
+    );
+    let frames_sent = frames(&mut tm);
+    let xon = frames_sent
+        .iter()
+        .find(|f| f.port == 1 && f.quanta[3] == 0)
+        .expect("XON to the peer");
+    assert_eq!(xon.at, ms, "stops pausing upstream when the storm starts");
+    // The last pause arrived at 3 ms: restored at 3 ms + 2 ms.
+    tm.advance(5 * ms - 1, true, |_, _| {});
+    assert_eq!(tm.storm_state(1), 1 << 3);
+    tm.advance(5 * ms, true, |_, _| {});
+    assert_eq!(tm.storm_state(1), 0);
+    let c = &tm.counters().queues[1][3];
+    assert_eq!(
+        (c.watchdog_storms.get(), c.watchdog_restorations.get()),
+        (1, 1)
+    );
+}
+
+#[test]
+fn a_pause_holds_frames_that_arrive_after_it_one_by_one() {
+    let spec = spec(3, |p| p.lossless = 1 << 3);
+    let mut tm = tm(&spec);
+    let mut quanta = [0u16; 8];
+    quanta[3] = 60_000;
+    tm.receive_mac_control(
+        6_720,
+        2,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    let w = PortSpeed::Gbps(100).wire_time(1000);
+    let mut sent = Vec::new();
+    for k in 0..10u64 {
+        let at = 5_000_000 + (k + 1) * w;
+        tm.advance(at, false, |_, f| sent.push(f[40]));
+        let tc = if k % 2 == 0 { 3 } else { 0 };
+        enqueue(&mut tm, at, 2, tc, 0, frame(1000, 0, k as u8));
+    }
+    tm.drain(|_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![1, 3, 5, 7, 9, 0, 2, 4, 6, 8]);
+}
+
+#[test]
+fn immediate_mode_commits_up_to_the_horizon_then_queues() {
+    // 10G: a 100-byte frame takes 124 * 800 = 99200 ps; frame i starts at i * w and is
+    // committed while its start is within COMMIT_HORIZON of now (0).
+    let spec = spec(2, |p| p.speed = PortSpeed::Gbps(10));
+    let mut tm = tm(&spec);
+    tm.set_immediate(true);
+    let w = PortSpeed::Gbps(10).wire_time(100);
+    let committed = (super::COMMIT_HORIZON / w + 1) as usize;
+    assert_eq!(committed, 11);
+    let mut sent = Vec::new();
+    for i in 0..20u8 {
+        let outcome = tm.enqueue_or_send(
+            0,
+            1,
+            0,
+            0,
+            frame(100, 0, i),
+            |f| f.as_mut_slice(),
+            |_, f| sent.push(f[40]),
+        );
+        assert_eq!(outcome, Admission::Queued { marked: false });
+    }
+    assert_eq!(
+        sent,
+        (0..committed as u8).collect::<Vec<_>>(),
+        "committed to the wire at once"
+    );
+    assert_eq!(
+        tm.depth(1, 0),
+        2000,
+        "every frame counts until its last bit leaves"
+    );
+    // The committed frames leave one by one at line rate; then the scheduler sends the rest.
+    tm.advance(committed as u64 * w - 1, true, |_, f| sent.push(f[40]));
+    assert_eq!(sent.len(), committed);
+    assert_eq!(tm.depth(1, 0), 2000 - 100 * (committed as u64 - 1));
+    tm.drain(|_, f| sent.push(f[40]));
+    assert_eq!(sent, (0..20).collect::<Vec<_>>(), "in order");
+    let c = &tm.counters().queues[1][0];
+    assert_eq!(
+        (c.enqueued_packets.get(), c.dequeued_packets.get()),
+        (20, 20)
+    );
+    assert_eq!(tm.depth(1, 0), 0);
+    // A new frame long after: the port is idle again and it goes at once.
+    tm.enqueue_or_send(
+        1_000 * w,
+        1,
+        0,
+        0,
+        frame(100, 0, 99),
+        |f| f.as_mut_slice(),
+        |_, f| sent.push(f[40]),
+    );
+    assert_eq!(sent.last(), Some(&99));
+}

@@ -30,12 +30,13 @@ pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ndisc;
+pub mod srh;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
 
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use error::Error;
@@ -46,6 +47,7 @@ pub use ip::Ecn;
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr, UpperLayer, walk_extension_headers};
 pub use ndisc::{NdiscOption, NdiscPacket, NdiscRepr, NeighborFlags};
+pub use srh::SrhPacket;
 pub use tcp::TcpPacket;
 pub use udp::UdpPacket;
 pub use vlan::{L2Info, VlanPacket, VlanTag, parse_l2};

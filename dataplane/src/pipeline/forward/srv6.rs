@@ -1,0 +1,843 @@
+//! SRv6 in the forwarder: the my-SID table (`my_sid` in the P4 program), endpoint behaviours
+//! (RFC 8986 End, End.X, End.DT4/DT6/DT46 with the PSP and USP flavours; RFC 9800 NEXT-C-SID
+//! for uN and uA) and the H.Encaps / H.Encaps.Red headend.
+//!
+//! Checks run in the RFC's order and before the packet is changed, so a packet that is dropped
+//! with an ICMPv6 error (`Verdict::DropWithIcmpError`) is still the one that arrived.
+
+use super::{Forwarder, ForwarderError, RouteTarget, route_value};
+use crate::clock::Picos;
+use crate::counters::{DropReason, Srv6Counters};
+use crate::pipeline::spec::{EncapMode, SidBehavior, Srv6Spec};
+use crate::pipeline::{Frame, Icmpv6Error, PuntReason, Verdict};
+use crate::tables::Lpm6;
+use crate::tables::flowhash::{FlowKey, flow_hash};
+use crate::wire::checksum;
+use crate::wire::ip::protocol;
+use crate::wire::srh::{self, SrhPacket};
+use crate::wire::{Ipv6Packet, walk_extension_headers};
+use std::net::Ipv6Addr;
+use std::sync::Arc;
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const ICMPV6_TIME_EXCEEDED: u8 = 3;
+const ICMPV6_PARAM_PROBLEM: u8 = 4;
+/// Parameter Problem codes: erroneous header field, SR Upper-layer Header Error (RFC 8754).
+const PARAM_PROBLEM_FIELD: u8 = 0;
+const PARAM_PROBLEM_SR_UPPER_LAYER: u8 = 4;
+/// Local SIDs one packet may go through (e.g. uN then uA of the same node); bounds the work
+/// a crafted packet can cause.
+pub(super) const MAX_LOCAL_SIDS: u8 = 8;
+/// Largest SRH a policy may push: with 40 bytes of outer IPv6 and an 18-byte tagged L2 header
+/// it still fits DPDK's default 128-byte mbuf headroom.
+pub const MAX_POLICY_SRH_LEN: usize = 8 + 4 * 16;
+
+/// NEXT-C-SID shift parameters, precomputed as masks over the address as a `u128`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Csid {
+    block_mask: u128,
+    argument_mask: u128,
+    shift: u32,
+}
+
+impl Csid {
+    /// `block_bits` (LBL) and `shift_bits` (LNFL); the argument is the rest of the address.
+    pub(crate) fn new(block_bits: u8, shift_bits: u8) -> Option<Csid> {
+        let (block, shift) = (u32::from(block_bits), u32::from(shift_bits));
+        if shift == 0 || block + shift >= 128 {
+            return None;
+        }
+        Some(Csid {
+            block_mask: u128::MAX.checked_shl(128 - block).unwrap_or(0),
+            argument_mask: u128::MAX >> (block + shift),
+            shift,
+        })
+    }
+
+    /// The new destination per RFC 9800 (argument moved up by the shift, zeros after it), or
+    /// `None` when the argument is zero (end of the container).
+    #[inline]
+    pub(crate) fn shifted(&self, da: u128) -> Option<u128> {
+        let argument = da & self.argument_mask;
+        (argument != 0).then(|| (da & self.block_mask) | (argument << self.shift))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sid {
+    behavior: SidBehavior,
+    csid: Option<Csid>,
+    psp: bool,
+    usp: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Policy {
+    source: [u8; 16],
+    first_segment: [u8; 16],
+    hop_limit: u8,
+    outer_vrf: u16,
+    /// The SRH to push, next header still 0 (set per packet); empty when none is pushed.
+    srh: Vec<u8>,
+}
+
+/// SRv6 tables and counters of one forwarder.
+#[derive(Debug, Default)]
+pub(crate) struct Srv6State {
+    /// Per VRF; `None` when the VRF has no SID, so plain routing skips the lookup.
+    my_sid: Vec<Option<Lpm6>>,
+    sids: Vec<Sid>,
+    policies: Vec<Policy>,
+    counters: Arc<Srv6Counters>,
+    /// Local SIDs processed for the current packet.
+    pub(super) local_passes: u8,
+}
+
+impl Srv6State {
+    pub(super) fn new(spec: &Srv6Spec, fw: &Forwarder) -> Result<Srv6State, ForwarderError> {
+        let err = |m: String| Err(ForwarderError(m));
+        let vrfs = fw.fib6.len();
+        let check_vrf = |vrf: u16, what: &str| -> Result<(), ForwarderError> {
+            if usize::from(vrf) >= vrfs {
+                return Err(ForwarderError(format!("{what}: VRF {vrf} does not exist")));
+            }
+            Ok(())
+        };
+        let mut my_sid: Vec<Option<Lpm6>> = (0..vrfs).map(|_| None).collect();
+        let mut sids = Vec::with_capacity(spec.sids.len());
+        for (index, s) in spec.sids.iter().enumerate() {
+            let what = format!("SID {}", s.name);
+            check_vrf(s.vrf, &what)?;
+            match s.behavior {
+                SidBehavior::EndX {
+                    target: RouteTarget::Nexthop(n),
+                } if (n as usize) < fw.nexthops.len() => {}
+                SidBehavior::EndX {
+                    target: RouteTarget::Group(g),
+                } if (g as usize) < fw.groups.len() => {}
+                SidBehavior::EndX { .. } => {
+                    return err(format!(
+                        "{what}: End.X needs an existing nexthop or ECMP group"
+                    ));
+                }
+                SidBehavior::EndDt4 { vrf }
+                | SidBehavior::EndDt6 { vrf }
+                | SidBehavior::EndDt46 { vrf } => check_vrf(vrf, &what)?,
+                SidBehavior::End => {}
+            }
+            let decap = matches!(
+                s.behavior,
+                SidBehavior::EndDt4 { .. }
+                    | SidBehavior::EndDt6 { .. }
+                    | SidBehavior::EndDt46 { .. }
+            );
+            if decap && (s.psp || s.usp || s.next_csid.is_some()) {
+                return err(format!(
+                    "{what}: PSP, USP and NEXT-C-SID apply to End and End.X only"
+                ));
+            }
+            let csid = match s.next_csid {
+                Some(f) => Some(Csid::new(f.block_bits, f.shift_bits).ok_or_else(|| {
+                    ForwarderError(format!(
+                        "{what}: block {} + shift {} bits must leave an argument (< 128) and the shift must not be 0",
+                        f.block_bits, f.shift_bits
+                    ))
+                })?),
+                None => None,
+            };
+            my_sid[usize::from(s.vrf)]
+                .get_or_insert_with(Lpm6::new)
+                .insert(s.prefix, s.len, index as u32)
+                .map_err(|e| ForwarderError(format!("{what}: {e}")))?;
+            sids.push(Sid {
+                behavior: s.behavior,
+                csid,
+                psp: s.psp,
+                usp: s.usp,
+            });
+        }
+        let mut policies = Vec::with_capacity(spec.policies.len());
+        for p in &spec.policies {
+            let what = format!("SRv6 policy {}", p.name);
+            check_vrf(p.outer_vrf, &what)?;
+            let Some(first) = p.segments.first() else {
+                return err(format!("{what}: no segments"));
+            };
+            // RFC 8986 5.1: Segment List[0] is the last segment; H.Encaps.Red leaves S1 out.
+            let in_srh: Vec<[u8; 16]> = match p.mode {
+                EncapMode::Encaps => p.segments.iter().rev().map(|a| a.octets()).collect(),
+                EncapMode::EncapsRed => p.segments[1..].iter().rev().map(|a| a.octets()).collect(),
+            };
+            let mut srh_bytes = vec![0u8; 8 + 16 * in_srh.len()];
+            if !in_srh.is_empty() {
+                let segments_left = (p.segments.len() - 1) as u8;
+                let last_entry = (in_srh.len() - 1) as u8;
+                srh::emit(&mut srh_bytes, 0, segments_left, last_entry, &in_srh)
+                    .map_err(|e| ForwarderError(format!("{what}: {e}")))?;
+            } else {
+                srh_bytes.clear();
+            }
+            if srh_bytes.len() > MAX_POLICY_SRH_LEN {
+                return err(format!(
+                    "{what}: {} segments do not fit the mbuf headroom (at most {} in the SRH)",
+                    p.segments.len(),
+                    (MAX_POLICY_SRH_LEN - 8) / 16
+                ));
+            }
+            policies.push(Policy {
+                source: p.source.octets(),
+                first_segment: first.octets(),
+                hop_limit: p.hop_limit,
+                outer_vrf: p.outer_vrf,
+                srh: srh_bytes,
+            });
+        }
+        Ok(Srv6State {
+            my_sid,
+            counters: Arc::new(Srv6Counters::new(sids.len(), policies.len())),
+            sids,
+            policies,
+            local_passes: 0,
+        })
+    }
+
+    pub(super) fn policy_count(&self) -> usize {
+        self.policies.len()
+    }
+
+    /// The local SID matching `dst` in `vrf`, if any.
+    #[inline(always)]
+    pub(super) fn lookup_sid(&self, vrf: u16, dst: Ipv6Addr) -> Option<u32> {
+        self.my_sid.get(usize::from(vrf))?.as_ref()?.lookup(dst)
+    }
+}
+
+/// What an endpoint decided before forwarding.
+enum Next {
+    /// Look the (new) destination up again: my-SID table, then FIB.
+    Lookup,
+    /// Out to this adjacency (End.X, uA).
+    Adjacency(RouteTarget),
+}
+
+fn drop_with_error(
+    reason: DropReason,
+    msg_type: u8,
+    code: u8,
+    pointer: usize,
+    vrf: u16,
+) -> Verdict {
+    Verdict::DropWithIcmpError {
+        reason,
+        error: Icmpv6Error {
+            msg_type,
+            code,
+            pointer: pointer as u32,
+            vrf,
+        },
+    }
+}
+
+fn reason_of(verdict: &Verdict) -> Option<DropReason> {
+    match verdict {
+        Verdict::Drop(reason) | Verdict::DropWithIcmpError { reason, .. } => Some(*reason),
+        _ => None,
+    }
+}
+
+/// Offset, from the IPv6 header, of the Next Header field that names the header at `target`
+/// (an offset the extension-header walk reached). `None` if the chain does not lead there.
+fn next_header_field_before(ip: &[u8], target: usize) -> Option<usize> {
+    let mut field = 6;
+    let mut offset = 40;
+    let mut header = *ip.get(6)?;
+    while offset < target {
+        let len = match header {
+            protocol::FRAGMENT => 8,
+            protocol::AH => (usize::from(*ip.get(offset + 1)?) + 2) * 4,
+            _ => (usize::from(*ip.get(offset + 1)?) + 1) * 8,
+        };
+        field = offset;
+        header = *ip.get(offset)?;
+        offset += len;
+    }
+    (offset == target).then_some(field)
+}
+
+impl Forwarder {
+    /// The per-SID and per-policy counters this forwarder writes (for the run's report).
+    pub fn srv6_counters(&self) -> Arc<Srv6Counters> {
+        Arc::clone(&self.srv6.counters)
+    }
+
+    /// A packet to local SID `sid`: counts it for the SID and runs the behaviour.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn srv6_endpoint(
+        &mut self,
+        frame: &mut Frame<'_>,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        vrf: u16,
+        sid: u32,
+        now: Picos,
+    ) -> Verdict {
+        let arrived_len = frame.len();
+        let verdict = if self.srv6.local_passes >= MAX_LOCAL_SIDS {
+            Verdict::Drop(DropReason::Srv6TooManyLocalSids)
+        } else {
+            self.srv6.local_passes += 1;
+            self.srv6_behavior(frame, l3, tagged, in_iface, vrf, sid, now)
+        };
+        if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
+            counters.count(arrived_len, reason_of(&verdict));
+        }
+        verdict
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn srv6_behavior(
+        &mut self,
+        frame: &mut Frame<'_>,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        vrf: u16,
+        sid: u32,
+        now: Picos,
+    ) -> Verdict {
+        let Some(&sid) = self.srv6.sids.get(sid as usize) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let ip = &frame[l3..];
+        let hop_limit = ip[7];
+        let forwarding = match sid.behavior {
+            SidBehavior::End => Some(Next::Lookup),
+            SidBehavior::EndX { target } => Some(Next::Adjacency(target)),
+            _ => None,
+        };
+
+        // RFC 9800 4.1: with NEXT-C-SID, a non-zero argument is shifted in before any SRH or
+        // upper-layer processing; Segments Left is not touched.
+        if let (Some(next), Some(csid)) = (&forwarding, sid.csid) {
+            let da = u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"));
+            if let Some(new_da) = csid.shifted(da) {
+                if hop_limit <= 1 {
+                    return drop_with_error(
+                        DropReason::Srv6HopLimit,
+                        ICMPV6_TIME_EXCEEDED,
+                        0,
+                        0,
+                        vrf,
+                    );
+                }
+                let ip = &mut frame[l3..];
+                ip[24..40].copy_from_slice(&new_da.to_be_bytes());
+                ip[7] = hop_limit - 1;
+                let next = match next {
+                    Next::Lookup => Next::Lookup,
+                    Next::Adjacency(t) => Next::Adjacency(*t),
+                };
+                return self.srv6_forward(frame, l3, tagged, in_iface, vrf, next, now);
+            }
+        }
+
+        let packet = Ipv6Packet::new_unchecked(ip);
+        let Ok(upper) = walk_extension_headers(&packet) else {
+            return Verdict::Drop(DropReason::Srv6MalformedHeaders);
+        };
+        let packet_end = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+        let srh_view = match upper.srh_offset {
+            Some(offset) => match SrhPacket::new_checked(&ip[offset..packet_end]) {
+                Ok(view) => Some((offset, view)),
+                Err(_) => return Verdict::Drop(DropReason::Srv6MalformedHeaders),
+            },
+            None => None,
+        };
+
+        let Some(next) = forwarding else {
+            // End.DT4 / End.DT6 / End.DT46 (RFC 8986 4.6-4.8): Segments Left must be 0, then
+            // the upper layer must be an inner packet of the right family.
+            if let Some((offset, view)) = &srh_view
+                && view.segments_left() != 0
+            {
+                return drop_with_error(
+                    DropReason::Srv6SegmentsLeftNotZero,
+                    ICMPV6_PARAM_PROBLEM,
+                    PARAM_PROBLEM_FIELD,
+                    offset + srh::SEGMENTS_LEFT_OFFSET,
+                    vrf,
+                );
+            }
+            let table = match (sid.behavior, upper.protocol) {
+                (SidBehavior::EndDt4 { vrf } | SidBehavior::EndDt46 { vrf }, protocol::IPV4) => {
+                    Some(vrf)
+                }
+                (SidBehavior::EndDt6 { vrf } | SidBehavior::EndDt46 { vrf }, protocol::IPV6) => {
+                    Some(vrf)
+                }
+                _ => None,
+            };
+            return match table {
+                Some(table) if !upper.fragment => self.srv6_decapsulate(
+                    frame,
+                    l3,
+                    tagged,
+                    in_iface,
+                    upper.offset,
+                    packet_end,
+                    upper.protocol,
+                    table,
+                    now,
+                ),
+                _ => self.srv6_upper_layer(upper.protocol, upper.offset, in_iface, vrf),
+            };
+        };
+
+        // RFC 8986 4.1 End (and End.X, 4.2): the SRH.
+        let Some((offset, view)) = srh_view else {
+            // No SRH: upper-layer processing (RFC 8986 4.1.1).
+            return self.srv6_upper_layer(upper.protocol, upper.offset, in_iface, vrf);
+        };
+        let segments_left = view.segments_left();
+        if segments_left == 0 {
+            // S02: process the next header. USP (4.16.2) removes the SRH first, but only for a
+            // packet the switch will deliver: an error quotes the packet as it arrived.
+            let srh_len = view.header_len();
+            let verdict = self.srv6_upper_layer(upper.protocol, upper.offset, in_iface, vrf);
+            if sid.usp && matches!(verdict, Verdict::Punt { .. }) {
+                self.srv6_remove_srh(frame, l3, offset, srh_len);
+            }
+            return verdict;
+        }
+        if hop_limit <= 1 {
+            return drop_with_error(DropReason::Srv6HopLimit, ICMPV6_TIME_EXCEEDED, 0, 0, vrf);
+        }
+        if view.check_segments().is_err() {
+            return drop_with_error(
+                DropReason::Srv6BadSrh,
+                ICMPV6_PARAM_PROBLEM,
+                PARAM_PROBLEM_FIELD,
+                offset + srh::SEGMENTS_LEFT_OFFSET,
+                vrf,
+            );
+        }
+        let segments_left = segments_left - 1;
+        let Some(segment) = view.segment(segments_left) else {
+            // check_len and check_segments put every index <= Last Entry in the header.
+            return Verdict::Drop(DropReason::Srv6MalformedHeaders);
+        };
+        let srh_len = view.header_len();
+        let ip = &mut frame[l3..];
+        ip[7] = hop_limit - 1;
+        ip[offset + srh::SEGMENTS_LEFT_OFFSET] = segments_left;
+        ip[24..40].copy_from_slice(&segment.octets());
+        if sid.psp && segments_left == 0 {
+            self.srv6_remove_srh(frame, l3, offset, srh_len);
+        }
+        self.srv6_forward(frame, l3, tagged, in_iface, vrf, next, now)
+    }
+
+    /// RFC 8986 4.1.1: the switch takes ICMPv6 (echo to a SID answers like a ping of the
+    /// switch); anything else is a Parameter Problem, code 4, pointing at the upper layer.
+    fn srv6_upper_layer(
+        &mut self,
+        upper_protocol: u8,
+        upper_offset: usize,
+        in_iface: u16,
+        vrf: u16,
+    ) -> Verdict {
+        if upper_protocol == protocol::ICMPV6 {
+            return Verdict::Punt {
+                reason: PuntReason::Local,
+                interface: in_iface,
+            };
+        }
+        drop_with_error(
+            DropReason::Srv6UpperLayer,
+            ICMPV6_PARAM_PROBLEM,
+            PARAM_PROBLEM_SR_UPPER_LAYER,
+            upper_offset,
+            vrf,
+        )
+    }
+
+    /// PSP / USP: takes the SRH at `srh_offset` (from the IPv6 header) out of the packet by
+    /// moving the L2 and IPv6 headers (and any extension header before the SRH) forward.
+    fn srv6_remove_srh(&mut self, frame: &mut Frame<'_>, l3: usize, srh_offset: usize, len: usize) {
+        let ip = &mut frame[l3..];
+        let Some(field) = next_header_field_before(ip, srh_offset) else {
+            return;
+        };
+        ip[field] = ip[srh_offset];
+        let payload = u16::from_be_bytes([ip[4], ip[5]]).saturating_sub(len as u16);
+        ip[4..6].copy_from_slice(&payload.to_be_bytes());
+        frame.copy_within(0..l3 + srh_offset, len);
+        frame.shrink_front(len);
+    }
+
+    /// End.DT*: the inner packet at `inner_offset` (from the IPv6 header) replaces the outer
+    /// headers behind the same L2 header, and is routed in VRF `table`.
+    #[allow(clippy::too_many_arguments)]
+    fn srv6_decapsulate(
+        &mut self,
+        frame: &mut Frame<'_>,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        inner_offset: usize,
+        packet_end: usize,
+        inner_protocol: u8,
+        table: u16,
+        now: Picos,
+    ) -> Verdict {
+        frame.truncate(l3 + packet_end);
+        frame.copy_within(0..l3, inner_offset);
+        frame.shrink_front(inner_offset);
+        let ethertype = if inner_protocol == protocol::IPV4 {
+            ETHERTYPE_IPV4
+        } else {
+            ETHERTYPE_IPV6
+        };
+        frame[l3 - 2..l3].copy_from_slice(&ethertype.to_be_bytes());
+        if ethertype == ETHERTYPE_IPV4 {
+            self.route_ipv4(frame, l3, tagged, in_iface, table, now)
+        } else {
+            self.route_ipv6(frame, l3, tagged, in_iface, table, now)
+        }
+    }
+
+    /// After an endpoint changed the destination: another local SID, or the FIB (End) or the
+    /// adjacency (End.X) without a second hop-limit decrement.
+    #[allow(clippy::too_many_arguments)]
+    fn srv6_forward(
+        &mut self,
+        frame: &mut Frame<'_>,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        vrf: u16,
+        next: Next,
+        now: Picos,
+    ) -> Verdict {
+        let ip = &frame[l3..];
+        let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
+        let dst = Ipv6Addr::from(dst_bytes);
+        if super::is_link_local(&dst_bytes) {
+            // A segment may not send the packet to a link-local address (never routed).
+            return Verdict::Drop(DropReason::LinkLocal);
+        }
+        let target = match next {
+            Next::Adjacency(target) => target,
+            Next::Lookup => {
+                if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
+                    return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
+                }
+                let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {
+                    return Verdict::Drop(DropReason::NoRoute);
+                };
+                route_value::decode(value)
+            }
+        };
+        if target == RouteTarget::Local {
+            return Verdict::Punt {
+                reason: PuntReason::Local,
+                interface: in_iface,
+            };
+        }
+        let hash = outer_hash(ip, self.flow_hash_seed);
+        match self.resolve_target(target, dst.into(), || hash, now) {
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
+            Err(reason) => Verdict::Drop(reason),
+        }
+    }
+
+    /// A route with SRv6 policy `policy` matched: H.Encaps or H.Encaps.Red.
+    #[inline(never)]
+    pub(super) fn srv6_headend(
+        &mut self,
+        frame: &mut Frame<'_>,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        policy: u32,
+        now: Picos,
+    ) -> Verdict {
+        let arrived_len = frame.len();
+        let verdict = self.srv6_encapsulate(frame, l3, tagged, in_iface, policy as usize, now);
+        if let Some(counters) = self.srv6.counters.policies.get(policy as usize) {
+            counters.count(arrived_len, reason_of(&verdict));
+        }
+        verdict
+    }
+
+    fn srv6_encapsulate(
+        &mut self,
+        frame: &mut Frame<'_>,
+        l3: usize,
+        tagged: bool,
+        in_iface: u16,
+        policy: usize,
+        now: Picos,
+    ) -> Verdict {
+        let Some(p) = self.srv6.policies.get(policy) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let (source, first_segment, outer_hop_limit, outer_vrf) =
+            (p.source, p.first_segment, p.hop_limit, p.outer_vrf);
+        let srh_len = p.srh.len();
+        let ip = &frame[l3..];
+        // The inner packet is forwarded by this node first: its TTL or hop limit is checked
+        // and decremented like any routed packet's (as Linux does before seg6 encap).
+        let (inner_len, inner_protocol, traffic_class, hash) = if ip[0] >> 4 == 4 {
+            // route_ipv4 validated the header.
+            let header_len = usize::from(ip[0] & 0x0f) * 4;
+            let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+            if ip[8] <= 1 {
+                return Verdict::Drop(DropReason::TtlExpired);
+            }
+            let fragment = ip[6] & 0x3f != 0 || ip[7] != 0;
+            let ports = super::l4_ports(ip, ip[9], header_len, fragment);
+            let key = FlowKey::V4 {
+                src: ip[12..16].try_into().expect("4 bytes"),
+                dst: ip[16..20].try_into().expect("4 bytes"),
+                proto: ip[9],
+                sport: ports.0,
+                dport: ports.1,
+            };
+            (
+                total,
+                protocol::IPV4,
+                ip[1],
+                flow_hash(&key, self.flow_hash_seed),
+            )
+        } else {
+            let (src, dst) = (&ip[8..24], &ip[24..40]);
+            if super::is_link_local(src.try_into().expect("16 bytes"))
+                || super::is_link_local(dst.try_into().expect("16 bytes"))
+            {
+                return Verdict::Drop(DropReason::LinkLocal);
+            }
+            if ip[7] <= 1 {
+                return Verdict::Drop(DropReason::TtlExpired);
+            }
+            let ports = super::l4_ports(ip, ip[6], 40, false);
+            let key = FlowKey::V6 {
+                src: ip[8..24].try_into().expect("16 bytes"),
+                dst: ip[24..40].try_into().expect("16 bytes"),
+                flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
+                proto: ip[6],
+                sport: ports.0,
+                dport: ports.1,
+            };
+            let tc = (ip[0] << 4) | (ip[1] >> 4);
+            let len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+            (
+                len,
+                protocol::IPV6,
+                tc,
+                flow_hash(&key, self.flow_hash_seed),
+            )
+        };
+        let outer_len = 40 + srh_len;
+        let Ok(payload_len) = u16::try_from(srh_len + inner_len) else {
+            return Verdict::Drop(DropReason::NoHeadroom);
+        };
+        if !frame.grow_front(outer_len) {
+            return Verdict::Drop(DropReason::NoHeadroom);
+        }
+        // Decrement the inner TTL / hop limit (now at l3 + outer_len).
+        let inner = l3 + outer_len;
+        if inner_protocol == protocol::IPV4 {
+            let old = u16::from_be_bytes([frame[inner + 8], frame[inner + 9]]);
+            frame[inner + 8] -= 1;
+            let new = u16::from_be_bytes([frame[inner + 8], frame[inner + 9]]);
+            let csum = u16::from_be_bytes([frame[inner + 10], frame[inner + 11]]);
+            let csum = checksum::update_u16(csum, old, new);
+            frame[inner + 10..inner + 12].copy_from_slice(&csum.to_be_bytes());
+        } else {
+            frame[inner + 7] -= 1;
+        }
+        frame.truncate(inner + inner_len);
+        frame.copy_within(outer_len..outer_len + l3, 0);
+        frame[l3 - 2..l3].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+        // Outer header: traffic class (DSCP + ECN) copied from the inner packet (RFC 2983
+        // uniform model, RFC 6040 for ECN), flow label from the inner flow's hash (RFC 6437),
+        // so transit ECMP spreads encapsulated flows like the flows themselves.
+        let flow_label = hash & 0x000f_ffff;
+        let outer = &mut frame[l3..l3 + outer_len];
+        let first_word = (6u32 << 28) | (u32::from(traffic_class) << 20) | flow_label;
+        outer[0..4].copy_from_slice(&first_word.to_be_bytes());
+        outer[4..6].copy_from_slice(&payload_len.to_be_bytes());
+        outer[6] = if srh_len == 0 {
+            inner_protocol
+        } else {
+            protocol::ROUTING
+        };
+        outer[7] = outer_hop_limit;
+        outer[8..24].copy_from_slice(&source);
+        outer[24..40].copy_from_slice(&first_segment);
+        if srh_len != 0 {
+            let srh_bytes = &self.srv6.policies[policy].srh;
+            outer[40..].copy_from_slice(srh_bytes);
+            outer[40] = inner_protocol;
+        }
+        let dst = Ipv6Addr::from(first_segment);
+        let target = match self.fib6[usize::from(outer_vrf)].lookup(dst) {
+            Some(value) => route_value::decode(value),
+            None => return Verdict::Drop(DropReason::NoRoute),
+        };
+        if target == RouteTarget::Local {
+            // The first segment is one of this switch's SIDs: process it right here.
+            if let Some(sid) = self.srv6.lookup_sid(outer_vrf, dst) {
+                return self.srv6_endpoint(frame, l3, tagged, in_iface, outer_vrf, sid, now);
+            }
+            return Verdict::Punt {
+                reason: PuntReason::Local,
+                interface: in_iface,
+            };
+        }
+        match self.resolve_target(target, dst.into(), || hash, now) {
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
+            Err(reason) => Verdict::Drop(reason),
+        }
+    }
+
+    /// Routes an IPv6 packet the switch built (an ICMPv6 error) in `vrf`: FIB only, hop limit
+    /// as built. `frame` is an untagged Ethernet frame. Drops if the destination is not
+    /// routable or is the switch itself.
+    pub fn route_originated_ipv6(
+        &mut self,
+        frame: &mut Frame<'_>,
+        vrf: u16,
+        now: Picos,
+    ) -> Verdict {
+        if frame.len() < 14 + 40 || usize::from(vrf) >= self.fib6.len() {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        let dst_bytes: [u8; 16] = frame[14 + 24..14 + 40].try_into().expect("16 bytes");
+        let dst = Ipv6Addr::from(dst_bytes);
+        let target = match self.fib6[usize::from(vrf)].lookup(dst) {
+            Some(value) => route_value::decode(value),
+            None => return Verdict::Drop(DropReason::NoRoute),
+        };
+        if matches!(target, RouteTarget::Local | RouteTarget::Srv6Policy(_)) {
+            return Verdict::Drop(DropReason::NoRoute);
+        }
+        let hash = outer_hash(&frame[14..], self.flow_hash_seed);
+        match self.resolve_target(target, dst.into(), || hash, now) {
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+            Err(reason) => Verdict::Drop(reason),
+        }
+    }
+}
+
+/// ECMP hash of an SRv6 packet: addresses, flow label and next header (the flow label carries
+/// the inner flow's entropy; ports are not looked for behind the SRH).
+fn outer_hash(ip: &[u8], seed: u32) -> u32 {
+    let key = FlowKey::V6 {
+        src: ip[8..24].try_into().expect("16 bytes"),
+        dst: ip[24..40].try_into().expect("16 bytes"),
+        flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
+        proto: ip[6],
+        sport: 0,
+        dport: 0,
+    };
+    flow_hash(&key, seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference shift on a bit vector, written from RFC 9800's words: copy bits
+    /// [LBL+LNFL..127] to [LBL..LBL+AL-1], zero [LBL+AL..127].
+    fn reference_shift(da: u128, block: usize, shift: usize) -> Option<u128> {
+        let bits: Vec<bool> = (0..128).map(|i| da >> (127 - i) & 1 == 1).collect();
+        let argument = &bits[block + shift..];
+        if argument.iter().all(|b| !b) {
+            return None;
+        }
+        let mut out = bits[..block].to_vec();
+        out.extend_from_slice(argument);
+        out.resize(128, false);
+        Some(out.iter().fold(0u128, |acc, &b| (acc << 1) | u128::from(b)))
+    }
+
+    #[test]
+    fn usid_shift_matches_the_rfc_for_every_block_and_usid_length() {
+        let mut rng = crate::wire::test_util::XorShift::new(99);
+        let mut combinations = 0;
+        for block in 0..=128usize {
+            for shift in 0..=128usize {
+                let Some(csid) = Csid::new(block as u8, shift as u8) else {
+                    assert!(
+                        shift == 0 || block + shift >= 128,
+                        "block {block} shift {shift} leaves an argument and must be accepted"
+                    );
+                    continue;
+                };
+                assert!(shift > 0 && block + shift < 128);
+                combinations += 1;
+                for _ in 0..8 {
+                    let da = u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64());
+                    assert_eq!(
+                        csid.shifted(da),
+                        reference_shift(da, block, shift),
+                        "block {block} shift {shift} da {da:032x}"
+                    );
+                    // End of container: the argument is all zeros.
+                    let exhausted = da & !(u128::MAX >> (block + shift));
+                    assert_eq!(csid.shifted(exhausted), None);
+                    // A single 1 in the last argument bit still shifts.
+                    assert_eq!(
+                        csid.shifted(exhausted | 1),
+                        reference_shift(exhausted | 1, block, shift)
+                    );
+                }
+            }
+        }
+        // Every block 0..=126 with every shift that leaves at least one argument bit.
+        assert_eq!(combinations, (0..128).map(|b| 127 - b).sum::<usize>());
+    }
+
+    #[test]
+    fn usid_shift_examples_from_rfc_9800_style_addresses() {
+        let f3216 = Csid::new(32, 16).unwrap();
+        let da: u128 = "fcbb:bb00:0100:0200:0300::"
+            .parse::<Ipv6Addr>()
+            .unwrap()
+            .into();
+        let next: u128 = "fcbb:bb00:0200:0300::".parse::<Ipv6Addr>().unwrap().into();
+        assert_eq!(f3216.shifted(da), Some(next));
+        let last: u128 = "fcbb:bb00:0300::".parse::<Ipv6Addr>().unwrap().into();
+        assert_eq!(f3216.shifted(next), Some(last));
+        assert_eq!(f3216.shifted(last), None);
+        // uA installed as /64 with a 32-bit shift.
+        let ua = Csid::new(32, 32).unwrap();
+        let da: u128 = "fcbb:bb00:0100:e001:0200:0300::"
+            .parse::<Ipv6Addr>()
+            .unwrap()
+            .into();
+        let next: u128 = "fcbb:bb00:0200:0300::".parse::<Ipv6Addr>().unwrap().into();
+        assert_eq!(ua.shifted(da), Some(next));
+        assert!(Csid::new(0, 16).is_some(), "a 0-bit block is legal");
+        assert!(Csid::new(32, 0).is_none());
+        assert!(Csid::new(64, 64).is_none(), "no argument left");
+    }
+
+    #[test]
+    fn next_header_field_is_found_through_extension_headers() {
+        let mut ip = vec![0u8; 40 + 8 + 16];
+        ip[6] = protocol::ROUTING;
+        assert_eq!(next_header_field_before(&ip, 40), Some(6));
+        ip[6] = protocol::HOP_BY_HOP;
+        ip[40] = protocol::ROUTING;
+        ip[41] = 0;
+        assert_eq!(next_header_field_before(&ip, 48), Some(40));
+        assert_eq!(next_header_field_before(&ip, 44), None);
+        assert_eq!(next_header_field_before(&ip[..41], 48), None);
+    }
+}

@@ -1,0 +1,512 @@
+//! End to end with Linux as the SRv6 peers: two network namespaces on veth pairs attached to
+//! ironclos with net_af_packet. Each host is a headend (`encap seg6 mode encap`) toward the
+//! other and its far end (`seg6local End.DT6`). The SID list sends every packet through
+//! ironclos as an End SID and then its uN SID: ping and a TCP transfer must succeed, and a
+//! capture at the far side must show the destination shifted as RFC 9800 says. Needs root.
+
+mod common;
+
+use common::{TestDir, dpdk_lock, ironclos, wait_with_timeout};
+use std::io::{BufRead, BufReader};
+use std::net::Ipv6Addr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROUTER_MAC: &str = "02:00:00:00:01:00";
+
+fn sh(args: &[&str]) -> std::process::Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn must(args: &[&str]) {
+    let out = sh(args);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The namespaces and veths of one test, removed on drop even when the test fails.
+struct Peers {
+    tag: String,
+    hosts: Vec<String>,
+}
+
+impl Peers {
+    fn ns(&self, host: &str) -> String {
+        format!("{}-{host}", self.tag)
+    }
+
+    fn veth(&self, host: &str) -> String {
+        format!("{}-{host}", self.tag)
+    }
+
+    fn exec(&self, host: &str, args: &[&str]) -> std::process::Output {
+        let ns = self.ns(host);
+        let mut all = vec!["ip", "netns", "exec", ns.as_str()];
+        all.extend_from_slice(args);
+        sh(&all)
+    }
+
+    fn must(&self, host: &str, args: &[&str]) {
+        let out = self.exec(host, args);
+        assert!(
+            out.status.success(),
+            "{host}: {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A host at `address`/64 behind the switch's `gateway`, MAC fixed so the switch can
+    /// name it as a static neighbour.
+    fn add(&mut self, host: &str, mac: &str, address: &str, gateway: &str) {
+        let (ns, veth) = (self.ns(host), self.veth(host));
+        self.hosts.push(host.to_owned());
+        must(&["ip", "netns", "add", &ns]);
+        must(&[
+            "ip", "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+        ]);
+        self.must(host, &["ip", "link", "set", "eth0", "address", mac]);
+        self.must(host, &["ip", "link", "set", "lo", "up"]);
+        self.must(host, &["ip", "link", "set", "eth0", "up"]);
+        self.must(
+            host,
+            &[
+                "ip",
+                "-6",
+                "addr",
+                "add",
+                &format!("{address}/64"),
+                "dev",
+                "eth0",
+                "nodad",
+            ],
+        );
+        self.must(
+            host,
+            &[
+                "ip",
+                "-6",
+                "neigh",
+                "add",
+                gateway,
+                "lladdr",
+                ROUTER_MAC,
+                "dev",
+                "eth0",
+                "nud",
+                "permanent",
+            ],
+        );
+        // seg6local routes are input routes of a router: forwarding must be on.
+        for setting in [
+            "net.ipv6.conf.all.seg6_enabled=1",
+            "net.ipv6.conf.eth0.seg6_enabled=1",
+            "net.ipv6.conf.all.forwarding=1",
+        ] {
+            self.must(host, &["sysctl", "-qw", setting]);
+        }
+        let _ = self.exec(
+            host,
+            &[
+                "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+            ],
+        );
+        must(&["ip", "link", "set", &veth, "up", "promisc", "on"]);
+        let _ = sh(&[
+            "ethtool", "-K", &veth, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+        ]);
+        let _ = sh(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{veth}.disable_ipv6=1"),
+        ]);
+    }
+}
+
+impl Drop for Peers {
+    fn drop(&mut self) {
+        for host in &self.hosts {
+            let _ = sh(&["ip", "netns", "del", &self.ns(host)]);
+            let _ = sh(&["ip", "link", "del", &self.veth(host)]);
+        }
+    }
+}
+
+/// Stops a child process (tcpdump, the switch) on drop if the test did not.
+struct Reaper(Option<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn can_run() -> bool {
+    let root = sh(&["id", "-u"]).stdout == b"0\n";
+    let tools = sh(&[
+        "sh",
+        "-c",
+        "command -v ip && command -v ping && command -v python3 && command -v tcpdump",
+    ])
+    .status
+    .success();
+    if !(root && tools) {
+        eprintln!("skipping: needs root, iproute2, ping, python3 and tcpdump");
+    }
+    root && tools
+}
+
+fn start_switch(config: &str) -> Child {
+    let mut child = ironclos()
+        .args(["run", "--config", config])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ironclos");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("ready line");
+    assert!(
+        line.starts_with("ironclos ready"),
+        "expected the ready line, got {line:?}"
+    );
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut sink);
+    });
+    child
+}
+
+fn ping(peers: &Peers, from: &str, to: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = peers.exec(from, &["ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", to]);
+        if out.status.success() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{from} cannot ping {to}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn tcp_transfer(
+    peers: &Peers,
+    dir: &TestDir,
+    from: &str,
+    to: &str,
+    to_ip: &str,
+    bytes: &[u8],
+) -> Vec<u8> {
+    let send = dir.file("send.bin");
+    let recv = dir.file("recv.bin");
+    std::fs::write(&send, bytes).expect("write payload");
+    let server = r#"
+import socket, sys
+s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", 5001)); s.listen(1); s.settimeout(30)
+c, _ = s.accept(); c.settimeout(30)
+with open(sys.argv[1], "wb") as f:
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        f.write(b)
+"#;
+    let client = r#"
+import socket, sys, time
+for attempt in range(50):
+    try:
+        s = socket.create_connection((sys.argv[2], 5001), timeout=30); break
+    except OSError:
+        time.sleep(0.2)
+with open(sys.argv[1], "rb") as f: s.sendall(f.read())
+s.close()
+"#;
+    let listener = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &peers.ns(to),
+            "python3",
+            "-c",
+            server,
+            recv.to_str().unwrap(),
+        ])
+        .spawn()
+        .expect("start listener");
+    let mut listener = Reaper(Some(listener));
+    std::thread::sleep(Duration::from_millis(300));
+    let out = peers.exec(
+        from,
+        &["python3", "-c", client, send.to_str().unwrap(), to_ip],
+    );
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = listener.0.take().unwrap().wait().expect("listener");
+    assert!(status.success(), "listener failed");
+    std::fs::read(&recv).expect("received file")
+}
+
+/// RFC 9800 shift by hand on the address's bits: keep the 32-bit block, move the rest up by
+/// 16 bits, fill with zeros.
+fn usid_shift_f3216(address: Ipv6Addr) -> Ipv6Addr {
+    let mut words = address.segments().to_vec();
+    words.remove(2);
+    words.push(0);
+    Ipv6Addr::from(<[u16; 8]>::try_from(words).unwrap())
+}
+
+#[test]
+fn linux_headend_and_end_dt6_through_ironclos_as_end_and_un() {
+    if !can_run() {
+        return;
+    }
+    let dir = TestDir::new("srv6-peers");
+    let tag = format!("is{}", std::process::id() % 100_000);
+    let mut peers = Peers {
+        tag: tag.clone(),
+        hosts: Vec::new(),
+    };
+    peers.add("a", "02:00:00:00:0a:01", "2001:db8:a1::2", "2001:db8:a1::1");
+    peers.add("b", "02:00:00:00:0b:01", "2001:db8:b1::2", "2001:db8:b1::1");
+    // a -> b: End at the switch (2001:db8:5::1), then the switch's uN with b's uSID 0200;
+    // b decapsulates fcbb:bb00:200::/48. b -> a likewise with a's uSID 0300.
+    for (host, src, far, usid) in [
+        (
+            "a",
+            "2001:db8:a1::2",
+            "2001:db8:b1::/64",
+            "fcbb:bb00:100:200::",
+        ),
+        (
+            "b",
+            "2001:db8:b1::2",
+            "2001:db8:a1::/64",
+            "fcbb:bb00:100:300::",
+        ),
+    ] {
+        peers.must(host, &["ip", "sr", "tunsrc", "set", src]);
+        let segments = format!("2001:db8:5::1,{usid}");
+        peers.must(
+            host,
+            &[
+                "ip", "-6", "route", "add", far, "encap", "seg6", "mode", "encap", "segs",
+                &segments, "dev", "eth0", "advmss", "1200",
+            ],
+        );
+        peers.must(
+            host,
+            &[
+                "ip",
+                "-6",
+                "route",
+                "add",
+                "fcbb::/16",
+                "via",
+                if host == "a" {
+                    "2001:db8:a1::1"
+                } else {
+                    "2001:db8:b1::1"
+                },
+                "dev",
+                "eth0",
+            ],
+        );
+        peers.must(
+            host,
+            &[
+                "ip",
+                "-6",
+                "route",
+                "add",
+                "2001:db8:5::/64",
+                "via",
+                if host == "a" {
+                    "2001:db8:a1::1"
+                } else {
+                    "2001:db8:b1::1"
+                },
+                "dev",
+                "eth0",
+            ],
+        );
+    }
+    peers.must(
+        "b",
+        &[
+            "ip",
+            "-6",
+            "route",
+            "add",
+            "fcbb:bb00:200::/48",
+            "encap",
+            "seg6local",
+            "action",
+            "End.DT6",
+            "table",
+            "255",
+            "dev",
+            "eth0",
+        ],
+    );
+    peers.must(
+        "a",
+        &[
+            "ip",
+            "-6",
+            "route",
+            "add",
+            "fcbb:bb00:300::/48",
+            "encap",
+            "seg6local",
+            "action",
+            "End.DT6",
+            "table",
+            "255",
+            "dev",
+            "eth0",
+        ],
+    );
+
+    let config = format!(
+        r#"[switch]
+name = "{tag}"
+router_mac = "{ROUTER_MAC}"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+[[port]]
+name = "a"
+devargs = "net_af_packet0,iface={va}"
+ipv6 = ["2001:db8:a1::1/64"]
+[[port]]
+name = "b"
+devargs = "net_af_packet1,iface={vb}"
+ipv6 = ["2001:db8:b1::1/64"]
+[[neighbor]]
+ip = "2001:db8:a1::2"
+mac = "02:00:00:00:0a:01"
+port = "a"
+[[neighbor]]
+ip = "2001:db8:b1::2"
+mac = "02:00:00:00:0b:01"
+port = "b"
+[[route]]
+prefix = "fcbb:bb00:200::/48"
+via = "2001:db8:b1::2"
+port = "b"
+[[route]]
+prefix = "fcbb:bb00:300::/48"
+via = "2001:db8:a1::2"
+port = "a"
+[[srv6.sid]]
+prefix = "fcbb:bb00:100::/48"
+behavior = "uN"
+[[srv6.sid]]
+prefix = "2001:db8:5::1/128"
+behavior = "End"
+"#,
+        eal = dir.eal_toml(),
+        va = peers.veth("a"),
+        vb = peers.veth("b"),
+    );
+    let path = dir.file("switch.toml");
+    std::fs::write(&path, config).expect("write config");
+    let _lock = dpdk_lock();
+    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+
+    // Capture what reaches b, as b's kernel receives it.
+    let capture = dir.file("at-b.pcap");
+    let tcpdump = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &peers.ns("b"),
+            "tcpdump",
+            "-i",
+            "eth0",
+            "-U",
+            "-w",
+            capture.to_str().unwrap(),
+            "ip6 and dst net fcbb::/16",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tcpdump");
+    let mut tcpdump = Reaper(Some(tcpdump));
+    std::thread::sleep(Duration::from_millis(500));
+
+    ping(&peers, "a", "2001:db8:b1::2");
+    ping(&peers, "b", "2001:db8:a1::2");
+    let mut payload = vec![0u8; 2 * 1024 * 1024];
+    let mut rng = common::Rng::new(7);
+    payload.iter_mut().for_each(|b| *b = rng.next_u64() as u8);
+    let received = tcp_transfer(&peers, &dir, "a", "b", "2001:db8:b1::2", &payload);
+    assert!(
+        received == payload,
+        "TCP over SRv6 corrupted ({} of {} bytes)",
+        received.len(),
+        payload.len()
+    );
+
+    std::thread::sleep(Duration::from_millis(300));
+    if let Some(mut t) = tcpdump.0.take() {
+        let _ = sh(&["kill", "-INT", &t.id().to_string()]);
+        let _ = t.wait();
+    }
+    let packets = control::pcap::read_pcap_file(&capture).expect("capture");
+    assert!(!packets.is_empty(), "nothing captured at b");
+    // Every SRv6 packet at b: SRH with SL 0 after the End, Segment List[0] the uSID container
+    // a put there, and the DA that container shifted by one uSID (RFC 9800).
+    let container: Ipv6Addr = "fcbb:bb00:100:200::".parse().unwrap();
+    let mut checked = 0;
+    for packet in &packets {
+        let frame = &packet.data;
+        if frame.len() < 14 + 40 + 8 + 32 || frame[12..14] != [0x86, 0xdd] {
+            continue;
+        }
+        let ip = &frame[14..];
+        let da = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[24..40]).unwrap());
+        assert_eq!(ip[6], 43, "routing header kept (no PSP configured)");
+        let srh = &ip[40..];
+        assert_eq!(
+            (srh[2], srh[3], srh[4]),
+            (4, 0, 1),
+            "SRH type 4, SL 0, LE 1"
+        );
+        let segment0 = Ipv6Addr::from(<[u8; 16]>::try_from(&srh[8..24]).unwrap());
+        assert_eq!(segment0, container);
+        assert_eq!(da, usid_shift_f3216(container), "DA after uN");
+        assert_eq!(da, "fcbb:bb00:200::".parse::<Ipv6Addr>().unwrap());
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} SRv6 packets captured at b");
+
+    let mut child = switch.0.take().unwrap();
+    let killed = sh(&["kill", "-TERM", &child.id().to_string()]);
+    assert!(killed.status.success());
+    let out = wait_with_timeout(
+        {
+            let _ = child.stdout.take();
+            child
+        },
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+}
