@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod ecmp_config;
 pub mod pcap;
 pub mod qos_config;
 pub mod report;
