@@ -216,7 +216,7 @@ impl SlowPath {
         .emit(&mut buf[ethernet::HEADER_LEN..])
         .ok()?;
         let at = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
-        buf[at + 4..at + 8].copy_from_slice(&error.pointer.to_be_bytes());
+        buf[at + 4..at + 8].copy_from_slice(&u32::from(error.pointer).to_be_bytes());
         buf[at + icmpv6::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
         let mut message = Icmpv6Packet::new_checked(&mut buf[at..]).ok()?;
         message.set_msg_type(error.msg_type);

@@ -254,7 +254,7 @@ fn rewritten(mut frame: Vec<u8>, mac: [u8; 6]) -> Vec<u8> {
     frame
 }
 
-fn icmp_error(reason: DropReason, msg_type: u8, code: u8, pointer: u32) -> Verdict {
+fn icmp_error(reason: DropReason, msg_type: u8, code: u8, pointer: u16) -> Verdict {
     Verdict::DropWithIcmpError {
         reason,
         error: Icmpv6Error {
@@ -802,7 +802,7 @@ mod icmp_errors {
     use super::*;
     use crate::slowpath::{ICMP_ERROR_BURST, SlowPath};
 
-    fn error(msg_type: u8, code: u8, pointer: u32) -> Icmpv6Error {
+    fn error(msg_type: u8, code: u8, pointer: u16) -> Icmpv6Error {
         Icmpv6Error {
             msg_type,
             code,

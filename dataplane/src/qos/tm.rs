@@ -408,8 +408,12 @@ impl<P> TrafficManager<P> {
                 self.complete(e);
             }
         }
-        let (len, ingress, marked) = match self.admit(now, e, t, ingress, &mut packet, frame_of) {
-            Ok(admitted) => admitted,
+        let lossless = self.is_lossless(ingress, tc);
+        let ingress = self.ingress_index(ingress);
+        let frame = frame_of(&mut packet);
+        let len = frame.len() as u32;
+        let marked = match self.admit(now, e, t, ingress, lossless, frame) {
+            Ok(marked) => marked,
             Err(reason) => return Admission::Dropped(reason),
         };
         let port = &mut self.ports[e];
@@ -454,20 +458,18 @@ impl<P> TrafficManager<P> {
     }
 
     /// Admission, and for an admitted frame the accounting (depths, counters, PFC, events):
-    /// (length, ingress row, marked).
-    #[inline]
+    /// whether CE was marked. The result is two bytes on purpose: a wider tuple was built
+    /// through memory and cost a store-forwarding stall per frame.
+    #[inline(always)]
     fn admit(
         &mut self,
         now: Picos,
         e: usize,
         t: usize,
         ingress: u16,
-        packet: &mut P,
-        frame_of: impl FnOnce(&mut P) -> &mut [u8],
-    ) -> Result<(u32, u16, bool), DropReason> {
-        let lossless = self.is_lossless(ingress, t as u8);
-        let ingress = self.ingress_index(ingress);
-        let frame = frame_of(packet);
+        lossless: bool,
+        frame: &mut [u8],
+    ) -> Result<bool, DropReason> {
         let len = frame.len() as u32;
         let depth = self.ports[e].depth[t];
         let verdict = if self.free_slot == NIL {
@@ -498,7 +500,7 @@ impl<P> TrafficManager<P> {
                 self.record(now, e as u16, t as u8, depth, QosEventKind::EcnMarkingStart);
             }
         }
-        Ok((len, ingress, marked))
+        Ok(marked)
     }
 
     /// The DESIGN.md admission order: shared buffer, tail drop (lossy), then the ECN curve on
@@ -695,6 +697,10 @@ impl<P> TrafficManager<P> {
         choices_at_until: bool,
         mut transmit: impl FnMut(u16, P),
     ) {
+        if self.immediate && choices_at_until {
+            self.advance_each_port(until, transmit);
+            return;
+        }
         while let Some((at, kind, e)) = self.earliest() {
             let due = at < until || (at == until && (kind < 2 || choices_at_until));
             if !due {
@@ -707,6 +713,36 @@ impl<P> TrafficManager<P> {
                     if let Some(packet) = self.choose(e, at) {
                         transmit(e as u16, packet);
                     }
+                }
+            }
+        }
+    }
+
+    /// Live mode: ports are independent (nothing needs a global event order there), so each
+    /// runs its own events up to `until`, choices included, without scanning for the earliest.
+    #[inline]
+    fn advance_each_port(&mut self, until: Picos, mut transmit: impl FnMut(u16, P)) {
+        let mut active = self.active;
+        while active != 0 {
+            let e = active.trailing_zeros() as usize;
+            active &= active - 1;
+            loop {
+                let port = &self.ports[e];
+                if port.wire.front().is_some_and(|f| f.end <= until) {
+                    self.complete(e);
+                } else if port.pfc.timer_at.is_some_and(|t| t <= until) {
+                    let at = port.pfc.timer_at.unwrap_or(until);
+                    self.run_timers(e, at);
+                } else if port.wire.is_empty()
+                    && let Some(at) = port.decision_at.filter(|&d| d <= until)
+                {
+                    match self.choose(e, at) {
+                        Some(packet) => transmit(e as u16, packet),
+                        None if self.ports[e].decision_at.is_some_and(|d| d <= at) => break,
+                        None => {}
+                    }
+                } else {
+                    break;
                 }
             }
         }

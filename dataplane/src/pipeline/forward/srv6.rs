@@ -233,7 +233,7 @@ fn drop_with_error(
         error: Icmpv6Error {
             msg_type,
             code,
-            pointer: pointer as u32,
+            pointer: u16::try_from(pointer).unwrap_or(u16::MAX),
             vrf,
         },
     }
