@@ -249,6 +249,13 @@ impl SwitchWorker {
                 }
                 let now = clock(start);
                 self.note_received(port, &burst, received);
+                let mut touched = 0u32;
+                for index in 0..received {
+                    if let Some(packet) = burst.get(index) {
+                        touched ^= self.forwarder.prefetch_route(packet.data(), port as u16);
+                    }
+                }
+                std::hint::black_box(touched);
                 for mbuf in burst.drain() {
                     self.handle(mbuf, port as u16, now);
                 }

@@ -935,3 +935,40 @@ fn a_flowlet_group_keeps_flows_within_the_timeout_and_leaves_a_down_port_at_once
     assert_eq!(counters[0].moves.get(), on5);
     assert_eq!(counters[0].flowlets.get(), all_entries + on5);
 }
+
+#[test]
+fn prefetch_touches_the_fib_entry_of_routed_ipv4_only() {
+    // The read must be the one the lookup will make: the first-level entry of the destination.
+    let spec = leaf_spec();
+    let forwarder = Forwarder::new(&spec).unwrap();
+    let mut frame = vec![0u8; 60];
+    frame[0..6].copy_from_slice(&spec.router_mac);
+    frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    frame[14] = 0x45;
+    frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
+    let uplink = spec
+        .ports
+        .iter()
+        .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
+        .expect("the leaf has a routed uplink") as u16;
+    assert_ne!(
+        forwarder.prefetch_route(&frame, uplink),
+        0,
+        "10.1.0.0/16 is routed"
+    );
+    let mut bridged = frame.clone();
+    bridged[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x77]);
+    assert_eq!(
+        forwarder.prefetch_route(&bridged, uplink),
+        0,
+        "not to the router MAC"
+    );
+    let mut arp = frame.clone();
+    arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    assert_eq!(forwarder.prefetch_route(&arp, uplink), 0);
+    assert_eq!(
+        forwarder.prefetch_route(&frame[..20], uplink),
+        0,
+        "short frames are ignored"
+    );
+}

@@ -46,6 +46,17 @@ fn mask(addr: u32, len: u8) -> u32 {
     }
 }
 
+/// Prefetching for burst-staged lookups.
+impl Lpm4 {
+    /// Reads the first-level entry `addr` would use and returns it, so a caller can issue the
+    /// reads of a whole burst back to back (their cache misses overlap) before the lookups that
+    /// depend on them.
+    #[inline]
+    pub fn touch(&self, addr: u32) -> u32 {
+        self.trie.top[(addr >> 8) as usize]
+    }
+}
+
 impl Lpm4 {
     /// Address width.
     pub const MAX_LEN: u8 = 32;
