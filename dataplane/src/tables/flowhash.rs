@@ -91,8 +91,9 @@ fn word(b: &[u8], i: usize) -> u32 {
 }
 
 /// Hashes `key` with `seed` (MurmurHash3 x86_32 over the serialisation in the module docs).
-/// Deterministic across runs and machines; never allocates.
-#[inline]
+/// Deterministic across runs and machines; never allocates. Always inlined: callers build
+/// the key from packet bytes, and a key passed through memory cost a store-forwarding stall.
+#[inline(always)]
 #[must_use]
 pub fn flow_hash(key: &FlowKey, seed: u32) -> u32 {
     match *key {
