@@ -864,3 +864,7 @@ fn bad_specs_are_refused_with_a_reason() {
     });
     assert!(Forwarder::new(&spec).unwrap_err().0.contains("VRF 3"));
 }
+
+// Run-time updates (crate::ctl), on the leaf spec above.
+#[path = "ctl_tests.rs"]
+mod ctl_tests;
