@@ -4,9 +4,14 @@
 
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod config;
+pub mod ctl;
+pub mod metrics;
+pub mod p4ctl;
 pub mod pcap;
 pub mod qos_config;
 pub mod report;
 pub mod schedule;
+pub mod server;
 pub mod tracegen;

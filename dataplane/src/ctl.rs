@@ -23,6 +23,8 @@ pub const MAX_BATCH: usize = 100_000;
 pub enum Target {
     /// A neighbour `ip` on L3 interface `interface` (the nexthop is created if new).
     Via { interface: u16, ip: IpAddr },
+    /// An existing nexthop by index (the P4 form's `set_nexthop`).
+    Nexthop(u32),
     /// ECMP group by index.
     Group(u32),
     /// Dropped on purpose.
@@ -106,7 +108,8 @@ pub enum DumpKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     Apply(Vec<Update>),
-    Dump(DumpKind),
+    /// Snapshots taken together, between the same two bursts.
+    Dump(Vec<DumpKind>),
 }
 
 /// One route as the worker holds it.
@@ -185,7 +188,7 @@ pub enum Reply {
         index: usize,
         error: String,
     },
-    Dump(Dump),
+    Dump(Vec<Dump>),
     /// The worker cannot serve this kind of request (io mode).
     Unsupported(String),
 }
@@ -249,12 +252,16 @@ mod tests {
         let channel = Channel::new();
         for id in 0..QUEUE_DEPTH as u64 {
             channel
-                .submit(id, Request::Dump(DumpKind::Nexthops))
+                .submit(id, Request::Dump(vec![DumpKind::Nexthops]))
                 .unwrap();
         }
-        assert!(channel.submit(99, Request::Dump(DumpKind::Groups)).is_err());
+        assert!(
+            channel
+                .submit(99, Request::Dump(vec![DumpKind::Groups]))
+                .is_err()
+        );
         let (id, request) = channel.next_request().unwrap();
-        assert_eq!((id, request), (0, Request::Dump(DumpKind::Nexthops)));
+        assert_eq!((id, request), (0, Request::Dump(vec![DumpKind::Nexthops])));
         channel.answer(0, Reply::Applied { count: 0 });
         assert_eq!(channel.reply(), Some((0, Reply::Applied { count: 0 })));
         assert_eq!(channel.reply(), None);

@@ -12,7 +12,9 @@ impl SwitchWorker {
             return;
         };
         let reply = match request {
-            Request::Dump(kind) => Reply::Dump(self.forwarder.dump(kind)),
+            Request::Dump(kinds) => {
+                Reply::Dump(kinds.into_iter().map(|k| self.forwarder.dump(k)).collect())
+            }
             Request::Apply(updates) => self.apply_batch(&updates),
         };
         self.shared.ctl.answer(id, reply);

@@ -148,6 +148,9 @@ impl Forwarder {
                                 nexthops.push((interface, ip));
                             }
                         }
+                        Target::Nexthop(n) if n as usize >= self.nexthops.len() => {
+                            return fail(format!("nexthop {n} does not exist"));
+                        }
                         Target::Group(g) if g as usize >= self.groups.len() => {
                             return fail(format!("ECMP group {g} does not exist"));
                         }
@@ -350,6 +353,7 @@ impl Forwarder {
                     Target::Via { interface, ip } => {
                         RouteTarget::Nexthop(self.nexthop_logged(interface, ip, undo))
                     }
+                    Target::Nexthop(n) => RouteTarget::Nexthop(n),
                     Target::Group(g) => RouteTarget::Group(g),
                     Target::Blackhole => RouteTarget::Blackhole,
                     Target::Srv6Policy(p) => RouteTarget::Srv6Policy(p),
@@ -395,6 +399,20 @@ impl Forwarder {
                         id,
                         previous: self.nexthops[id as usize].mac,
                     });
+                    // The host route a connected neighbour got goes too (it is gleaned again
+                    // if the host shows up).
+                    let vrf = self.interfaces[usize::from(interface)].vrf;
+                    let len = host_len(ip);
+                    let previous = self.raw_route(vrf, ip, len);
+                    if previous.map(route_value::decode) == Some(RouteTarget::Nexthop(id)) {
+                        self.remove_route(vrf, ip, len);
+                        undo.push(Undo::Route {
+                            vrf,
+                            prefix: ip,
+                            len,
+                            previous,
+                        });
+                    }
                 }
                 self.neighbor_lost(interface, ip);
             }
