@@ -775,6 +775,48 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     );
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
 
+    // ---- reload: the config file's difference applies; structural changes are refused ----
+    let config_path = dir.file("switch.toml");
+    let original = std::fs::read_to_string(&config_path).unwrap();
+    let reload = || {
+        let out = Command::new(bin())
+            .args(["reload", "--socket"])
+            .arg(&socket)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let with_x = format!(
+        "{original}\n[[route]]\nprefix = \"10.7.0.0/16\"\nvia = \"10.255.0.6\"\nport = \"p6\"\n\n\
+         [[neighbor]]\nip = \"10.255.0.6\"\nmac = \"02:00:00:00:66:01\"\nport = \"p6\"\n"
+    );
+    std::fs::write(&config_path, &with_x).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 update(s) applied"), "{out}");
+    s.wait_tx_growth("p6");
+    std::fs::write(
+        &config_path,
+        with_x.replace("net_null3,no-rx=1", "net_null9,no-rx=1"),
+    )
+    .unwrap();
+    let (code, _, err) = reload();
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("need a restart") && err.contains("[[port]]"),
+        "{err}"
+    );
+    s.wait_tx_growth("p6");
+    std::fs::write(&config_path, &original).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 update(s) applied"), "{out}");
+    s.assert_tx_stopped("p6");
+
     // ---- stop: U lost nothing through all of the above ----
     let out = s.stop();
     assert_eq!(

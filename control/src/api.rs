@@ -60,6 +60,8 @@ pub enum Command {
     TableDump {
         table: String,
     },
+    /// Re-read the config file and apply the difference.
+    Reload,
 }
 
 /// Where a route goes, by name.
@@ -252,6 +254,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// The commands, for messages.
 pub const COMMANDS: [&str; 15] = [
+    "reload",
     "hello",
     "show_ports",
     "show_queues",
@@ -266,7 +269,6 @@ pub const COMMANDS: [&str; 15] = [
     "table_add",
     "table_delete",
     "table_dump",
-    "show_all",
 ];
 
 /// Reads one request line. On error, the id (if it could be read) and a message naming the
@@ -432,6 +434,10 @@ pub fn parse_request(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
                     matches: fields.strings("match")?,
                 }
             }
+            "reload" => {
+                fields.only(&base)?;
+                Command::Reload
+            }
             "table_dump" => {
                 fields.only(&with(&["table"]))?;
                 Command::TableDump {
@@ -441,7 +447,7 @@ pub fn parse_request(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
             other => {
                 return Err(format!(
                     "unknown command `{other}` (known: {})",
-                    COMMANDS[..COMMANDS.len() - 1].join(", ")
+                    COMMANDS.join(", ")
                 ));
             }
         })

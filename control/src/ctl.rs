@@ -313,6 +313,11 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
         "update" | "table_add" | "table_delete" => {
             format!("ok: {} update(s) applied\n", s(&result["applied"]))
         }
+        "reload" => format!(
+            "reloaded {}: {} update(s) applied\n",
+            s(&result["config"]),
+            s(&result["applied"])
+        ),
         "set_port" => format!(
             "ok: port {} admin {}\n",
             s(&result["port"]),

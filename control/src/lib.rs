@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod p4ctl;
 pub mod pcap;
 pub mod qos_config;
+pub mod reload;
 pub mod report;
 pub mod schedule;
 pub mod server;

@@ -87,6 +87,17 @@ enum Command {
     /// Talk to a running switch over its control socket: show state and counters, change
     /// tables while traffic flows. See README.md, "Control plane".
     Ctl(CtlArgs),
+    /// Make a running switch re-read its config file and apply the difference (routes,
+    /// neighbours, ECMP members and weights, static MACs, ECN thresholds) without restarting
+    /// DPDK. Other changes are refused with what needs a restart.
+    Reload {
+        /// The switch's control socket.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Read the socket path from this config file.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// The built-in demo: replay a generated trace through ironclos (io mode, pcap ports,
     /// no hugepages) and check that every packet came out unchanged.
     Demo {
@@ -409,36 +420,66 @@ fn main() -> ExitCode {
         }
         Command::Demo { dir } => demo(dir),
         Command::Ctl(args) => ctl(args),
+        Command::Reload { socket, config } => reload(socket, config),
+    }
+}
+
+/// The control socket: --socket, else --config's `[control] socket`, else $IRONCLOS_SOCKET.
+fn socket_path(socket: Option<&Path>, config: Option<&Path>) -> Result<PathBuf, ExitCode> {
+    match (socket, config) {
+        (Some(s), _) => Ok(s.to_owned()),
+        (None, Some(config)) => {
+            let c = load(config)?;
+            c.control.socket.ok_or_else(|| {
+                eprintln!("ironclos: {} has no [control] socket", config.display());
+                ExitCode::from(EXIT_CONFIG)
+            })
+        }
+        (None, None) => std::env::var_os("IRONCLOS_SOCKET")
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                eprintln!("ironclos: give --socket, --config or $IRONCLOS_SOCKET");
+                ExitCode::from(EXIT_CONFIG)
+            }),
+    }
+}
+
+fn connect(socket: &Path) -> Result<control::ctl::Client, ExitCode> {
+    control::ctl::Client::connect(socket).map_err(|e| {
+        eprintln!("ironclos ctl: {e}");
+        ExitCode::from(EXIT_RUNTIME)
+    })
+}
+
+fn reload(socket: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
+    let socket = match socket_path(socket.as_deref(), config.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut client = match connect(&socket) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match client.call("reload", Map::new()) {
+        Ok(result) => {
+            print!("{}", control::ctl::to_text("reload", &result));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ironclos reload: {e}");
+            ExitCode::from(EXIT_RUNTIME)
+        }
     }
 }
 
 fn ctl(args: CtlArgs) -> ExitCode {
-    let socket = match (&args.socket, &args.config) {
-        (Some(s), _) => s.clone(),
-        (None, Some(config)) => match load(config) {
-            Ok(c) => match c.control.socket {
-                Some(s) => s,
-                None => {
-                    eprintln!("ironclos ctl: {} has no [control] socket", config.display());
-                    return ExitCode::from(EXIT_CONFIG);
-                }
-            },
-            Err(code) => return code,
-        },
-        (None, None) => match std::env::var_os("IRONCLOS_SOCKET") {
-            Some(s) => PathBuf::from(s),
-            None => {
-                eprintln!("ironclos ctl: give --socket, --config or $IRONCLOS_SOCKET");
-                return ExitCode::from(EXIT_CONFIG);
-            }
-        },
+    let socket = match socket_path(args.socket.as_deref(), args.config.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
-    let mut client = match control::ctl::Client::connect(&socket) {
+    let mut client = match connect(&socket) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("ironclos ctl: {e}");
-            return ExitCode::from(EXIT_RUNTIME);
-        }
+        Err(code) => return code,
     };
     if let CtlCommand::Raw { line } = &args.command {
         return match client.raw(line) {

@@ -195,6 +195,8 @@ enum Then {
     /// The batch changed these ECN profiles (kept in the server's copy once applied).
     Updated(Vec<(u16, u8, Option<EcnProfile>)>),
     TableDump(String),
+    /// A reload: the config to keep once the worker applied the difference.
+    Reloaded(Box<Config>, Vec<(u16, u8, Option<EcnProfile>)>),
     /// Refresh the ECMP share cache for metrics (no connection waits).
     CacheGroups,
 }
@@ -233,6 +235,9 @@ pub struct ControlServer {
     groups_cache: Option<Vec<dataplane::ctl::GroupEntry>>,
     groups_asked: Option<Instant>,
     nexthops_cache: Vec<dataplane::ctl::NexthopEntry>,
+    /// The config last loaded (at start or by `reload`), and where it is read from.
+    config: Box<Config>,
+    config_path: PathBuf,
 }
 
 /// Checks the socket's directory and any file already at the path, then binds and sets mode
@@ -353,6 +358,8 @@ impl ControlServer {
             groups_cache: None,
             groups_asked: None,
             nexthops_cache: Vec::new(),
+            config: Box::new(config.clone()),
+            config_path: std::path::absolute(&config.path).unwrap_or_else(|_| config.path.clone()),
         }))
     }
 
@@ -640,6 +647,22 @@ impl ControlServer {
                 let update = crate::p4ctl::table_delete(&self.names, &table, &matches)?;
                 self.apply(conn, id, vec![update])
             }
+            Command::Reload => {
+                let new = Config::load(&self.config_path)
+                    .map_err(|e| format!("reload: {e}; nothing was applied"))?;
+                let updates = crate::reload::diff(&self.config, &new)?;
+                if updates.is_empty() {
+                    *self.config = new;
+                    return Ok(Some(json!({"applied": 0, "config": self.config_path})));
+                }
+                let ecn = ecn_changes(&updates);
+                self.submit_to_worker(
+                    conn,
+                    id,
+                    Request::Apply(updates),
+                    Then::Reloaded(Box::new(new), ecn),
+                )
+            }
             Command::TableDump { table } => {
                 let kinds = crate::p4ctl::dump_kinds(&table)?;
                 self.submit_to_worker(conn, id, Request::Dump(kinds), Then::TableDump(table))
@@ -659,13 +682,7 @@ impl ControlServer {
         id: &Value,
         updates: Vec<Update>,
     ) -> Result<Option<Value>, String> {
-        let ecn = updates
-            .iter()
-            .filter_map(|u| match *u {
-                Update::SetEcn { port, tc, ecn } => Some((port, tc, ecn)),
-                _ => None,
-            })
-            .collect();
+        let ecn = ecn_changes(&updates);
         self.submit_to_worker(conn, id, Request::Apply(updates), Then::Updated(ecn))
     }
 
@@ -712,7 +729,7 @@ impl ControlServer {
             let Some(pending) = self.pending.remove(&key) else {
                 continue; // timed out already
             };
-            let line = match self.finish(&pending.then, reply) {
+            let line = match self.finish(pending.then, reply) {
                 Ok(result) => api::ok_line(&pending.id, result),
                 Err(error) => api::error_line(&pending.id, &error),
             };
@@ -892,17 +909,23 @@ impl ControlServer {
     }
 
     /// Turns the worker's answer into the reply's result.
-    fn finish(&mut self, then: &Then, reply: Reply) -> Result<Value, String> {
+    fn finish(&mut self, then: Then, reply: Reply) -> Result<Value, String> {
         let dumps = match reply {
             Reply::Unsupported(m) => return Err(m),
             Reply::Rejected { index, error } => {
                 return Err(format!("updates[{index}]: {error}; nothing was applied"));
             }
             Reply::Applied { count } => {
-                if let Then::Updated(ecn) = then {
-                    for &(port, tc, profile) in ecn {
-                        self.ecn[usize::from(port)][usize::from(tc)] = profile;
+                let ecn = match then {
+                    Then::Updated(ecn) => ecn,
+                    Then::Reloaded(config, ecn) => {
+                        self.config = config;
+                        ecn
                     }
+                    _ => Vec::new(),
+                };
+                for (port, tc, profile) in ecn {
+                    self.ecn[usize::from(port)][usize::from(tc)] = profile;
                 }
                 return Ok(json!({"applied": count}));
             }
@@ -920,7 +943,7 @@ impl ControlServer {
                     }
                 }
                 Dump::Routes { total, routes } => {
-                    if let Then::TableDump(table) = then {
+                    if let Then::TableDump(table) = &then {
                         result = crate::p4ctl::dump_routes(&self.names, table, &routes);
                     } else {
                         let list: Vec<Value> = routes
@@ -962,7 +985,7 @@ impl ControlServer {
                     );
                 }
                 Dump::Macs { total, macs } => {
-                    if let Then::TableDump(table) = then {
+                    if let Then::TableDump(table) = &then {
                         result = crate::p4ctl::dump_macs(&self.names, table, &macs);
                     } else {
                         let list: Vec<Value> = macs
@@ -1226,6 +1249,16 @@ impl ControlServer {
             }),
         })
     }
+}
+
+fn ecn_changes(updates: &[Update]) -> Vec<(u16, u8, Option<EcnProfile>)> {
+    updates
+        .iter()
+        .filter_map(|u| match *u {
+            Update::SetEcn { port, tc, ecn } => Some((port, tc, ecn)),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Drop for ControlServer {

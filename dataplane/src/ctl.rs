@@ -69,6 +69,13 @@ pub enum Update {
         interface: u16,
         ip: IpAddr,
     },
+    /// Changes the weight of an existing member.
+    SetEcmpWeight {
+        group: u32,
+        interface: u16,
+        ip: IpAddr,
+        weight: u32,
+    },
     AddMac {
         vlan: u16,
         mac: [u8; 6],

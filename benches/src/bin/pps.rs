@@ -336,7 +336,7 @@ fn run_ironclos(
     Ok(tx as f64 / seconds / 1e6)
 }
 
-/// Sends route updates to a running switch: every 10 ms a batch of `rate / 100` /32 routes
+/// Sends route updates to a running switch: every 20 ms a batch of `rate / 50` /32 routes
 /// under 30.0.0.0/8 (not in the traffic's way, but written into the same tables), added in one
 /// batch and deleted in the next. Returns (updates applied, seconds from the first to the
 /// last). Stops when the switch goes away.
@@ -358,7 +358,7 @@ fn update_routes(socket: &Path, rate: u32) -> (u64, f64) {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let per_batch = (rate / 100).max(1);
+    let per_batch = (rate / 50).max(1);
     let first = std::time::Instant::now();
     let mut applied = 0u64;
     let mut batch = 0u64;
@@ -382,7 +382,7 @@ fn update_routes(socket: &Path, rate: u32) -> (u64, f64) {
             Err(_) => break,
         }
         batch += 1;
-        let due = first + std::time::Duration::from_millis(10 * batch);
+        let due = first + std::time::Duration::from_millis(20 * batch);
         if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
             std::thread::sleep(wait);
         }

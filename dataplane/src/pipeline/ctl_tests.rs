@@ -273,3 +273,34 @@ fn removing_an_ecmp_member_moves_only_its_flows_and_the_last_one_stays() {
     .unwrap_err();
     assert!(err.1.contains("without members"), "{}", err.1);
 }
+
+#[test]
+fn a_member_weight_changes_its_share_of_buckets() {
+    let mut f = forwarder();
+    let nh1 = "10.255.0.2".parse().unwrap();
+    apply(
+        &mut f,
+        &[Update::SetEcmpWeight {
+            group: 0,
+            interface: 1,
+            ip: nh1,
+            weight: 3,
+        }],
+    )
+    .unwrap();
+    let Dump::Groups(groups) = f.dump(DumpKind::Groups) else {
+        panic!()
+    };
+    let m = groups[0].members.iter().find(|m| m.nexthop == 1).unwrap();
+    // Weights 1 and 3 over 256 buckets: 3/4 of them.
+    assert_eq!((m.weight, m.buckets), (3, 192));
+    let err = f
+        .validate_updates(&[Update::SetEcmpWeight {
+            group: 0,
+            interface: 1,
+            ip: "10.255.0.9".parse().unwrap(),
+            weight: 2,
+        }])
+        .unwrap_err();
+    assert!(err.1.contains("not a member"), "{}", err.1);
+}

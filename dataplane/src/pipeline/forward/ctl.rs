@@ -253,6 +253,29 @@ impl Forwarder {
                     *count -= 1;
                     members.insert(key, false);
                 }
+                Update::SetEcmpWeight {
+                    group,
+                    interface,
+                    ip,
+                    weight,
+                } => {
+                    let Some(g) = self.groups.get(group as usize) else {
+                        return fail(format!("ECMP group {group} does not exist"));
+                    };
+                    if weight == 0 {
+                        return fail("weight must be at least 1".to_owned());
+                    }
+                    let current = self
+                        .find_nexthop(interface, ip)
+                        .is_some_and(|id| g.members().iter().any(|m| m.id == id));
+                    if !members
+                        .get(&(group, interface, ip))
+                        .copied()
+                        .unwrap_or(current)
+                    {
+                        return fail(format!("{ip} is not a member of group {group}"));
+                    }
+                }
                 Update::AddMac { vlan, mac, port } => {
                     if !(1..=4094).contains(&vlan) {
                         return fail(format!("VLAN {vlan} is not 1..=4094"));
@@ -444,6 +467,23 @@ impl Forwarder {
                 let g = &mut self.groups[group as usize];
                 let previous = Box::new(g.clone());
                 g.remove_member(id).map_err(|e| e.to_string())?;
+                undo.push(Undo::Group {
+                    id: group,
+                    previous,
+                });
+            }
+            Update::SetEcmpWeight {
+                group,
+                interface,
+                ip,
+                weight,
+            } => {
+                let id = self
+                    .find_nexthop(interface, ip)
+                    .ok_or_else(|| format!("no nexthop {ip}"))?;
+                let g = &mut self.groups[group as usize];
+                let previous = Box::new(g.clone());
+                g.set_weight(id, weight).map_err(|e| e.to_string())?;
                 undo.push(Undo::Group {
                     id: group,
                     previous,
