@@ -717,3 +717,30 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod timing {
+    /// `cargo test --release -p control --lib parse_cost -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn parse_cost_of_a_10k_route_batch() {
+        let ops: Vec<String> = (0..10_000)
+            .map(|i| {
+                format!(
+                    r#"{{"op":"add_route","prefix":"20.{}.{}.0/24","group":"spines"}}"#,
+                    i / 256,
+                    i % 256
+                )
+            })
+            .collect();
+        let line = format!(
+            r#"{{"v":1,"id":1,"cmd":"update","updates":[{}]}}"#,
+            ops.join(",")
+        );
+        let t = std::time::Instant::now();
+        for _ in 0..10 {
+            super::parse_request(line.as_bytes()).unwrap();
+        }
+        eprintln!("parse: {:?} per 10k batch", t.elapsed() / 10);
+    }
+}

@@ -66,9 +66,32 @@ impl Client {
 
     /// Runs `cmd` with `args`; the result, or the switch's error.
     pub fn call(&mut self, cmd: &str, args: Map<String, Value>) -> Result<Value, CtlError> {
+        self.send(cmd, args)?;
+        self.receive()
+    }
+
+    /// Sends a request without waiting for its reply (replies come in request order, so a
+    /// client may keep several requests in flight and `receive` them in turn).
+    pub fn send(&mut self, cmd: &str, args: Map<String, Value>) -> Result<(), CtlError> {
         let id = self.next_id;
         self.next_id += 1;
-        let reply = self.raw(&api::request_line(id, cmd, args))?;
+        self.writer
+            .write_all(format!("{}\n", api::request_line(id, cmd, args)).as_bytes())
+            .map_err(|e| CtlError::Transport(format!("cannot send: {e}")))
+    }
+
+    /// The next reply's result, or the switch's error.
+    pub fn receive(&mut self) -> Result<Value, CtlError> {
+        let mut reply = String::new();
+        match self.reader.read_line(&mut reply) {
+            Ok(0) => {
+                return Err(CtlError::Transport(
+                    "the switch closed the connection".to_owned(),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(CtlError::Transport(format!("no reply: {e}"))),
+        }
         let value: Value = serde_json::from_str(&reply)
             .map_err(|e| CtlError::Transport(format!("reply is not JSON ({e}): {reply}")))?;
         if value["ok"] == json!(true) {

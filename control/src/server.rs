@@ -30,9 +30,11 @@ use std::time::{Duration, Instant};
 /// Connections served at once; more are told so and closed.
 const MAX_CONNECTIONS: usize = 32;
 /// Bytes read from one connection per tick (a big request takes several ticks).
-const READ_PER_TICK: usize = 1 << 20;
-/// How long a tick waits for the worker's answers before leaving them to the next tick.
-const REPLY_WAIT: Duration = Duration::from_millis(2);
+const READ_PER_TICK: usize = 16 << 20;
+/// How long a tick keeps serving while requests are with the worker (answers, then the
+/// requests queued behind them), before leaving the rest to the next tick. The main lcore is
+/// not a worker: this delays only link polling and other clients.
+const REPLY_WAIT: Duration = Duration::from_millis(50);
 /// A request the worker has not answered by then gets an error (the worker is not serving:
 /// a replay, or it stopped).
 const WORKER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -387,17 +389,20 @@ impl ControlServer {
         for index in 0..self.conns.len() {
             self.read_and_serve(index);
         }
-        self.collect_replies();
-        if !self.pending.is_empty() {
-            let until = Instant::now() + REPLY_WAIT;
-            while !self.pending.is_empty() && Instant::now() < until {
-                std::thread::sleep(Duration::from_micros(50));
-                self.collect_replies();
+        let until = Instant::now() + REPLY_WAIT;
+        loop {
+            if self.collect_replies() > 0 {
+                // Answers go out at once; requests that waited behind them (or arrived
+                // since: a client that pipelines) go to the worker in this same tick.
+                for index in 0..self.conns.len() {
+                    self.flush(index);
+                    self.read_and_serve(index);
+                }
             }
-            // Lines that waited behind an answered request.
-            for index in 0..self.conns.len() {
-                self.serve_lines(index);
+            if self.pending.iter().all(|(_, p)| p.conn.is_none()) || Instant::now() >= until {
+                break;
             }
+            std::thread::sleep(Duration::from_micros(20));
         }
         self.expire_pending();
         self.refresh_groups_cache();
@@ -717,14 +722,16 @@ impl ControlServer {
         Ok(None)
     }
 
-    fn collect_replies(&mut self) {
+    /// Delivers the worker's answers; how many there were.
+    fn collect_replies(&mut self) -> usize {
         let Some(handle) = &self.handle else {
-            return;
+            return 0;
         };
         let mut replies = Vec::new();
         while let Some(r) = handle.channel.reply() {
             replies.push(r);
         }
+        let count = replies.len();
         for (key, reply) in replies {
             let Some(pending) = self.pending.remove(&key) else {
                 continue; // timed out already
@@ -740,6 +747,7 @@ impl ControlServer {
                 }
             }
         }
+        count
     }
 
     fn expire_pending(&mut self) {

@@ -442,6 +442,8 @@ fn load_routes_via_api(options: &Options, huge: bool) -> Result<f64, String> {
             .filter(|p| p.contains('/'))
             .collect();
         let t0 = std::time::Instant::now();
+        // Two batches in flight: the switch parses the next while the worker applies one.
+        let mut in_flight = 0;
         for chunk in prefixes.chunks(10_000) {
             let updates: Vec<Value> = chunk
                 .iter()
@@ -450,7 +452,19 @@ fn load_routes_via_api(options: &Options, huge: bool) -> Result<f64, String> {
             let mut args = serde_json::Map::new();
             args.insert("updates".into(), Value::Array(updates));
             client
-                .call("update", args)
+                .send("update", args)
+                .map_err(|e| format!("loading routes: {e}"))?;
+            in_flight += 1;
+            if in_flight == 2 {
+                client
+                    .receive()
+                    .map_err(|e| format!("loading routes: {e}"))?;
+                in_flight -= 1;
+            }
+        }
+        for _ in 0..in_flight {
+            client
+                .receive()
                 .map_err(|e| format!("loading routes: {e}"))?;
         }
         let seconds = t0.elapsed().as_secs_f64();

@@ -304,3 +304,45 @@ fn a_member_weight_changes_its_share_of_buckets() {
         .unwrap_err();
     assert!(err.1.contains("not a member"), "{}", err.1);
 }
+
+/// Cost of applying a million routes through the run-time path (validate + apply), in batches
+/// of 10k: `cargo test --release -p dataplane --lib million_routes -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn million_routes_through_the_update_path() {
+    let mut f = forwarder();
+    let mut rng = 0x1c10_5eedu64;
+    let updates: Vec<Update> = (0..1_000_000u32)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let first = 11 + (rng % 212) as u32;
+            let bits = (first << 24) | ((rng >> 24) as u32 & 0x00ff_ff00);
+            Update::AddRoute {
+                vrf: 0,
+                prefix: IpAddr::V4(Ipv4Addr::from(bits)),
+                len: 24,
+                target: Target::Group(0),
+            }
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut validate = std::time::Duration::ZERO;
+    for batch in updates.chunks(10_000) {
+        let t = std::time::Instant::now();
+        f.validate_updates(batch).unwrap();
+        validate += t.elapsed();
+        let mut undo = Vec::new();
+        for u in batch {
+            f.apply_update(u, &mut undo).unwrap();
+        }
+    }
+    let total = started.elapsed();
+    eprintln!(
+        "1M routes: {:.2} s total, {:.2} s validating, {:.0} ns per route",
+        total.as_secs_f64(),
+        validate.as_secs_f64(),
+        total.as_nanos() as f64 / 1e6
+    );
+}
