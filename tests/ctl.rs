@@ -5,6 +5,7 @@
 //! `tx_packets`. Three flows from three access ports, each alone on its input port:
 //! - X (p0) to 10.7.0.5: no route at start; routed out of p6 once `ctl` adds one.
 //! - E (p1), 16 flows to 10.1.0.0/16: ECMP group "spines" over p3 and p4.
+//! - P (p7) to 10.8.0.5: SRv6 policy "pa" (out of p8), moved to "pb" (out of p4) and back.
 //! - U (p2) to 10.2.0.9: via p5, never touched. No U frame may be lost whatever is updated:
 //!   at the end p5's tx_packets must equal p2's rx_packets exactly.
 
@@ -43,6 +44,7 @@ fn config(dir: &TestDir, socket: &Path, metrics_port: u16) -> String {
     let x = trace(dir, "x.pcap", 0x0a, 1, [10, 7, 0, 5]);
     let e = trace(dir, "e.pcap", 0x0b, 16, [10, 1, 0, 9]);
     let u = trace(dir, "u.pcap", 0x0c, 1, [10, 2, 0, 9]);
+    let p = trace(dir, "p.pcap", 0x0d, 1, [10, 8, 0, 5]);
     let input = |n: usize, p: &Path| {
         format!(
             "devargs = \"net_pcap{n},rx_pcap={},infinite_rx=1\"\nvlan = {{ mode = \"access\", id = 10 }}",
@@ -52,14 +54,17 @@ fn config(dir: &TestDir, socket: &Path, metrics_port: u16) -> String {
     let routed = |n: usize, ip: &str| {
         format!("devargs = \"net_null{n},no-rx=1\"\nipv4 = [\"{ip}\"]\nspeed_gbps = 100")
     };
+    let routed6 = |n: usize, ip: &str, ip6: &str| format!("{}\nipv6 = [\"{ip6}\"]", routed(n, ip));
     let ports = [
         input(0, &x),
         input(1, &e),
         input(2, &u),
-        routed(0, "10.255.0.1/31"),
-        routed(1, "10.255.0.3/31"),
+        routed6(0, "10.255.0.1/31", "2001:db8:ff::1/127"),
+        routed6(1, "10.255.0.3/31", "2001:db8:ff::3/127"),
         routed(2, "10.255.0.5/31"),
         routed(3, "10.255.0.7/31"),
+        input(3, &p),
+        routed6(4, "10.255.0.9/31", "2001:db8:ff::5/127"),
     ];
     let mut text = format!(
         r#"[switch]
@@ -106,6 +111,38 @@ port = "p4"
 ip = "10.255.0.4"
 mac = "02:00:00:00:51:03"
 port = "p5"
+
+[[neighbor]]
+ip = "2001:db8:ff::4"
+mac = "02:00:00:00:51:08"
+port = "p8"
+
+[[neighbor]]
+ip = "2001:db8:ff::2"
+mac = "02:00:00:00:51:02"
+port = "p4"
+
+[[route]]
+prefix = "fcbb:bb00:100::/48"
+via = "2001:db8:ff::4"
+port = "p8"
+
+[[route]]
+prefix = "fcbb:bb00:200::/48"
+via = "2001:db8:ff::2"
+port = "p4"
+
+[[srv6.policy]]
+name = "pa"
+prefix = "10.8.0.0/16"
+mode = "encaps.red"
+segments = ["fcbb:bb00:100::"]
+
+[[srv6.policy]]
+name = "pb"
+prefix = "10.9.0.0/16"
+mode = "encaps.red"
+segments = ["fcbb:bb00:200::"]
 "#,
         eal = dir.eal_toml(),
         socket = socket.display(),
@@ -382,14 +419,14 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     assert_eq!(version["switch"], "ctl-test");
     assert!(s.ok(&["show", "version"]).contains("switch ctl-test"));
     let ports = s.json(&["show", "ports"]);
-    assert_eq!(ports.as_array().unwrap().len(), 7);
+    assert_eq!(ports.as_array().unwrap().len(), 9);
     for p in ports.as_array().unwrap() {
         assert_eq!(p["admin"], "up");
         assert_eq!(p["link"], "up", "{p}");
     }
     let text = s.ok(&["show", "ports"]);
     assert!(text.starts_with("PORT"), "{text}");
-    assert_eq!(text.lines().count(), 8, "{text}");
+    assert_eq!(text.lines().count(), 10, "{text}");
     s.wait_tx_growth("p5");
     s.wait_tx_growth("p3");
     s.wait_tx_growth("p4");
@@ -405,8 +442,10 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     );
     assert!(s.ok(&["show", "queues"]).contains("ECN(kmin/kmax/pmax)"));
     let srv6 = s.json(&["show", "srv6"]);
-    assert_eq!(srv6, json!({"sids": [], "policies": []}));
-    assert!(s.ok(&["show", "srv6"]).contains("POLICY"));
+    assert_eq!(srv6["sids"], json!([]));
+    assert_eq!(srv6["policies"][0]["name"], "pa");
+    assert_eq!(srv6["policies"][1]["segments"], json!(["fcbb:bb00:200::"]));
+    assert!(s.ok(&["show", "srv6"]).contains("encaps.red"));
     let nexthops = s.json(&["show", "nexthops"]);
     assert!(
         nexthops
@@ -538,6 +577,77 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     assert_eq!(p3["weight"], 3);
     assert_eq!(p3["buckets"], 192, "weight 3 of 4 owns 3/4 of 256 buckets");
 
+    // ---- move P from SRv6 policy pa to pb and back ----
+    let policy = |name: &str| {
+        s.json(&["show", "srv6"])["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["packets"]
+            .as_u64()
+            .unwrap()
+    };
+    let wait_policy_growth = |name: &str| {
+        let before = policy(name);
+        let started = Instant::now();
+        while policy(name) == before {
+            assert!(started.elapsed() < Duration::from_secs(10), "{name} unused");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_policy_growth("pa");
+    assert_eq!(policy("pb"), 0, "nothing goes to 10.9.0.0/16");
+    s.wait_tx_growth("p8");
+    s.ok(&["route", "add", "10.8.0.0/16", "--policy", "pb"]);
+    wait_policy_growth("pb");
+    s.assert_tx_stopped("p8");
+    std::thread::sleep(Duration::from_millis(50));
+    let pa = policy("pa");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(policy("pa"), pa, "P left policy pa");
+    s.ok(&["route", "add", "10.8.0.0/16", "--policy", "pa"]);
+    wait_policy_growth("pa");
+    let shown = s.json(&["show", "routes"]);
+    assert!(
+        shown["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["prefix"] == "10.8.0.0/16" && r["policy"] == "pa"),
+        "{shown}"
+    );
+
+    // ---- a batch file and a raw request ----
+    let batch = dir.file("batch.json");
+    std::fs::write(
+        &batch,
+        r#"[{"op":"add_route","prefix":"10.10.0.0/16","blackhole":true},
+            {"op":"add_route","prefix":"10.11.0.0/16","group":"spines"}]"#,
+    )
+    .unwrap();
+    assert!(
+        s.ok(&["batch", batch.to_str().unwrap()])
+            .contains("2 update(s) applied")
+    );
+    let r = routes(&s);
+    assert!(r.contains(&"10.10.0.0/16".to_owned()) && r.contains(&"10.11.0.0/16".to_owned()));
+    std::fs::write(
+        &batch,
+        r#"[{"op":"del_route","prefix":"10.10.0.0/16"},{"op":"del_route","prefix":"10.11.0.0/16"}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        s.json(&["batch", batch.to_str().unwrap()]),
+        json!({"applied": 2})
+    );
+    let raw_reply = s.ok(&["raw", r#"{"v":1,"id":"x","cmd":"show_drops"}"#]);
+    let raw_reply: Value = serde_json::from_str(&raw_reply).unwrap();
+    assert_eq!(
+        (raw_reply["id"].clone(), raw_reply["ok"].clone()),
+        (json!("x"), json!(true))
+    );
+
     // ---- MACs, ECN ----
     s.ok(&["mac", "add", "10", "02:00:00:00:77:01", "p0"]);
     let macs = s.json(&["show", "macs"]);
@@ -571,7 +681,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         "ipv4_lpm",
         "blackhole",
         "0",
-        "10.9.0.0/16",
+        "10.99.0.0/16",
         "=>",
     ]);
     s.ok(&[
@@ -593,7 +703,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     ]);
     let dump = s.ok(&["table_dump", "ipv4_lpm"]);
     assert!(
-        dump.contains("ipv4_lpm blackhole 0 10.9.0.0/16 =>"),
+        dump.contains("ipv4_lpm blackhole 0 10.99.0.0/16 =>"),
         "{dump}"
     );
     assert!(
@@ -618,7 +728,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "ipv4_lpmx",
             "blackhole",
             "0",
-            "10.9.0.0/16",
+            "10.99.0.0/16",
             "=>",
         ],
         "unknown table `ipv4_lpmx`",
@@ -629,7 +739,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "ipv4_lpm",
             "l2_forward",
             "0",
-            "10.9.0.0/16",
+            "10.99.0.0/16",
             "=>",
             "1",
         ],
@@ -641,7 +751,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "ipv4_lpm",
             "set_nexthop",
             "0",
-            "10.9.0.0/16",
+            "10.99.0.0/16",
             "=>",
         ],
         "takes 1 parameters",
@@ -652,7 +762,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "ipv6_lpm",
             "blackhole",
             "0",
-            "10.9.0.0/16",
+            "10.99.0.0/16",
             "=>",
         ],
         "not an IPv6 prefix",
@@ -663,13 +773,13 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "ipv4_lpm",
             "set_nexthop",
             "0",
-            "10.9.0.0/16",
+            "10.99.0.0/16",
             "=>",
             "99",
         ],
         "nexthop 99 does not exist",
     );
-    s.ok(&["table_delete", "ipv4_lpm", "0", "10.9.0.0/16"]);
+    s.ok(&["table_delete", "ipv4_lpm", "0", "10.99.0.0/16"]);
     s.ok(&["table_delete", "ipv6_lpm", "0", "2001:db8:9::/48"]);
     s.ok(&["table_delete", "mac_table", "10", "02:00:00:00:77:02"]);
     assert_eq!(routes(&s), before_routes, "everything added was deleted");
@@ -682,8 +792,8 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         (b"{\"v\":1,\"id\":5,\"cmd\":\"frobnicate\"}\n", "unknown command `frobnicate`"),
         (b"{\"v\":1,\"id\":5,\"cmd\":\"show_routes\",\"limit\":\"x\"}\n", "must be a non-negative integer"),
         (b"{\"v\":1,\"id\":5,\"cmd\":\"table_add\",\"table\":\"nope\",\"action\":\"a\",\"match\":[],\"params\":[]}\n", "unknown table `nope`"),
-        (b"{\"v\":1,\"id\":5,\"cmd\":\"update\",\"updates\":[{\"op\":\"add_route\",\"prefix\":\"10.8.0.0/16\",\"blackhole\":true},{\"op\":\"add_route\",\"prefix\":\"10.8.1.0/24\",\"group\":\"nosuch\"}]}\n", "updates[1]: no ECMP group `nosuch`"),
-        (b"{\"v\":1,\"id\":5,\"cmd\":\"update\",\"updates\":[{\"op\":\"add_route\",\"prefix\":\"10.8.0.0/16\",\"blackhole\":true},{\"op\":\"del_route\",\"prefix\":\"10.0.10.0/24\"}]}\n", "updates[1]: 10.0.10.0/24 belongs to an interface address"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"update\",\"updates\":[{\"op\":\"add_route\",\"prefix\":\"10.98.0.0/16\",\"blackhole\":true},{\"op\":\"add_route\",\"prefix\":\"10.8.1.0/24\",\"group\":\"nosuch\"}]}\n", "updates[1]: no ECMP group `nosuch`"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"update\",\"updates\":[{\"op\":\"add_route\",\"prefix\":\"10.98.0.0/16\",\"blackhole\":true},{\"op\":\"del_route\",\"prefix\":\"10.0.10.0/24\"}]}\n", "updates[1]: 10.0.10.0/24 belongs to an interface address"),
         (b"{\"v\":9,\"id\":5,\"cmd\":\"hello\"}\n", "version 9 is not supported"),
     ];
     for (bytes, expected) in cases {
@@ -709,7 +819,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         table_before,
         "nothing half-applied"
     );
-    assert!(!routes(&s).contains(&"10.8.0.0/16".to_owned()));
+    assert!(!routes(&s).contains(&"10.98.0.0/16".to_owned()));
     s.wait_tx_growth("p5");
 
     // ---- metrics: valid exposition that agrees with ctl ----

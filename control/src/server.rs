@@ -1276,3 +1276,55 @@ impl Drop for ControlServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ironclos-bind-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_socket_is_0600_a_stale_one_is_replaced_a_live_one_refused() {
+        let d = dir("stale");
+        let path = d.join("s.sock");
+        let first = bind_socket(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let err = bind_socket(&path).unwrap_err();
+        assert!(err.contains("another process is listening"), "{err}");
+        drop(first); // the file stays behind, with nobody listening: stale
+        assert!(path.exists());
+        bind_socket(&path).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_open_directory_is_refused_a_sticky_one_accepted() {
+        let d = dir("open");
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = bind_socket(&d.join("s.sock")).unwrap_err();
+        assert!(err.contains("has mode 0777"), "{err}");
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        bind_socket(&d.join("s.sock")).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn prefixes_parse_with_their_length_and_bare_addresses_are_hosts() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(parse_prefix("10.7.0.0/16"), Ok((ip("10.7.0.0"), 16)));
+        assert_eq!(parse_prefix("2001:db8::1"), Ok((ip("2001:db8::1"), 128)));
+        assert!(parse_prefix("10.7.0.0/33").unwrap_err().contains("0..=32"));
+        assert!(
+            parse_prefix("ten/8")
+                .unwrap_err()
+                .contains("not an IPv4 or IPv6 prefix")
+        );
+    }
+}
