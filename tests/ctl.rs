@@ -458,6 +458,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         "{nexthops}"
     );
     assert!(s.ok(&["show", "nexthops"]).contains("10.255.0.4"));
+    assert!(s.ok(&["show", "neighbors"]).contains("02:00:00:00:51:03"));
     let before_routes = routes(&s);
     assert!(before_routes.contains(&"10.1.0.0/16".to_owned()));
     assert!(s.ok(&["show", "routes"]).contains("group spines"));
@@ -528,6 +529,10 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         (json!("p3"), json!(false))
     );
     assert_eq!(members[1]["buckets"], 256, "p4 owns every bucket: {groups}");
+    assert!(
+        members[1]["port_tx_packets"].as_u64().unwrap() > 0,
+        "{groups}"
+    );
     assert!(s.ok(&["show", "groups"]).contains("down"));
     s.ok(&["port", "p3", "up"]);
     s.wait_tx_growth("p3");

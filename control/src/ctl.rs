@@ -253,10 +253,14 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                         s(&m["weight"]),
                         if m["up"] == json!(true) { "up" } else { "down" }.to_owned(),
                         format!("{}/{}", s(&m["buckets"]), s(&g["buckets"])),
+                        s(&m["port_tx_packets"]),
                     ]);
                 }
             }
-            table(&["GROUP", "MEMBER", "WEIGHT", "STATE", "BUCKETS"], lines)
+            table(
+                &["GROUP", "MEMBER", "WEIGHT", "STATE", "BUCKETS", "PORT_TX"],
+                lines,
+            )
         }
         "show_macs" => {
             let mut out = table(

@@ -216,6 +216,7 @@ enum ShowWhat {
         limit: Option<u64>,
     },
     /// Nexthops (neighbours) and their MACs.
+    #[command(alias = "neighbors")]
     Nexthops,
     /// ECMP groups and their members' shares.
     Groups,

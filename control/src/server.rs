@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 
 /// Connections served at once; more are told so and closed.
 const MAX_CONNECTIONS: usize = 32;
+/// Reply bytes queued for one connection beyond which its next requests wait.
+const MAX_OUTPUT: usize = 64 << 20;
 /// Bytes read from one connection per tick (a big request takes several ticks).
 const READ_PER_TICK: usize = 16 << 20;
 /// How long a tick keeps serving while requests are with the worker (answers, then the
@@ -481,10 +483,15 @@ impl ControlServer {
         let Some(conn) = self.conns[index].as_mut() else {
             return;
         };
-        if !conn.closing {
+        // Read while there is room: what is buffered is at most one request's worth beyond
+        // the limit, and nothing while replies wait for the client to read them.
+        if !conn.closing
+            && conn.input.len() <= api::MAX_REQUEST_BYTES
+            && conn.output.len() <= MAX_OUTPUT
+        {
             let mut buf = [0u8; 65536];
             let mut read = 0;
-            while read < READ_PER_TICK {
+            while read < READ_PER_TICK && conn.input.len() <= api::MAX_REQUEST_BYTES {
                 match conn.stream.read(&mut buf) {
                     Ok(0) => {
                         conn.closing = true;
@@ -495,7 +502,11 @@ impl ControlServer {
                         conn.input.extend_from_slice(&buf[..n]);
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(_) => break,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        conn.closing = true;
+                        break;
+                    }
                 }
             }
         }
@@ -508,7 +519,9 @@ impl ControlServer {
             let Some(conn) = self.conns[index].as_mut() else {
                 return;
             };
-            if conn.waiting {
+            // Backpressure: a client that does not read its replies gets no more answers
+            // (and its requests stay unread) until it does.
+            if conn.waiting || conn.output.len() > MAX_OUTPUT {
                 return;
             }
             let Some(newline) = conn.input.iter().position(|&b| b == b'\n') else {
@@ -764,7 +777,8 @@ impl ControlServer {
                     conn,
                     api::error_line(
                         &pending.id,
-                        "the worker did not answer (it serves requests in live mode only)",
+                        "the worker did not answer within 5 s (it serves requests in live mode only); \
+                         an update may still take effect: check with a show",
                     ),
                 );
                 if let Some(c) = self.conns[conn].as_mut() {
@@ -967,6 +981,12 @@ impl ControlServer {
                         self.groups_cache = Some(groups);
                         return Ok(Value::Null);
                     }
+                    // A member's load: what its port sent (members behind a routed port).
+                    let snapshot = self.snapshot();
+                    let port_tx = |dev: &str| {
+                        let port = self.names.ports.iter().position(|p| p == dev)?;
+                        snapshot.as_ref().map(|s| s.ports[port].tx_packets)
+                    };
                     result = Value::Array(
                         groups
                             .iter()
@@ -985,6 +1005,7 @@ impl ControlServer {
                                             "up": m.up,
                                             "buckets": m.buckets,
                                             "share": m.buckets as f64 / g.buckets.max(1) as f64,
+                                            "port_tx_packets": nh.and_then(|n| port_tx(&self.names.dev_name(n.interface))),
                                         })
                                     }).collect::<Vec<_>>(),
                                 })
