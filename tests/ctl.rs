@@ -623,6 +623,31 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         "{shown}"
     );
 
+    // Or give the policy itself a new path: pa's segment now leads out of p4, then back.
+    s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:200::"]);
+    s.assert_tx_stopped("p8");
+    assert_eq!(
+        s.json(&["show", "srv6"])["policies"][0]["segments"],
+        json!(["fcbb:bb00:200::"])
+    );
+    let pa = policy("pa");
+    wait_policy_growth("pa");
+    assert!(policy("pa") > pa, "P still counted by pa");
+    s.refused(
+        &[
+            "policy",
+            "set",
+            "pa",
+            "--mode",
+            "encaps",
+            "--segments",
+            "fc00::1,fc00::2,fc00::3,fc00::4,fc00::5",
+        ],
+        "do not fit the mbuf headroom",
+    );
+    s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:100::"]);
+    s.wait_tx_growth("p8");
+
     // ---- a batch file and a raw request ----
     let batch = dir.file("batch.json");
     std::fs::write(

@@ -114,6 +114,14 @@ pub enum UpdateOp {
         vlan: u16,
         mac: String,
     },
+    /// A new encapsulation for an SRv6 policy: segments, and optionally mode, source, hop limit.
+    SetPolicy {
+        policy: String,
+        segments: Vec<String>,
+        mode: Option<String>,
+        source: Option<String>,
+        hop_limit: Option<u8>,
+    },
     /// ECN thresholds of (port, tc) in bytes; `None` turns marking off.
     SetEcn {
         port: String,
@@ -574,6 +582,24 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                 mac: f.string("mac")?,
             }
         }
+        "set_policy" => {
+            f.only(&["op", "policy", "segments", "mode", "source", "hop_limit"])?;
+            let segments = f.strings("segments")?;
+            if segments.is_empty() {
+                return Err(f.err("segments", "is missing (a non-empty array of IPv6 SIDs)"));
+            }
+            UpdateOp::SetPolicy {
+                policy: f.string("policy")?,
+                segments,
+                mode: f.opt_string("mode")?,
+                source: f.opt_string("source")?,
+                hop_limit: match f.opt_u64("hop_limit")? {
+                    None => None,
+                    Some(h) if (1..=255).contains(&h) => Some(h as u8),
+                    Some(h) => return Err(f.err("hop_limit", &format!("is {h}, not 1..=255"))),
+                },
+            }
+        }
         "set_ecn" => {
             f.only(&["op", "port", "tc", "kmin", "kmax", "pmax", "off"])?;
             let off = f.opt_bool("off")?.unwrap_or(false);
@@ -597,7 +623,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             return Err(format!(
                 "updates[{index}]: unknown op `{other}` (known: add_route, del_route, \
                  add_neighbor, del_neighbor, add_ecmp_member, del_ecmp_member, add_mac, del_mac, \
-                 set_ecn)"
+                 set_ecn, set_policy)"
             ));
         }
     })

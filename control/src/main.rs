@@ -150,6 +150,11 @@ enum CtlCommand {
         #[command(subcommand)]
         op: MacOp,
     },
+    /// Give an SRv6 policy a new path: `policy set NAME --segments S1,S2 [--mode M]`.
+    Policy {
+        #[command(subcommand)]
+        op: PolicyOp,
+    },
     /// Take a port administratively down or up.
     Port {
         port: String,
@@ -288,6 +293,25 @@ enum EcmpOp {
         via: String,
         #[arg(long)]
         dev: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyOp {
+    Set {
+        name: String,
+        /// The SID list in path order (comma-separated); each may be a uSID container.
+        #[arg(long, required = true, value_delimiter = ',')]
+        segments: Vec<String>,
+        /// encaps | encaps.red (default: unchanged).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Outer source address (default: unchanged).
+        #[arg(long)]
+        source: Option<String>,
+        /// Outer hop limit (default: unchanged).
+        #[arg(long)]
+        hop_limit: Option<u8>,
     },
 }
 
@@ -588,6 +612,19 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             }
             MacOp::Del { vlan, mac } => update(json!({"op": "del_mac", "vlan": vlan, "mac": mac})),
         },
+        CtlCommand::Policy {
+            op:
+                PolicyOp::Set {
+                    name,
+                    segments,
+                    mode,
+                    source,
+                    hop_limit,
+                },
+        } => update(json!({
+            "op": "set_policy", "policy": name, "segments": segments, "mode": mode,
+            "source": source, "hop_limit": hop_limit,
+        })),
         CtlCommand::Port { port, state } => {
             ("set_port", object(json!({"port": port, "admin": state})))
         }

@@ -2,9 +2,10 @@
 //! as it is now, as one batch of run-time updates (applied atomically, like any `update`).
 //!
 //! What can change without a restart: routes, static neighbours, ECMP group members and
-//! weights, static MACs, ECN thresholds. Anything else that differs (ports, VLANs,
-//! interfaces, VRFs, groups added or removed, SRv6, other QoS settings, `[dataplane]`,
-//! `[control]`) is refused with the list of what needs a restart, and nothing is applied.
+//! weights, static MACs, ECN thresholds, SRv6 policies' paths. Anything else that differs
+//! (ports, VLANs, interfaces, VRFs, groups or policies added or removed, SIDs, other QoS
+//! settings, `[dataplane]`, `[control]`) is refused with the list of what needs a restart, and
+//! nothing is applied.
 
 use crate::config::Config;
 use dataplane::ctl::{Target, Update};
@@ -82,7 +83,16 @@ pub fn diff(old: &Config, new: &Config) -> Result<Vec<Update>, String> {
             b.ecmp_buckets,
         ),
     );
-    check("SRv6 SIDs or policies", a.srv6 == b.srv6);
+    check("SRv6 SIDs", a.srv6.sids == b.srv6.sids);
+    check(
+        "SRv6 policies added, removed or renamed",
+        a.srv6.policies.len() == b.srv6.policies.len()
+            && a.srv6
+                .policies
+                .iter()
+                .zip(&b.srv6.policies)
+                .all(|(x, y)| x.name == y.name),
+    );
     let without_ecn = |spec: &SwitchSpec| {
         let mut qos = spec.qos.clone();
         for port in &mut qos.ports {
@@ -244,6 +254,14 @@ fn spec_diff(a: &SwitchSpec, b: &SwitchSpec) -> Vec<Update> {
                     ecn: pb.tcs[tc].ecn,
                 });
             }
+        }
+    }
+    for (index, (pa, pb)) in a.srv6.policies.iter().zip(&b.srv6.policies).enumerate() {
+        if pa != pb {
+            updates.push(Update::SetPolicy {
+                policy: index as u32,
+                spec: Box::new(pb.clone()),
+            });
         }
     }
     for (&(interface, ip), _) in na.iter().filter(|(k, _)| !nb.contains_key(k)) {

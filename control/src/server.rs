@@ -16,7 +16,9 @@ use dataplane::ctl::{Dump, DumpKind, Reply, Request, Target, Update};
 use dataplane::dpdk::LinkStatus;
 use dataplane::dpdk::cred::{effective_uid, peer_cred};
 use dataplane::engine::{ControlHandle, PortInfo};
-use dataplane::pipeline::spec::{Attachment, RouteTarget, SidBehavior, SwitchSpec};
+use dataplane::pipeline::spec::{
+    Attachment, EncapMode, PolicySpec, RouteTarget, SidBehavior, SwitchSpec,
+};
 use dataplane::qos::{EcnProfile, TC_COUNT};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -196,11 +198,12 @@ enum Then {
     Nexthops,
     Groups,
     Macs,
-    /// The batch changed these ECN profiles (kept in the server's copy once applied).
-    Updated(Vec<(u16, u8, Option<EcnProfile>)>),
+    /// The batch changed these ECN profiles and policies (kept in the server's copy once
+    /// applied).
+    Updated(Changes),
     TableDump(String),
     /// A reload: the config to keep once the worker applied the difference.
-    Reloaded(Box<Config>, Vec<(u16, u8, Option<EcnProfile>)>),
+    Reloaded(Box<Config>, Changes),
     /// Refresh the ECMP share cache for metrics (no connection waits).
     CacheGroups,
 }
@@ -673,7 +676,7 @@ impl ControlServer {
                     *self.config = new;
                     return Ok(Some(json!({"applied": 0, "config": self.config_path})));
                 }
-                let ecn = ecn_changes(&updates);
+                let ecn = batch_changes(&updates);
                 self.submit_to_worker(
                     conn,
                     id,
@@ -700,7 +703,7 @@ impl ControlServer {
         id: &Value,
         updates: Vec<Update>,
     ) -> Result<Option<Value>, String> {
-        let ecn = ecn_changes(&updates);
+        let ecn = batch_changes(&updates);
         self.submit_to_worker(conn, id, Request::Apply(updates), Then::Updated(ecn))
     }
 
@@ -922,6 +925,49 @@ impl ControlServer {
                 vlan: *vlan,
                 mac: parse_mac(mac)?,
             },
+            UpdateOp::SetPolicy {
+                policy,
+                segments,
+                mode,
+                source,
+                hop_limit,
+            } => {
+                let index = n.policy(policy)?;
+                let spec = n.spec.as_ref().expect("switch mode checked above");
+                let mut p = spec.srv6.policies[index as usize].clone();
+                p.segments = segments
+                    .iter()
+                    .map(|s| {
+                        s.trim()
+                            .parse()
+                            .map_err(|_| format!("segment `{s}` is not an IPv6 address"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if let Some(mode) = mode {
+                    p.mode = match mode.as_str() {
+                        "encaps" => EncapMode::Encaps,
+                        "encaps.red" => EncapMode::EncapsRed,
+                        other => {
+                            return Err(format!(
+                                "mode `{other}` is neither \"encaps\" nor \"encaps.red\""
+                            ));
+                        }
+                    };
+                }
+                if let Some(source) = source {
+                    p.source = source
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("source `{source}` is not an IPv6 address"))?;
+                }
+                if let Some(h) = hop_limit {
+                    p.hop_limit = *h;
+                }
+                Update::SetPolicy {
+                    policy: index,
+                    spec: Box::new(p),
+                }
+            }
             UpdateOp::SetEcn { port, tc, ecn } => Update::SetEcn {
                 port: n.port(port)?,
                 tc: *tc,
@@ -938,16 +984,21 @@ impl ControlServer {
                 return Err(format!("updates[{index}]: {error}; nothing was applied"));
             }
             Reply::Applied { count } => {
-                let ecn = match then {
-                    Then::Updated(ecn) => ecn,
-                    Then::Reloaded(config, ecn) => {
+                let changes = match then {
+                    Then::Updated(changes) => changes,
+                    Then::Reloaded(config, changes) => {
                         self.config = config;
-                        ecn
+                        changes
                     }
-                    _ => Vec::new(),
+                    _ => Changes::default(),
                 };
-                for (port, tc, profile) in ecn {
+                for (port, tc, profile) in changes.ecn {
                     self.ecn[usize::from(port)][usize::from(tc)] = profile;
+                }
+                if let Some(spec) = &mut self.names.spec {
+                    for (index, policy) in changes.policies {
+                        spec.srv6.policies[index as usize] = policy;
+                    }
                 }
                 return Ok(json!({"applied": count}));
             }
@@ -1280,14 +1331,25 @@ impl ControlServer {
     }
 }
 
-fn ecn_changes(updates: &[Update]) -> Vec<(u16, u8, Option<EcnProfile>)> {
-    updates
-        .iter()
-        .filter_map(|u| match *u {
-            Update::SetEcn { port, tc, ecn } => Some((port, tc, ecn)),
-            _ => None,
-        })
-        .collect()
+/// What a batch changes that the server keeps a copy of (for `show queues` and `show srv6`).
+#[derive(Debug, Default)]
+struct Changes {
+    ecn: Vec<(u16, u8, Option<EcnProfile>)>,
+    policies: Vec<(u32, PolicySpec)>,
+}
+
+fn batch_changes(updates: &[Update]) -> Changes {
+    let mut changes = Changes::default();
+    for u in updates {
+        match u {
+            Update::SetEcn { port, tc, ecn } => changes.ecn.push((*port, *tc, *ecn)),
+            Update::SetPolicy { policy, spec } => {
+                changes.policies.push((*policy, (**spec).clone()))
+            }
+            _ => {}
+        }
+    }
+    changes
 }
 
 impl Drop for ControlServer {

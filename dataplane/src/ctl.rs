@@ -85,6 +85,12 @@ pub enum Update {
         vlan: u16,
         mac: [u8; 6],
     },
+    /// Replaces SRv6 policy `policy`'s encapsulation (mode, segments, source, hop limit,
+    /// outer VRF); its routes follow the new path.
+    SetPolicy {
+        policy: u32,
+        spec: Box<crate::pipeline::spec::PolicySpec>,
+    },
     /// Replaces (or with `None` removes) the ECN profile of (port, tc).
     SetEcn {
         port: u16,

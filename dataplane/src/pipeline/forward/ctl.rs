@@ -38,6 +38,10 @@ pub enum Undo {
         mac: [u8; 6],
         previous: Option<MacEntry>,
     },
+    Policy {
+        index: u32,
+        previous: Box<super::srv6::PolicyBackup>,
+    },
 }
 
 fn host_len(ip: IpAddr) -> u8 {
@@ -309,6 +313,11 @@ impl Forwarder {
                     mac_count -= 1;
                     macs.insert((vlan, mac), false);
                 }
+                Update::SetPolicy { policy, ref spec } => {
+                    self.srv6
+                        .check_policy(policy, spec, self.fib6.len())
+                        .map_err(|e| (index, e.0))?;
+                }
                 Update::SetEcn { port, tc, ecn } => {
                     if usize::from(port) >= self.ports.len() {
                         return fail(format!("port {port} does not exist"));
@@ -508,6 +517,16 @@ impl Forwarder {
                     previous,
                 });
             }
+            Update::SetPolicy { policy, ref spec } => {
+                let previous = self
+                    .srv6
+                    .replace_policy(policy, spec, self.fib6.len())
+                    .map_err(|e| e.0)?;
+                undo.push(Undo::Policy {
+                    index: policy,
+                    previous: Box::new(previous),
+                });
+            }
             Update::SetEcn { .. } => {}
         }
         Ok(())
@@ -530,6 +549,7 @@ impl Forwarder {
                     }
                 }
                 Undo::Group { id, previous } => self.groups[id as usize] = *previous,
+                Undo::Policy { index, previous } => self.srv6.restore_policy(index, *previous),
                 Undo::Mac {
                     vlan,
                     mac,
