@@ -51,7 +51,12 @@
  * more than SRH_MAX_SEGMENTS segments fail to parse (Rust takes any);
  * ICMPv6 errors are a punt to the CPU with the error in packet_in.
  *
- * Flowlet ECMP is not in the Rust pipeline yet and so is not here either.
+ * Flowlet ECMP (Rust: dataplane/src/tables/flowlet.rs) is here as register
+ * arrays indexed by the flow hash and a timestamp comparison (table
+ * `ecmp_balance`, registers `flowlet_last_seen` and `flowlet_id`). The
+ * `least-loaded` choice reads egress queue depths, which v1model does not
+ * give the ingress pipeline: like the traffic manager it is Rust only, and
+ * a target of this program places new flowlets at random (LetFlow).
  */
 
 #include <core.p4>
@@ -100,6 +105,14 @@ const bit<2> PORT_MODE_ROUTED = 3;
 
 /* What an LPM entry points at (Rust: spec::RouteTarget). ROUTE_NONE is a
  * miss: no route. */
+/* Flowlet balancing modes (Rust: tables::flowlet::BalanceMode). */
+const bit<2> BALANCE_HASH       = 0;
+const bit<2> BALANCE_FLOWLET    = 1;
+const bit<2> BALANCE_PER_PACKET = 2;
+/* Entries of the flowlet registers over all groups (Rust: one
+ * FlowletTable per group; here each group has a slice, `flowlet_base`). */
+#define FLOWLET_ENTRIES 65536
+
 const bit<3> ROUTE_NONE      = 0;
 const bit<3> ROUTE_NEXTHOP   = 1;  // RouteTarget::Nexthop
 const bit<3> ROUTE_GROUP     = 2;  // RouteTarget::Group
@@ -403,6 +416,16 @@ struct metadata_t {
     ipv6_addr_t lookup_ipv6;
     bit<3>  route_kind;         // ROUTE_*
     bit<32> ecmp_group_id;
+    /* Flowlet balancing of the group (Rust: tables::flowlet::BalanceSpec),
+     * from `ecmp_balance`. */
+    bit<2>  balance_mode;       // BALANCE_*
+    bit<48> flowlet_timeout;    // microseconds (v1model timestamps)
+    bit<32> flowlet_base;       // the group's first entry in the registers
+    bit<32> flowlet_mask;       // its table size - 1 (a power of two)
+    bit<32> flowlet_index;
+    /* Rust: the flowlet entry's id; part of the member selection, so a new
+     * flowlet re-draws its member and a continuing one keeps it. */
+    bit<16> flowlet_id;
     bit<32> nexthop_id;
     /* The ECMP flow key (Rust: tables::flowhash::FlowKey). IPv4 addresses
      * are zero-extended; ports are 0 for other protocols and fragments. */
@@ -1013,6 +1036,78 @@ control IroncIngress(inout headers_t hdr,
         size = 16384;
     }
 
+    /* ----------------------------------------------------------------
+     * Flowlets (Rust: tables::flowlet). Per entry: the time of the last
+     * packet and the flowlet id (the P4 reference programs' layout). A
+     * packet of a group in flowlet mode uses entry
+     * base + (hash(flow) & mask); if more than the timeout has passed since
+     * that entry's last packet, a new flowlet starts with a new random id.
+     * The id is hashed into the member selection, so a flowlet keeps its
+     * member and a new one draws again (Rust: `random` choice). A member
+     * that goes down leaves the selector group (control plane), so its
+     * flowlets move at once, as in Rust.
+     * ---------------------------------------------------------------- */
+    register<bit<48>>(FLOWLET_ENTRIES) flowlet_last_seen;
+    register<bit<16>>(FLOWLET_ENTRIES) flowlet_id;
+
+    /* Rust: BalanceMode::Hash (the default: a miss leaves it). */
+    action balance_hash() {
+        meta.balance_mode = BALANCE_HASH;
+    }
+
+    /* Rust: BalanceMode::Flowlet with BalanceSpec::timeout and table_size. */
+    action balance_flowlet(bit<48> timeout, bit<32> base, bit<32> mask) {
+        meta.balance_mode = BALANCE_FLOWLET;
+        meta.flowlet_timeout = timeout;
+        meta.flowlet_base = base;
+        meta.flowlet_mask = mask;
+    }
+
+    /* Rust: BalanceMode::PerPacket. */
+    action balance_per_packet() {
+        meta.balance_mode = BALANCE_PER_PACKET;
+    }
+
+    /* Rust: GroupBalancer (one per group, `Forwarder::balancers`). */
+    table ecmp_balance {
+        key = {
+            meta.ecmp_group_id : exact;
+        }
+        actions = {
+            balance_hash;
+            balance_flowlet;
+            balance_per_packet;
+        }
+        default_action = balance_hash();
+        size = 1024;
+    }
+
+    /* Rust: GroupBalancer::select_flowlet -> FlowletTable::lookup/record.
+     * Read, compare and write one entry; `@atomic` keeps two packets of the
+     * entry from interleaving on targets that run packets in parallel. */
+    action flowlet_step() {
+        bit<32> h;
+        hash(h, HashAlgorithm.crc32, 32w0,
+             { meta.flow_src, meta.flow_dst, meta.flow_protocol,
+               meta.flow_src_port, meta.flow_dst_port, meta.flow_label },
+             32w0xffffffff);
+        meta.flowlet_index = meta.flowlet_base + (h & meta.flowlet_mask);
+        bit<48> last;
+        bit<16> id;
+        @atomic {
+            flowlet_last_seen.read(last, meta.flowlet_index);
+            flowlet_id.read(id, meta.flowlet_index);
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+            /* A gap equal to the timeout does not end the flowlet. */
+            if (now - last > meta.flowlet_timeout) {
+                random(id, 16w0, 16w0xffff);
+                flowlet_id.write(meta.flowlet_index, id);
+            }
+            flowlet_last_seen.write(meta.flowlet_index, now);
+        }
+        meta.flowlet_id = id;
+    }
+
     /* Group -> one member nexthop, chosen by a hash of the flow.
      * Rust: Forwarder::resolve_target -> EcmpGroup::select(flow_hash(..)).
      * Rust hashes the same fields (tables::flowhash::FlowKey: addresses,
@@ -1030,6 +1125,7 @@ control IroncIngress(inout headers_t hdr,
             meta.flow_src_port : selector;
             meta.flow_dst_port : selector;
             meta.flow_label    : selector;
+            meta.flowlet_id    : selector;
         }
         actions = {
             set_nexthop;
@@ -1810,6 +1906,15 @@ control IroncIngress(inout headers_t hdr,
                         meta.flow_src_port = hdr.udp.src_port;
                         meta.flow_dst_port = hdr.udp.dst_port;
                     }
+                }
+                /* Rust: GroupBalancer::select. Hash mode keeps flowlet_id
+                 * 0, so the selection is the flow's alone. */
+                meta.flowlet_id = 0;
+                ecmp_balance.apply();
+                if (meta.balance_mode == BALANCE_FLOWLET) {
+                    flowlet_step();
+                } else if (meta.balance_mode == BALANCE_PER_PACKET) {
+                    random(meta.flowlet_id, 16w0, 16w0xffff);
                 }
                 /* A hit runs set_nexthop: route_kind becomes NEXTHOP. */
                 if (!ecmp_group.apply().hit) {

@@ -18,6 +18,7 @@
 //!   prefixes (uniformly random IPv6 addresses would all miss at the first level).
 //! * `flow_hash/{v4,v6}`: random 5-tuples (and flow labels).
 //! * `ecmp_select/16_members`: 16 members of random weights over 512 buckets, random hashes.
+//! * `flowlet_select/{continue,new_random,new_least_loaded}`: see `bench_flowlet`.
 //! * `mac_lookup/{1k,100k}`: a table learned full of random (VLAN, MAC) pairs over 16 VLANs,
 //!   looked up with learned pairs, all live.
 //!
@@ -266,6 +267,69 @@ fn bench_ecmp(c: &mut Criterion) {
     g.finish();
 }
 
+/// Flowlet ECMP on a group of 4 members, a 4096-entry table and `KEYS` flows:
+/// * `continue`: every flow's flowlet is live (seen within the timeout), so each packet is
+///   the table lookup, the liveness check and the refresh: the per-packet cost of a flowlet
+///   group once flows are placed (the "lookup and update");
+/// * `new_random` / `new_least_loaded`: every packet comes after a gap longer than the
+///   timeout, so each one starts a flowlet and chooses its member (LetFlow's random draw, or
+///   the least-loaded scan of the 4 members' egress counters).
+fn bench_flowlet(c: &mut Criterion) {
+    use dataplane::clock::PICOS_PER_MICRO;
+    use dataplane::qos::TmCounters;
+    use dataplane::tables::flowlet::{
+        BalanceMode, BalanceSpec, EgressLoad, GroupBalancer, PathChoice,
+    };
+    use std::sync::Arc;
+    let mut rng = XorShift::new(SEED ^ 0xf10e);
+    let members: Vec<Member> = (0..4)
+        .map(|id| Member {
+            id,
+            weight: 1,
+            up: true,
+        })
+        .collect();
+    let ecmp = EcmpGroup::with_buckets(256, &members).expect("ECMP group");
+    let counters = Arc::new(TmCounters::new(4));
+    let egress = EgressLoad::new(Arc::clone(&counters), vec![[u64::MAX; 8]; 4]);
+    let ports: Vec<Option<u16>> = (0..4).map(Some).collect();
+    let hashes: Vec<u32> = (0..KEYS).map(|_| rng.u32()).collect();
+    let timeout = 100 * PICOS_PER_MICRO;
+    let mut g = group(c, "flowlet_select");
+    for (name, choice, gap) in [
+        ("continue", PathChoice::Random, 0),
+        ("new_random", PathChoice::Random, timeout + 1),
+        ("new_least_loaded", PathChoice::LeastLoaded, timeout + 1),
+    ] {
+        let spec = BalanceSpec {
+            mode: BalanceMode::Flowlet,
+            choice,
+            timeout,
+            table_size: 4096,
+            avoid_ecn: false,
+        };
+        let mut balancer = GroupBalancer::new(spec, 0, &ecmp, &ports, 1, false).expect("balancer");
+        let mut now = 1_000 * PICOS_PER_MICRO;
+        for &h in &hashes {
+            balancer.select(&ecmp, h, 64, now, &egress);
+        }
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                // Each pass is one instant: `gap` after the previous pass.
+                now += gap;
+                let mut acc = 0u32;
+                for &h in &hashes {
+                    acc ^= balancer
+                        .select(&ecmp, black_box(h), 64, now, &egress)
+                        .unwrap_or(u32::MAX);
+                }
+                black_box(acc)
+            });
+        });
+    }
+    g.finish();
+}
+
 fn bench_mac(c: &mut Criterion) {
     let mut g = group(c, "mac_lookup");
     for (name, n) in [("1k", 1_000), ("100k", 100_000)] {
@@ -312,6 +376,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = tables;
     config = config();
-    targets = bench_lpm4, bench_lpm6, bench_flow_hash, bench_ecmp, bench_mac
+    targets = bench_lpm4, bench_lpm6, bench_flow_hash, bench_ecmp, bench_flowlet, bench_mac
 }
 criterion_main!(tables);

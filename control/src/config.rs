@@ -270,6 +270,12 @@ struct RawVlan {
 struct RawGroup {
     name: Spanned<String>,
     members: Spanned<Vec<Spanned<RawMember>>>,
+    /// Balancing keys, see `ecmp_config`.
+    mode: Option<Spanned<String>>,
+    choice: Option<Spanned<String>>,
+    flowlet_timeout_us: Option<Spanned<i64>>,
+    flowlet_table_size: Option<Spanned<i64>>,
+    avoid_ecn: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -719,6 +725,42 @@ impl Config {
         self.switch.as_ref().map_or(&[], |s| &s.group_names)
     }
 
+    /// Each ECMP group's name and balancing (by group id; empty in io mode).
+    pub fn group_balances(&self) -> Vec<(String, dataplane::tables::flowlet::BalanceSpec)> {
+        self.switch.as_ref().map_or_else(Vec::new, |s| {
+            s.group_names
+                .iter()
+                .cloned()
+                .zip(s.spec.groups.iter().map(|g| g.balance))
+                .collect()
+        })
+    }
+
+    /// Each ECMP group's members as people name them (`port via address`, by member index).
+    pub fn group_member_labels(&self) -> Vec<Vec<String>> {
+        let Some(s) = &self.switch else {
+            return Vec::new();
+        };
+        let spec = &s.spec;
+        spec.groups
+            .iter()
+            .map(|g| {
+                g.members
+                    .iter()
+                    .map(|&(n, _)| {
+                        let nh = &spec.nexthops[n as usize];
+                        match spec.interfaces[usize::from(nh.interface)].attachment {
+                            Attachment::Port(p) => {
+                                format!("{} via {}", self.ports[usize::from(p)].name, nh.ip)
+                            }
+                            Attachment::Vlan(v) => format!("vlan {v} via {}", nh.ip),
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// What the switch is, in mode `switch`; `None` in io mode.
     pub fn switch_spec(&self) -> Option<SwitchSpec> {
         self.switch.as_ref().map(|s| s.spec.clone())
@@ -797,6 +839,7 @@ impl Config {
         }
         let names: Vec<String> = self.ports.iter().map(|p| p.name.clone()).collect();
         lines.extend(crate::qos_config::summary(&spec.qos, &names));
+        lines.extend(crate::ecmp_config::summary(&self.group_balances()));
         for vlan in &spec.vlans {
             let mut members = Vec::new();
             for (index, role) in spec.ports.iter().enumerate() {
@@ -1802,8 +1845,22 @@ impl<'a> SwitchBuilder<'a> {
                     ),
                 ));
             }
+            let balance = crate::ecmp_config::build_balance(
+                self.loc,
+                &base,
+                &crate::ecmp_config::BalanceKeys {
+                    mode: group.mode.as_ref(),
+                    choice: group.choice.as_ref(),
+                    flowlet_timeout_us: group.flowlet_timeout_us.as_ref(),
+                    flowlet_table_size: group.flowlet_table_size.as_ref(),
+                    avoid_ecn: group.avoid_ecn.as_ref(),
+                    members: members.len(),
+                    members_span: group.members.span(),
+                },
+            )?;
             let mut spec = GroupSpec {
                 members: Vec::new(),
+                balance,
             };
             let mut group_vrf: Option<(u16, usize)> = None;
             for (j, raw_member) in members.iter().enumerate() {
@@ -4141,6 +4198,7 @@ port = "tr"
             ],
             groups: vec![GroupSpec {
                 members: vec![(0, 2), (1, 1)],
+                balance: Default::default(),
             }],
             routes: vec![
                 RouteSpec {
@@ -4357,7 +4415,8 @@ port = "tr"
         assert_eq!(
             spec.groups,
             vec![GroupSpec {
-                members: vec![(0, 1), (1, 1)]
+                members: vec![(0, 1), (1, 1)],
+                balance: Default::default(),
             }]
         );
         let routes: Vec<(IpAddr, u8, RouteTarget)> = spec

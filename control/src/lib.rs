@@ -7,6 +7,7 @@
 pub mod api;
 pub mod config;
 pub mod ctl;
+pub mod ecmp_config;
 pub mod metrics;
 pub mod p4ctl;
 pub mod pcap;

@@ -772,9 +772,20 @@ fn run(
         }
     };
     print!("{}", report::to_text(&run_report));
+    let group_names: Vec<String> = config
+        .group_balances()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    let group_members = config.group_member_labels();
+    print!(
+        "{}",
+        report::groups_text(&run_report, &group_names, &group_members)
+    );
     if let Some(file) = stats_json {
-        let text = serde_json::to_string_pretty(&report::to_json(&run_report))
-            .expect("JSON values serialise");
+        let mut json = report::to_json(&run_report);
+        json["groups"] = report::groups_json(&run_report, &group_names, &group_members);
+        let text = serde_json::to_string_pretty(&json).expect("JSON values serialise");
         if let Err(e) = std::fs::write(file, text + "\n") {
             eprintln!("ironclos: cannot write {}: {e}", file.display());
             return ExitCode::from(EXIT_RUNTIME);
@@ -786,9 +797,22 @@ fn run(
             .iter()
             .map(|p| p.info.name.as_str())
             .collect();
+        // QoS events and flowlet moves, merged in time order (QoS first at equal times).
+        let mut lines: Vec<(u64, serde_json::Value)> = run_report
+            .qos_events
+            .iter()
+            .map(|e| (e.at, report::event_json(e, &names)))
+            .collect();
+        lines.extend(run_report.flowlet_moves.iter().map(|m| {
+            (
+                m.at,
+                report::flowlet_move_json(m, &group_names, &group_members),
+            )
+        }));
+        lines.sort_by_key(|(at, _)| *at);
         let mut text = String::new();
-        for event in &run_report.qos_events {
-            text.push_str(&report::event_json(event, &names).to_string());
+        for (_, line) in &lines {
+            text.push_str(&line.to_string());
             text.push('\n');
         }
         if let Err(e) = std::fs::write(file, text) {

@@ -256,3 +256,106 @@ pub fn to_text(report: &RunReport) -> String {
     }
     out
 }
+
+/// Each ECMP group's balancing for `--stats-json`: mode, counters, per-member bytes and the
+/// imbalance (max member bytes / mean). `names[g]` and `members[g][i]` label them.
+pub fn groups_json(report: &RunReport, names: &[String], members: &[Vec<String>]) -> Value {
+    let groups: Vec<Value> = report
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(g, group)| {
+            let member_list: Vec<Value> = group
+                .member_bytes
+                .iter()
+                .zip(&group.member_packets)
+                .enumerate()
+                .map(|(i, (bytes, packets))| {
+                    json!({
+                        "member": members.get(g).and_then(|m| m.get(i)).map_or("?", String::as_str),
+                        "bytes": bytes,
+                        "packets": packets,
+                    })
+                })
+                .collect();
+            json!({
+                "name": names.get(g).map_or("?", String::as_str),
+                "mode": group.spec.mode.as_str(),
+                "choice": group.spec.choice.as_str(),
+                "flowlet_timeout_ps": group.spec.timeout,
+                "flowlets": group.flowlets,
+                "moves": group.moves,
+                "forced_moves": group.forced_moves,
+                "imbalance": group.imbalance(),
+                "members": member_list,
+                "events_lost": group.events_lost,
+            })
+        })
+        .collect();
+    Value::Array(groups)
+}
+
+/// Each ECMP group's balancing as a table: members' bytes and the imbalance.
+pub fn groups_text(report: &RunReport, names: &[String], members: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    for (g, group) in report.groups.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "group {} ({}{}): {} flowlets, {} moves ({} forced), imbalance {:.3} (max member / mean)",
+            names.get(g).map_or("?", String::as_str),
+            group.spec.mode.as_str(),
+            if group.spec.mode == dataplane::tables::flowlet::BalanceMode::Hash {
+                String::new()
+            } else {
+                format!(", {}", group.spec.choice.as_str())
+            },
+            group.flowlets,
+            group.moves,
+            group.forced_moves,
+            group.imbalance()
+        );
+        for (i, (bytes, packets)) in group
+            .member_bytes
+            .iter()
+            .zip(&group.member_packets)
+            .enumerate()
+        {
+            let _ = writeln!(
+                out,
+                "  {:<32} {:>12} packets {:>14} bytes",
+                members
+                    .get(g)
+                    .and_then(|m| m.get(i))
+                    .map_or("?", String::as_str),
+                packets,
+                bytes
+            );
+        }
+    }
+    out
+}
+
+/// One flowlet move for the `--events` log (same clock as the QoS events).
+pub fn flowlet_move_json(
+    event: &dataplane::tables::flowlet::FlowletMove,
+    names: &[String],
+    members: &[Vec<String>],
+) -> Value {
+    let g = event.group as usize;
+    let member = |i: u32| {
+        members
+            .get(g)
+            .and_then(|m| m.get(i as usize))
+            .map_or("?", String::as_str)
+            .to_owned()
+    };
+    json!({
+        "t_ps": event.at,
+        "event": "flowlet_move",
+        "group": names.get(g).map_or("?", String::as_str),
+        "slot": event.slot,
+        "from": member(event.from),
+        "to": member(event.to),
+        "forced": event.forced,
+    })
+}

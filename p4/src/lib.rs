@@ -93,6 +93,16 @@ pub const QOS_TABLES: &[(&str, &[&str])] = &[
     ("ecn_profile", &["set_ecn_profile"]),
 ];
 
+/// Flowlet ECMP (Rust: `dataplane::tables::flowlet`): a group's balancing mode.
+pub const FLOWLET_TABLES: &[(&str, &[&str])] = &[(
+    "ecmp_balance",
+    &["balance_hash", "balance_flowlet", "balance_per_packet"],
+)];
+
+/// The flowlet registers (Rust: the `FlowletTable` entry's `last_seen` and `flowlet_id`),
+/// indexed by the group's base plus the flow hash masked to its table size.
+pub const FLOWLET_REGISTERS: &[&str] = &["flowlet_last_seen", "flowlet_id"];
+
 /// Tables the `switch` mode needs beyond [`SWITCH_TABLES`], for state the Rust forwarder keeps
 /// in plain fields rather than in a table: the VRF of an L3 interface (`InterfaceSpec::vrf`) and
 /// whether a VLAN leaves a port tagged (`Forwarder::egress_tagged`).
@@ -1258,6 +1268,30 @@ mod tests {
         );
     }
 
+    /// Each flowlet register is declared once, as `register<bit<W>>(FLOWLET_ENTRIES) name;`,
+    /// and read and written by the flowlet step.
+    #[test]
+    fn flowlet_registers_are_declared_and_used() {
+        for name in FLOWLET_REGISTERS {
+            let declared = SOURCE
+                .lines()
+                .filter(|l| {
+                    let l = l.trim();
+                    l.starts_with("register<bit<")
+                        && l.ends_with(&format!("(FLOWLET_ENTRIES) {name};"))
+                })
+                .count();
+            assert_eq!(declared, 1, "register {name}");
+            assert!(SOURCE.contains(&format!("{name}.read(")), "{name} is read");
+            assert!(
+                SOURCE.contains(&format!("{name}.write(")),
+                "{name} is written"
+            );
+        }
+        assert!(SOURCE.contains("now - last > meta.flowlet_timeout"));
+        assert_eq!(schema().check_names(FLOWLET_TABLES), Ok(()));
+    }
+
     #[test]
     fn switch_tables_check_clean() {
         assert_eq!(schema().check_names(SWITCH_TABLES), Ok(()));
@@ -1275,6 +1309,7 @@ mod tests {
             .chain(SWITCH_TABLES)
             .chain(SWITCH_SUPPORT_TABLES)
             .chain(QOS_TABLES)
+            .chain(FLOWLET_TABLES)
             .copied()
             .collect();
         for &(name, actions) in &listed {
@@ -1360,7 +1395,12 @@ mod tests {
                 ("meta.flow_src_port", Selector),
                 ("meta.flow_dst_port", Selector),
                 ("meta.flow_label", Selector),
+                ("meta.flowlet_id", Selector),
             ])
+        );
+        assert_eq!(
+            keys("ecmp_balance"),
+            key_list(&[("meta.ecmp_group_id", Exact)])
         );
         assert!(
             SOURCE
@@ -1399,6 +1439,7 @@ mod tests {
             ("ipv6_lpm", Some("drop_packet")),
             // BMv2 ignores default_action on tables with an action selector.
             ("ecmp_group", None),
+            ("ecmp_balance", Some("balance_hash")),
             ("nexthop", Some("resolve_nexthop")),
             ("my_sid", Some(NO_ACTION)),
             ("srv6_policy", Some("drop_packet")),
@@ -1449,6 +1490,13 @@ mod tests {
                 ],
             ),
             ("end_dt46", &[("vrf", 16)]),
+            ("balance_hash", &[]),
+            (
+                "balance_flowlet",
+                &[("timeout", 48), ("base", 32), ("mask", 32)],
+            ),
+            ("balance_per_packet", &[]),
+            ("flowlet_step", &[]),
         ];
         for &(name, params) in expected {
             let action = schema()

@@ -15,6 +15,7 @@ use crate::dpdk::{
     StopSignal,
 };
 use crate::qos::{QosEvent, TC_COUNT, TmCounters};
+use crate::tables::flowlet::{BalanceCounters, BalanceSpec, FlowletMove};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -193,6 +194,10 @@ pub struct RunReport {
     /// Watermark crossings and ECN onsets, oldest first (when the spec asked for them).
     pub qos_events: Vec<QosEvent>,
     pub qos_events_lost: u64,
+    /// Per ECMP group (by group id): balancing mode and counters (switch mode).
+    pub groups: Vec<GroupReport>,
+    /// Flowlets that changed member, oldest first (when the spec asked for events).
+    pub flowlet_moves: Vec<FlowletMove>,
     /// The replay could not go on for lack of mbufs (see `[dataplane] mbufs`).
     pub replay_stalled: bool,
     /// Longest time a worker spent forwarding.
@@ -201,6 +206,38 @@ pub struct RunReport {
     /// SRv6 counters per local SID and per policy, by name (switch mode).
     pub srv6_sids: Vec<(String, ObjectSnapshot)>,
     pub srv6_policies: Vec<(String, ObjectSnapshot)>,
+}
+
+/// One ECMP group's balancing at the end of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupReport {
+    pub spec: BalanceSpec,
+    pub flowlets: u64,
+    pub moves: u64,
+    pub forced_moves: u64,
+    /// By member index (the order of the group's members in the config).
+    pub member_bytes: Vec<u64>,
+    pub member_packets: Vec<u64>,
+    pub events_lost: u64,
+}
+
+impl GroupReport {
+    fn of(spec: &BalanceSpec, c: &BalanceCounters) -> GroupReport {
+        GroupReport {
+            spec: *spec,
+            flowlets: c.flowlets.get(),
+            moves: c.moves.get(),
+            forced_moves: c.forced_moves.get(),
+            member_bytes: c.member_bytes.iter().map(|b| b.get()).collect(),
+            member_packets: c.member_packets.iter().map(|b| b.get()).collect(),
+            events_lost: c.events_lost.get(),
+        }
+    }
+
+    /// Max member bytes over mean member bytes (`tables::flowlet::imbalance`).
+    pub fn imbalance(&self) -> f64 {
+        crate::tables::flowlet::imbalance(&self.member_bytes)
+    }
 }
 
 impl RunReport {
@@ -340,6 +377,7 @@ fn run_with_eal(
         replay_stalled: AtomicBool::new(false),
         qos_events: Mutex::new(Vec::new()),
         ctl: Arc::new(crate::ctl::Channel::new()),
+        flowlet_moves: Mutex::new(Vec::new()),
     });
     let admin = Arc::new(AdminState::new(ports.len()));
     let queue_counters = Arc::new(TmCounters::new(ports.len()));
@@ -349,6 +387,7 @@ fn run_with_eal(
     let burst = config.burst.clamp(1, MAX_BURST);
 
     let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::with_capacity(workers);
+    let mut balance: Vec<(BalanceSpec, Arc<BalanceCounters>)> = Vec::new();
     // Switch mode: the worker's SRv6 counters and the names to report them by.
     let mut srv6: Option<(Arc<Srv6Counters>, Vec<String>, Vec<String>)> = None;
     match &config.mode {
@@ -392,6 +431,11 @@ fn run_with_eal(
                 Arc::clone(&queue_counters),
             )
             .map_err(|e| EngineError::Config(e.to_string()))?;
+            balance = job
+                .balance_specs()
+                .into_iter()
+                .zip(job.balance_counters())
+                .collect();
             srv6 = Some((
                 job.srv6_counters(),
                 spec.srv6.sids.iter().map(|s| s.name.clone()).collect(),
@@ -476,6 +520,16 @@ fn run_with_eal(
             &mut *shared.qos_events.lock().unwrap_or_else(|e| e.into_inner()),
         ),
         qos_events_lost: queue_counters.events_lost.get(),
+        groups: balance
+            .iter()
+            .map(|(spec, counters)| GroupReport::of(spec, counters))
+            .collect(),
+        flowlet_moves: std::mem::take(
+            &mut *shared
+                .flowlet_moves
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ),
         replay_stalled: shared.replay_stalled.load(Ordering::Relaxed),
         forwarding_time: Duration::from_nanos(
             shared.longest_forwarding_nanos.load(Ordering::Relaxed),
@@ -563,6 +617,8 @@ pub(crate) struct WorkerShared {
     pub(crate) qos_events: Mutex<Vec<QosEvent>>,
     /// Run-time requests to the switch worker (crate::ctl).
     pub(crate) ctl: Arc<crate::ctl::Channel>,
+    /// The switch worker's flowlet moves, handed over once at the end of the run.
+    pub(crate) flowlet_moves: Mutex<Vec<FlowletMove>>,
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use crate::pipeline::{
 use crate::qos::pfc;
 use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
+use crate::tables::flowlet::{BalanceCounters, BalanceSpec, EgressLoad};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -103,6 +104,40 @@ pub(crate) struct SwitchWorker {
     peers: Vec<[replay::PeerPause; qos::TC_COUNT]>,
 }
 
+/// Lets the forwarder's least-loaded groups read egress depths and transmitted bytes from the
+/// traffic manager's counters (see `tables::flowlet::EgressLoad` for why a counter view), with
+/// each class's ECN Kmin so they can tell a marking port.
+fn attach_egress_load(forwarder: &mut Forwarder, spec: &SwitchSpec, counters: &Arc<TmCounters>) {
+    let kmin = spec
+        .qos
+        .ports
+        .iter()
+        .map(|p| std::array::from_fn(|tc| p.tcs[tc].ecn.map_or(u64::MAX, |e| e.kmin)))
+        .collect();
+    forwarder.set_egress_load(EgressLoad::new(Arc::clone(counters), kmin));
+}
+
+impl SwitchWorker {
+    /// Each ECMP group's balancing counters (readable while the worker runs).
+    pub(crate) fn balance_counters(&self) -> Vec<Arc<BalanceCounters>> {
+        self.forwarder.balance_counters()
+    }
+
+    /// Each ECMP group's balancing configuration.
+    pub(crate) fn balance_specs(&self) -> Vec<BalanceSpec> {
+        self.forwarder.balance_specs()
+    }
+
+    /// Gives the control thread the flowlet moves for the event log, at the end of a run.
+    fn hand_over_flowlet_moves(&mut self) {
+        *self
+            .shared
+            .flowlet_moves
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = self.forwarder.take_flowlet_moves();
+    }
+}
+
 impl SwitchWorker {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
@@ -119,6 +154,7 @@ impl SwitchWorker {
     ) -> Result<SwitchWorker, ForwarderError> {
         schedule.sort_by_key(|e| std::cmp::Reverse(e.at));
         let mut forwarder = Forwarder::new(spec)?;
+        attach_egress_load(&mut forwarder, spec, &queue_counters);
         for (index, up) in shared.link_up.iter().enumerate() {
             forwarder.set_port_up(index as u16, up.load(Ordering::Relaxed));
         }
@@ -194,6 +230,7 @@ impl SwitchWorker {
             .qos_events
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = self.tm.take_events();
+        self.hand_over_flowlet_moves();
         let nanos =
             (u128::from(dpdk::tsc().wrapping_sub(start)) * 1_000_000_000 / u128::from(hz)) as u64;
         self.shared

@@ -8,6 +8,7 @@ use crate::clock::{PICOS_PER_SECOND, Picos};
 use crate::counters::DropReason;
 use crate::tables::ecmp::{EcmpGroup, Member};
 use crate::tables::flowhash::{FlowKey, flow_hash};
+use crate::tables::flowlet::{BalanceCounters, EgressLoad, FlowletMove, GroupBalancer};
 use crate::tables::mac::{LearnOutcome, MacTable};
 use crate::tables::{Lpm4, Lpm6, LpmError};
 use crate::wire::checksum;
@@ -182,6 +183,13 @@ pub struct Forwarder {
     fib6: Vec<Lpm6>,
     nexthops: Vec<Nexthop>,
     groups: Vec<EcmpGroup>,
+    /// Per group, parallel to `groups`: hash, flowlet or per-packet member choice and its
+    /// counters (`tables::flowlet`).
+    balancers: Vec<GroupBalancer>,
+    /// Egress queue depths and transmitted bytes for least-loaded choice.
+    egress_load: EgressLoad,
+    /// Length of the frame being processed (per-member byte counters of the groups).
+    frame_len: u32,
     macs: MacTable,
     flow_hash_seed: u32,
     glean: [(IpAddr, Picos); GLEAN_SLOTS],
@@ -275,6 +283,9 @@ impl Forwarder {
             fib6: (0..vrfs).map(|_| Lpm6::new()).collect(),
             nexthops: Vec::with_capacity(spec.nexthops.len()),
             groups: Vec::with_capacity(spec.groups.len()),
+            balancers: Vec::with_capacity(spec.groups.len()),
+            egress_load: EgressLoad::default(),
+            frame_len: 0,
             macs: {
                 let mut macs = MacTable::new(spec.mac_capacity);
                 macs.set_aging_time(spec.mac_aging);
@@ -366,7 +377,9 @@ impl Forwarder {
                 .collect();
             let built = EcmpGroup::with_buckets(spec.ecmp_buckets, &members)
                 .map_err(|e| ForwarderError(format!("ECMP group {id}: {e}")))?;
+            let balancer = forwarder.balancer_for(id as u32, &group.balance, &built, spec)?;
             forwarder.groups.push(built);
+            forwarder.balancers.push(balancer);
         }
         forwarder.srv6 = srv6::Srv6State::new(&spec.srv6, &forwarder)?;
         for route in &spec.routes {
@@ -612,6 +625,7 @@ impl Forwarder {
         if frame.len() < 14 {
             return Verdict::Drop(DropReason::Truncated);
         }
+        self.frame_len = frame.len() as u32;
         let Some(port) = self.ports.get(usize::from(in_port)) else {
             return Verdict::Drop(DropReason::NoEgressPort);
         };
@@ -1001,10 +1015,20 @@ impl Forwarder {
     ) -> Result<(u16, [u8; 6]), DropReason> {
         let nexthop_id = match target {
             RouteTarget::Nexthop(id) => id,
-            RouteTarget::Group(group) => match self.groups[group as usize].select(hash()) {
-                Some(member) => member,
-                None => return Err(DropReason::EcmpNoLiveMember),
-            },
+            RouteTarget::Group(group) => {
+                let g = group as usize;
+                let chosen = self.balancers[g].select(
+                    &self.groups[g],
+                    hash(),
+                    self.frame_len,
+                    now,
+                    &self.egress_load,
+                );
+                match chosen {
+                    Some(member) => member,
+                    None => return Err(DropReason::EcmpNoLiveMember),
+                }
+            }
             RouteTarget::Connected(interface) => {
                 self.glean(interface, dst, now);
                 return Err(DropReason::NeighborUnresolved);
@@ -1096,6 +1120,71 @@ impl Forwarder {
             Some(v) => self.tag_op(frame, tagged, port, v),
         };
         Verdict::Forward { port, tag }
+    }
+}
+
+/// ECMP balancing (flowlets, least-loaded choice): building the per-group balancers and
+/// reading their counters and events.
+impl Forwarder {
+    fn balancer_for(
+        &self,
+        id: u32,
+        balance: &crate::tables::flowlet::BalanceSpec,
+        group: &EcmpGroup,
+        spec: &SwitchSpec,
+    ) -> Result<GroupBalancer, ForwarderError> {
+        // A member's load is its port's when its nexthop sits on a routed port.
+        let member_ports: Vec<Option<u16>> = group
+            .members()
+            .iter()
+            .map(|m| {
+                let nexthop = &self.nexthops[m.id as usize];
+                match self.interfaces[usize::from(nexthop.interface)].attachment {
+                    Attachment::Port(p) => Some(p),
+                    Attachment::Vlan(_) => None,
+                }
+            })
+            .collect();
+        GroupBalancer::new(
+            *balance,
+            id,
+            group,
+            &member_ports,
+            u64::from(spec.flow_hash_seed),
+            spec.qos.events,
+        )
+        .map_err(|e| ForwarderError(format!("ECMP group {id}: {e}")))
+    }
+
+    /// Lets least-loaded groups see the egress queues (the engine passes the traffic
+    /// manager's counters; without it every queue looks empty).
+    pub fn set_egress_load(&mut self, view: EgressLoad) {
+        self.egress_load = view;
+    }
+
+    /// Each group's balancing counters, by group id.
+    pub fn balance_counters(&self) -> Vec<std::sync::Arc<BalanceCounters>> {
+        self.balancers
+            .iter()
+            .map(|b| std::sync::Arc::clone(b.counters()))
+            .collect()
+    }
+
+    /// The flowlet moves recorded since the last call (when the spec asks for events), in
+    /// time order.
+    pub fn take_flowlet_moves(&mut self) -> Vec<FlowletMove> {
+        let mut moves: Vec<FlowletMove> = self
+            .balancers
+            .iter_mut()
+            .flat_map(|b| b.take_events())
+            .collect();
+        moves.sort_by_key(|m| (m.at, m.group));
+        moves
+    }
+
+    /// Each group's balancing configuration and member ports, by group id.
+    pub fn balance_specs(&self) -> Vec<crate::tables::flowlet::BalanceSpec> {
+        self.balancers.iter().map(|b| *b.spec()).collect()
     }
 }
 

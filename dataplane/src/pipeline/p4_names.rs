@@ -63,6 +63,14 @@ pub const MY_SID: (&str, &[&str]) = (
 /// Headend policies (`RouteTarget::Srv6Policy`, `EncapMode`).
 pub const SRV6_POLICY: (&str, &[&str]) =
     ("srv6_policy", &["h_encaps", "h_encaps_red", "drop_packet"]);
+/// A group's balancing (`tables::flowlet::BalanceMode`, `Forwarder::balancers`).
+pub const ECMP_BALANCE: (&str, &[&str]) = (
+    "ecmp_balance",
+    &["balance_hash", "balance_flowlet", "balance_per_packet"],
+);
+/// The flowlet table's entry fields as P4 registers (`tables::flowlet::FlowletTable`: the
+/// entry's `last_seen` and `flowlet_id`; the member is the selector's pick for the id).
+pub const FLOWLET_REGISTERS: &[&str] = &["flowlet_last_seen", "flowlet_id"];
 /// io mode's port pairs.
 pub const IO_FORWARD: (&str, &[&str]) = ("io_forward", &["forward", "drop_packet"]);
 
@@ -85,6 +93,7 @@ pub const TABLES: &[(&str, &[&str])] = &[
     PCP_TO_TC,
     LOSSLESS_TC,
     ECN_PROFILE,
+    ECMP_BALANCE,
 ];
 
 #[cfg(test)]
@@ -100,8 +109,17 @@ mod tests {
     }
 
     #[test]
+    fn flowlet_registers_are_the_p4_programs() {
+        assert_eq!(super::FLOWLET_REGISTERS, p4::FLOWLET_REGISTERS);
+    }
+
+    #[test]
     fn every_switch_table_of_the_p4_program_is_implemented() {
-        for (table, _) in p4::SWITCH_TABLES.iter().chain(p4::QOS_TABLES) {
+        for (table, _) in p4::SWITCH_TABLES
+            .iter()
+            .chain(p4::QOS_TABLES)
+            .chain(p4::FLOWLET_TABLES)
+        {
             assert!(
                 super::TABLES.iter().any(|(t, _)| t == table),
                 "P4 table {table} has no Rust counterpart"

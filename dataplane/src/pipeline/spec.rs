@@ -4,6 +4,7 @@
 
 use crate::clock::{PICOS_PER_SECOND, Picos};
 use crate::qos::QosSpec;
+use crate::tables::flowlet::BalanceSpec;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// How a port takes part in forwarding.
@@ -52,9 +53,11 @@ pub struct NexthopSpec {
 }
 
 /// An ECMP group of nexthops (indices into `SwitchSpec::nexthops`) with weights.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GroupSpec {
     pub members: Vec<(u32, u32)>,
+    /// Hash, flowlet or per-packet balancing (`tables::flowlet`).
+    pub balance: BalanceSpec,
 }
 
 /// What a route points at.

@@ -90,6 +90,7 @@ fn leaf_spec() -> SwitchSpec {
     ];
     spec.groups = vec![GroupSpec {
         members: vec![(0, 1), (1, 1)],
+        balance: Default::default(),
     }];
     spec.routes = vec![
         RouteSpec {
@@ -863,6 +864,76 @@ fn bad_specs_are_refused_with_a_reason() {
         target: RouteTarget::Blackhole,
     });
     assert!(Forwarder::new(&spec).unwrap_err().0.contains("VRF 3"));
+}
+
+#[test]
+fn a_flowlet_group_keeps_flows_within_the_timeout_and_leaves_a_down_port_at_once() {
+    use crate::clock::PICOS_PER_MICRO;
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
+    let mut spec = leaf_spec();
+    spec.groups[0].balance = BalanceSpec {
+        mode: BalanceMode::Flowlet,
+        choice: PathChoice::Random,
+        timeout: 100 * PICOS_PER_MICRO,
+        table_size: 1 << 16,
+        avoid_ecn: false,
+    };
+    let mut f = Forwarder::new(&spec).expect("valid spec");
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    f.neighbor_resolved(1, "10.255.0.2".parse().unwrap(), SPINE2);
+    let send = |f: &mut Forwarder, sport: u16, now: u64| {
+        let packet = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+        match f.process(&mut frame, 0, now) {
+            Verdict::Forward { port, .. } => {
+                let spine = if port == 5 { SPINE1 } else { SPINE2 };
+                assert_eq!(frame[0..6], spine, "rewritten to the chosen member's MAC");
+                port
+            }
+            other => panic!("flow {sport}: {other:?}"),
+        }
+    };
+    let flows = 200u16;
+    let first: Vec<u16> = (0..flows).map(|s| send(&mut f, s, T0)).collect();
+    assert!(first.contains(&5) && first.contains(&6));
+    // 100 us later (= the timeout): the same flowlets, the same members.
+    let t1 = T0 + 100 * PICOS_PER_MICRO;
+    for s in 0..flows {
+        assert_eq!(send(&mut f, s, t1), first[usize::from(s)], "flow {s}");
+    }
+    // Flows sharing a flowlet entry share a flowlet: count entries (the flow hash itself is
+    // checked against MurmurHash3 in tables::flowhash).
+    let slot = |sport: u16| {
+        let key = crate::tables::flowhash::FlowKey::V4 {
+            src: [10, 0, 10, 5],
+            dst: [10, 1, 0, 9],
+            proto: 17,
+            sport,
+            dport: 4791,
+        };
+        crate::tables::flowhash::flow_hash(&key, spec.flow_hash_seed) & 0xffff
+    };
+    let entries = |on: &dyn Fn(u16) -> bool| {
+        let mut slots: Vec<u32> = (0..flows).filter(|&s| on(s)).map(slot).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        slots.len() as u64
+    };
+    let all_entries = entries(&|_| true);
+    let counters = f.balance_counters();
+    assert_eq!(counters[0].flowlets.get(), all_entries);
+    assert_eq!(counters[0].moves.get(), 0);
+    let sent: u64 = counters[0].member_packets.iter().map(|c| c.get()).sum();
+    assert_eq!(sent, 2 * u64::from(flows));
+    // Port 5 goes down: its flows move with their next packet, 1 us later.
+    f.set_port_up(5, false);
+    let on5 = entries(&|s| first[usize::from(s)] == 5);
+    for s in 0..flows {
+        assert_eq!(send(&mut f, s, t1 + PICOS_PER_MICRO), 6, "flow {s}");
+    }
+    assert_eq!(counters[0].forced_moves.get(), on5);
+    assert_eq!(counters[0].moves.get(), on5);
+    assert_eq!(counters[0].flowlets.get(), all_entries + on5);
 }
 
 // Run-time updates (crate::ctl), on the leaf spec above.

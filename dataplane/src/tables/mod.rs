@@ -6,6 +6,7 @@
 
 pub mod ecmp;
 pub mod flowhash;
+pub mod flowlet;
 mod lpm;
 pub mod lpm4;
 pub mod lpm6;

@@ -1,0 +1,723 @@
+//! Flowlet switching for ECMP groups: a fixed-size table of flowlets indexed by flow hash, and
+//! the per-group balancer that decides, for each packet of a group in `flowlet` or
+//! `per-packet` mode, which member it leaves on (REFERENCE.md section 3).
+//!
+//! # The table
+//!
+//! `FlowletTable` is `2^k` entries of (last seen, member, flowlet id), allocated once. A packet
+//! uses entry `hash & (size - 1)`. If the entry's last packet is at most `timeout` old and its
+//! member is still live, the packet stays on that member: the flowlet goes on. Otherwise a new
+//! flowlet starts and the group picks a member for it. Every packet refreshes the entry's
+//! time, so aging is implicit: an entry idle for longer than the timeout is simply a new
+//! flowlet the next time it is used, and nothing ever has to be swept.
+//!
+//! Collisions are deterministic and safe: flows whose hashes share an entry share one flowlet
+//! (exactly like the P4 reference programs' register arrays). Each of them refreshes the time,
+//! so the shared flowlet ends only when *all* of them have been idle for the timeout; then
+//! every one of them has a gap longer than the timeout too, and moving it cannot reorder it.
+//! A collision can only make flowlets longer (less balancing), never reorder a flow.
+//!
+//! # Choosing a member for a new flowlet
+//!
+//! * `random` (LetFlow): a pseudo-random draw indexes the group's resilient bucket table, so
+//!   the draw honours weights and skips members that are down. The draw mixes the flow hash,
+//!   the new flowlet's id (per packet: a packet count) and a seed from the config, as the P4
+//!   program hashes the flow and its flowlet id into the member selector: the same trace gives
+//!   the same choices, and no generator state chains one packet's draw to the previous one's.
+//! * `least-loaded` (CONGA-like, local information only): each live member's load is the
+//!   bytes held in its egress port's queues (all traffic classes) plus a decaying estimate of
+//!   the bytes that port recently transmitted (a DRE, halved every `DRE_HALF_LIFE`), divided
+//!   by the member's weight. The lowest load wins; ties go to the first member in an order
+//!   rotated by the flow hash (starting at the flowlet's previous member, so a tie never
+//!   moves a flowlet needlessly), which also spreads simultaneous new flows over idle members.
+//!   With `avoid_ecn`, members whose port is marking ECN in some class are skipped unless
+//!   every live member is marking.
+//!
+//! Members that go down are never chosen, and a flowlet whose member is down moves at once,
+//! whatever its gap (that packet counts as a new flowlet and a forced move).
+
+use super::ecmp::EcmpGroup;
+use crate::clock::{PICOS_PER_MICRO, Picos};
+use crate::counters::Counter;
+use crate::qos::{TC_COUNT, TmCounters};
+use std::fmt;
+use std::sync::Arc;
+
+/// Flowlet entries per group when not configured (SAI ARS defaults to 512 flows; RoCE fabrics
+/// have few flows per leaf, but a larger table makes collisions rarer for little memory:
+/// 16 bytes an entry, 64 KiB a group).
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
+/// Largest flowlet table accepted (16 MiB per group).
+pub const MAX_TABLE_SIZE: usize = 1 << 20;
+/// The default idle gap that ends a flowlet (ConWeave's CONGA and LetFlow settings).
+pub const DEFAULT_TIMEOUT: Picos = 100 * PICOS_PER_MICRO;
+/// The recent-transmission estimate halves every this long (CONGA's DRE: period 50 us).
+pub const DRE_HALF_LIFE: Picos = 50 * PICOS_PER_MICRO;
+/// Flowlet moves kept for the event log; later ones are only counted.
+pub const EVENT_CAPACITY: usize = 1 << 16;
+/// Members a balanced (`flowlet` or `per-packet`) group may have (SAI ARS allows 16 primary
+/// members; a bound keeps the least-loaded scan short).
+pub const MAX_BALANCED_MEMBERS: usize = 64;
+
+/// How a group spreads traffic over its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BalanceMode {
+    /// Static flow hashing: a flow stays on its bucket's member.
+    #[default]
+    Hash,
+    /// A flow may change member only after an idle gap longer than the timeout.
+    Flowlet,
+    /// Every packet is placed on its own (spraying, for receivers that reorder).
+    PerPacket,
+}
+
+impl BalanceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BalanceMode::Hash => "hash",
+            BalanceMode::Flowlet => "flowlet",
+            BalanceMode::PerPacket => "per-packet",
+        }
+    }
+}
+
+/// How a new flowlet (or, per packet, each packet) picks its member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathChoice {
+    /// Uniformly at random by weight (LetFlow).
+    #[default]
+    Random,
+    /// The member with the least egress queue depth plus recent transmitted bytes.
+    LeastLoaded,
+}
+
+impl PathChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathChoice::Random => "random",
+            PathChoice::LeastLoaded => "least-loaded",
+        }
+    }
+}
+
+/// A group's balancing configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BalanceSpec {
+    pub mode: BalanceMode,
+    pub choice: PathChoice,
+    /// A flowlet ends after an idle gap longer than this.
+    pub timeout: Picos,
+    /// Flowlet entries (a power of two); unused in `hash` and `per-packet` modes.
+    pub table_size: usize,
+    /// Least-loaded choice skips members whose port is marking ECN (unless all are).
+    pub avoid_ecn: bool,
+}
+
+impl Default for BalanceSpec {
+    fn default() -> Self {
+        Self {
+            mode: BalanceMode::Hash,
+            choice: PathChoice::Random,
+            timeout: DEFAULT_TIMEOUT,
+            table_size: DEFAULT_TABLE_SIZE,
+            avoid_ecn: false,
+        }
+    }
+}
+
+/// Why a balancer cannot be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowletError {
+    /// The table size is not a power of two in `1..=MAX_TABLE_SIZE`.
+    TableSize(usize),
+    /// A balanced group has more than `MAX_BALANCED_MEMBERS` members.
+    TooManyMembers(usize),
+}
+
+impl fmt::Display for FlowletError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlowletError::TableSize(n) => write!(
+                f,
+                "flowlet table size {n} is not a power of two in 1..={MAX_TABLE_SIZE}"
+            ),
+            FlowletError::TooManyMembers(n) => write!(
+                f,
+                "{n} members: flowlet and per-packet groups take at most {MAX_BALANCED_MEMBERS}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FlowletError {}
+
+/// Marks an entry that has never been used (no member index is this large).
+const EMPTY: u32 = u32::MAX;
+
+/// One flowlet: 16 bytes, four to a cache line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    last_seen: Picos,
+    /// Index of the member in the group, or `EMPTY`.
+    member: u32,
+    /// Counts the flowlets this entry has started (wraps); the P4 program's `flowlet_id`.
+    flowlet_id: u32,
+}
+
+const EMPTY_ENTRY: Entry = Entry {
+    last_seen: 0,
+    member: EMPTY,
+    flowlet_id: 0,
+};
+
+/// What the table says about a packet's flowlet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The flowlet goes on, on this member (index in the group).
+    Continue(u32),
+    /// The gap was longer than the timeout (or the entry was never used): a new flowlet.
+    /// `previous` is the member of the entry's last flowlet, if any.
+    New { previous: Option<u32> },
+}
+
+/// The fixed-size flowlet table (see the module documentation).
+#[derive(Clone)]
+pub struct FlowletTable {
+    entries: Box<[Entry]>,
+    mask: u32,
+}
+
+impl fmt::Debug for FlowletTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowletTable")
+            .field("size", &self.entries.len())
+            .finish()
+    }
+}
+
+impl FlowletTable {
+    /// A table of `size` entries (a power of two up to `MAX_TABLE_SIZE`), all empty.
+    ///
+    /// # Errors
+    ///
+    /// [`FlowletError::TableSize`].
+    pub fn new(size: usize) -> Result<FlowletTable, FlowletError> {
+        if !size.is_power_of_two() || size > MAX_TABLE_SIZE {
+            return Err(FlowletError::TableSize(size));
+        }
+        Ok(FlowletTable {
+            entries: vec![EMPTY_ENTRY; size].into_boxed_slice(),
+            mask: (size - 1) as u32,
+        })
+    }
+
+    pub fn size(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Looks up the flowlet of `hash` at `now`. A flowlet goes on while the gap since the
+    /// entry's last packet is at most `timeout` (a gap exactly equal to it does not end it).
+    /// Does not change the table: call [`FlowletTable::record`] with the member used.
+    #[inline]
+    #[must_use]
+    pub fn lookup(&self, hash: u32, now: Picos, timeout: Picos) -> Lookup {
+        let entry = &self.entries[(hash & self.mask) as usize];
+        if entry.member == EMPTY {
+            Lookup::New { previous: None }
+        } else if now.saturating_sub(entry.last_seen) <= timeout {
+            Lookup::Continue(entry.member)
+        } else {
+            Lookup::New {
+                previous: Some(entry.member),
+            }
+        }
+    }
+
+    /// Records a packet of `hash` sent on `member` at `now`; `new_flowlet` starts a new
+    /// flowlet id. Time never goes backward in an entry (live mode reads the TSC once per
+    /// burst, so a later packet can carry an earlier `now`).
+    #[inline]
+    pub fn record(&mut self, hash: u32, member: u32, now: Picos, new_flowlet: bool) {
+        let entry = &mut self.entries[(hash & self.mask) as usize];
+        entry.last_seen = entry.last_seen.max(now);
+        entry.member = member;
+        if new_flowlet {
+            entry.flowlet_id = entry.flowlet_id.wrapping_add(1);
+        }
+    }
+
+    /// The flowlet id of `hash`'s entry (how many flowlets it started, wrapping).
+    pub fn flowlet_id(&self, hash: u32) -> u32 {
+        self.entries[(hash & self.mask) as usize].flowlet_id
+    }
+
+    /// Forgets every flowlet (members were added or removed, so indices changed).
+    pub fn clear(&mut self) {
+        self.entries.fill(EMPTY_ENTRY);
+    }
+}
+
+/// A group's counters, written by the worker and readable from any thread.
+#[derive(Debug)]
+pub struct BalanceCounters {
+    /// Flowlets started (in `per-packet` mode: packets placed).
+    pub flowlets: Counter,
+    /// New flowlets placed on a different member than the entry's previous flowlet.
+    pub moves: Counter,
+    /// Of the moves, those forced because the member went down (gap not reached).
+    pub forced_moves: Counter,
+    /// Bytes and packets the group sent to each member (index as in the group's members).
+    pub member_bytes: Vec<Counter>,
+    pub member_packets: Vec<Counter>,
+    /// Moves not kept in the event log (it was full).
+    pub events_lost: Counter,
+}
+
+impl BalanceCounters {
+    pub fn new(members: usize) -> BalanceCounters {
+        BalanceCounters {
+            flowlets: Counter::default(),
+            moves: Counter::default(),
+            forced_moves: Counter::default(),
+            member_bytes: (0..members).map(|_| Counter::default()).collect(),
+            member_packets: (0..members).map(|_| Counter::default()).collect(),
+            events_lost: Counter::default(),
+        }
+    }
+
+    /// Max member bytes over mean member bytes (1.0 is perfect balance; 0.0 when nothing was
+    /// sent). Every member counts in the mean, so a member that sent nothing raises the ratio.
+    pub fn imbalance(&self) -> f64 {
+        imbalance(
+            &self
+                .member_bytes
+                .iter()
+                .map(Counter::get)
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Max over mean of `loads` (0.0 when all are zero or there are none).
+pub fn imbalance(loads: &[u64]) -> f64 {
+    let total: u64 = loads.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let max = loads.iter().copied().max().unwrap_or(0);
+    max as f64 * loads.len() as f64 / total as f64
+}
+
+/// A flowlet that changed member, for the event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowletMove {
+    pub at: Picos,
+    pub group: u32,
+    /// The flowlet table entry (hash & mask).
+    pub slot: u32,
+    /// Member indices in the group.
+    pub from: u32,
+    pub to: u32,
+    /// The old member was down: the flowlet moved before its gap.
+    pub forced: bool,
+}
+
+/// What the balancer needs to know about egress ports: how many bytes each holds now, how
+/// many it has transmitted so far, and whether it is marking ECN.
+///
+/// Why a view over `TmCounters` rather than a trait object or a slice the engine hands in per
+/// call: the traffic manager already keeps every (port, TC) egress depth and dequeued byte
+/// count current in `TmCounters` (relaxed atomics, written only by the worker that owns the
+/// port), so the forwarder can read them at the instant it processes a frame without locks,
+/// without copying anything per packet, and without the engine's call into `Forwarder::process`
+/// changing. In replay this is deterministic: the worker advanced the traffic manager to the
+/// frame's arrival time before processing it, and nothing else writes. The ECN state is
+/// derived from the same depth and each class's configured Kmin (the depth at which the
+/// traffic manager starts marking).
+#[derive(Debug, Clone, Default)]
+pub struct EgressLoad {
+    counters: Option<Arc<TmCounters>>,
+    /// Per port, per TC: the depth from which the queue marks ECN (`u64::MAX`: never).
+    ecn_kmin: Vec<[u64; TC_COUNT]>,
+}
+
+impl EgressLoad {
+    /// A view of the traffic manager's counters; `ecn_kmin[port][tc]` as configured.
+    pub fn new(counters: Arc<TmCounters>, ecn_kmin: Vec<[u64; TC_COUNT]>) -> EgressLoad {
+        EgressLoad {
+            counters: Some(counters),
+            ecn_kmin,
+        }
+    }
+
+    /// Bytes held in `port`'s egress queues (all TCs, the frame on the wire included).
+    #[inline]
+    pub fn queued_bytes(&self, port: u16) -> u64 {
+        self.queues(port)
+            .map_or(0, |q| q.iter().map(|c| c.depth_bytes.get()).sum())
+    }
+
+    /// Bytes whose last bit has left `port` since the start.
+    #[inline]
+    pub fn transmitted_bytes(&self, port: u16) -> u64 {
+        self.queues(port)
+            .map_or(0, |q| q.iter().map(|c| c.dequeued_bytes.get()).sum())
+    }
+
+    /// Whether some class of `port` holds at least its ECN Kmin (so arrivals get marked).
+    #[inline]
+    pub fn marking(&self, port: u16) -> bool {
+        let (Some(q), Some(kmin)) = (self.queues(port), self.ecn_kmin.get(usize::from(port)))
+        else {
+            return false;
+        };
+        q.iter()
+            .zip(kmin)
+            .any(|(c, &k)| k != u64::MAX && c.depth_bytes.get() >= k)
+    }
+
+    fn queues(&self, port: u16) -> Option<&[crate::qos::QueueCounters; TC_COUNT]> {
+        self.counters.as_ref()?.queues.get(usize::from(port))
+    }
+}
+
+/// Per-member state of least-loaded choice.
+#[derive(Debug, Clone, Copy)]
+struct MemberLoad {
+    /// The member's egress port, if it is a routed port (a VLAN member's port is only known
+    /// per packet; its load is then the group's own recent bytes to it).
+    port: Option<u16>,
+    /// Decaying estimate of recent transmitted bytes, and when it was last decayed.
+    dre: u64,
+    dre_at: Picos,
+    /// The cumulative byte count last folded into `dre`.
+    seen: u64,
+    /// Load (queued + `dre`) as read at `GroupBalancer::snapshot_at`, plus the bytes this
+    /// group has sent to the member since.
+    snapshot: u64,
+}
+
+/// The draw of `random` choice: MurmurHash3's 32-bit finaliser over the flow hash, the seed and
+/// a salt that differs per flowlet (or per packet), spread by the golden ratio so consecutive
+/// salts land far apart.
+#[inline]
+fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
+    let mut h = hash ^ seed ^ salt.wrapping_mul(0x9e37_79b9);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
+/// The balancing state of one ECMP group.
+#[derive(Debug, Clone)]
+pub struct GroupBalancer {
+    spec: BalanceSpec,
+    group: u32,
+    table: FlowletTable,
+    /// Seed of `random` draws (from the config, different per group).
+    seed: u32,
+    /// Packets placed in `per-packet` mode (the salt of their draws).
+    placed: u32,
+    loads: Vec<MemberLoad>,
+    /// When the members' loads were last read (`Picos::MAX`: never). Choices at the same
+    /// instant (one RX burst in live mode; frames arriving together in replay) reuse that
+    /// reading plus the group's own bytes since, so a burst of new flowlets reads the
+    /// counters once and still spreads.
+    snapshot_at: Picos,
+    /// Member index by nexthop id (`u16::MAX`: not a member), for counting bytes in `hash`
+    /// mode where the bucket table names the nexthop.
+    index_of: Box<[u16]>,
+    counters: Arc<BalanceCounters>,
+    record_events: bool,
+    events: Vec<FlowletMove>,
+}
+
+impl GroupBalancer {
+    /// A balancer for group number `group` over `ecmp`'s members; `member_ports[i]` is member
+    /// i's egress port when it has a port of its own. `seed` seeds random choice.
+    ///
+    /// # Errors
+    ///
+    /// [`FlowletError`] for a bad table size (flowlet mode) or too many members.
+    pub fn new(
+        spec: BalanceSpec,
+        group: u32,
+        ecmp: &EcmpGroup,
+        member_ports: &[Option<u16>],
+        seed: u64,
+        record_events: bool,
+    ) -> Result<GroupBalancer, FlowletError> {
+        let members = ecmp.members();
+        if spec.mode != BalanceMode::Hash && members.len() > MAX_BALANCED_MEMBERS {
+            return Err(FlowletError::TooManyMembers(members.len()));
+        }
+        let table = match spec.mode {
+            BalanceMode::Flowlet => FlowletTable::new(spec.table_size)?,
+            _ => FlowletTable::new(1)?,
+        };
+        let max_id = members.iter().map(|m| m.id as usize).max().unwrap_or(0);
+        let mut index_of = vec![u16::MAX; max_id + 1].into_boxed_slice();
+        for (i, m) in members.iter().enumerate() {
+            index_of[m.id as usize] = i as u16;
+        }
+        Ok(GroupBalancer {
+            spec,
+            group,
+            table,
+            // Each group draws its own sequence from the one seed.
+            seed: draw(seed as u32 ^ (seed >> 32) as u32, group, 0x5eed),
+            placed: 0,
+            loads: (0..members.len())
+                .map(|i| MemberLoad {
+                    port: member_ports.get(i).copied().flatten(),
+                    dre: 0,
+                    dre_at: 0,
+                    seen: 0,
+                    snapshot: 0,
+                })
+                .collect(),
+            snapshot_at: Picos::MAX,
+            index_of,
+            counters: Arc::new(BalanceCounters::new(members.len())),
+            record_events,
+            // Room for the usual run; a busier log grows (only with --events) up to
+            // EVENT_CAPACITY.
+            events: Vec::with_capacity(if record_events { 1024 } else { 0 }),
+        })
+    }
+
+    pub fn spec(&self) -> &BalanceSpec {
+        &self.spec
+    }
+
+    pub fn counters(&self) -> &Arc<BalanceCounters> {
+        &self.counters
+    }
+
+    /// Takes the recorded flowlet moves (oldest first).
+    pub fn take_events(&mut self) -> Vec<FlowletMove> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The flowlet table (for inspection).
+    pub fn table(&self) -> &FlowletTable {
+        &self.table
+    }
+
+    /// The nexthop for a packet of flow `hash` and `len` bytes at `now`, or `None` when no
+    /// member is live. `ecmp` is the group's bucket table and member list.
+    #[inline]
+    pub fn select(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        let index = match self.spec.mode {
+            BalanceMode::Hash => {
+                let id = ecmp.select(hash)?;
+                // A member added after start has no counter: it is still used.
+                if let Some(&index) = self.index_of.get(id as usize) {
+                    self.count(usize::from(index), len);
+                }
+                return Some(id);
+            }
+            BalanceMode::Flowlet => self.select_flowlet(ecmp, hash, now, egress)?,
+            BalanceMode::PerPacket => {
+                self.counters.flowlets.add(1);
+                self.placed = self.placed.wrapping_add(1);
+                self.choose(ecmp, hash, self.placed, None, now, egress)?
+            }
+        };
+        self.count(index as usize, len);
+        if let Some(load) = self.loads.get_mut(index as usize) {
+            load.snapshot += u64::from(len);
+        }
+        ecmp.members().get(index as usize).map(|m| m.id)
+    }
+
+    #[inline]
+    fn count(&self, index: usize, len: u32) {
+        if let (Some(bytes), Some(packets)) = (
+            self.counters.member_bytes.get(index),
+            self.counters.member_packets.get(index),
+        ) {
+            bytes.add(u64::from(len));
+            packets.add(1);
+        }
+    }
+
+    #[inline]
+    fn select_flowlet(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        let members = ecmp.members();
+        let (previous, forced) = match self.table.lookup(hash, now, self.spec.timeout) {
+            Lookup::Continue(m) if members.get(m as usize).is_some_and(|m| m.up) => {
+                self.table.record(hash, m, now, false);
+                return Some(m);
+            }
+            Lookup::Continue(m) => (Some(m), true),
+            Lookup::New { previous } => (previous, false),
+        };
+        self.new_flowlet(ecmp, hash, previous, forced, now, egress)
+    }
+
+    /// Starts a flowlet: picks its member, records it, counts it. Inlined, not cold: with many
+    /// flows at a high packet rate nearly every packet starts a flowlet.
+    #[inline]
+    fn new_flowlet(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        previous: Option<u32>,
+        forced: bool,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        let salt = self.table.flowlet_id(hash).wrapping_add(1);
+        let member = self.choose(ecmp, hash, salt, previous, now, egress)?;
+        self.table.record(hash, member, now, true);
+        self.counters.flowlets.add(1);
+        // Counted without a branch: with random choice whether a flowlet moves is a coin toss
+        // the CPU cannot predict. A forced move always moves (a down member is never chosen).
+        let moved = previous.is_some_and(|p| p != member);
+        self.counters.moves.add(u64::from(moved));
+        if let Some(from) = previous.filter(|_| moved && (forced || self.record_events)) {
+            if forced {
+                self.counters.forced_moves.add(1);
+            }
+            if self.record_events {
+                if self.events.len() < EVENT_CAPACITY {
+                    self.events.push(FlowletMove {
+                        at: now,
+                        group: self.group,
+                        slot: hash & self.table.mask,
+                        from,
+                        to: member,
+                        forced,
+                    });
+                } else {
+                    self.counters.events_lost.add(1);
+                }
+            }
+        }
+        Some(member)
+    }
+
+    /// A live member for a new flowlet (index in the group), by the group's choice.
+    #[inline]
+    fn choose(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        salt: u32,
+        previous: Option<u32>,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        match self.spec.choice {
+            PathChoice::Random => {
+                // The bucket table holds live members only, in proportion to their weights.
+                let id = ecmp.select(draw(hash, self.seed, salt))?;
+                self.index_of.get(id as usize).map(|&i| u32::from(i))
+            }
+            PathChoice::LeastLoaded => self.least_loaded(ecmp, hash, previous, now, egress),
+        }
+    }
+
+    #[inline(never)]
+    fn least_loaded(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        previous: Option<u32>,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        let members = ecmp.members();
+        // The balancer was sized for the group's members; a group changed since (members are
+        // only marked up or down today) is never indexed past either.
+        let n = members.len().min(self.loads.len());
+        if n == 0 {
+            return None;
+        }
+        if now != self.snapshot_at {
+            self.refresh_loads(now, egress);
+        }
+        let avoid_marking = self.spec.avoid_ecn
+            && members
+                .iter()
+                .zip(&self.loads)
+                .any(|(m, l)| m.up && !l.port.is_some_and(|p| egress.marking(p)));
+        // Start at the previous member (ties keep it), else at a member picked by hash bits
+        // that the bucket index does not use (multiply-shift: no division on this path).
+        let start = match previous {
+            Some(p) if (p as usize) < n => p as usize,
+            _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
+        };
+        // The argmin is written so the compiler can use conditional moves: which member wins
+        // is data, and a mispredicted branch per member cost more than the comparison.
+        let (mut best, mut best_bytes, mut best_weight) = (usize::MAX, u64::MAX, 1u64);
+        for k in 0..n {
+            let i = if start + k >= n {
+                start + k - n
+            } else {
+                start + k
+            };
+            let (member, load) = (&members[i], &self.loads[i]);
+            let eligible =
+                member.up && !(avoid_marking && load.port.is_some_and(|p| egress.marking(p)));
+            let (bytes, weight) = (load.snapshot, u64::from(member.weight));
+            // bytes_i / weight_i < bytes_b / weight_b, cross-multiplied; saturating only
+            // beyond 2^48 bytes of load, far past any queue.
+            let better =
+                eligible && bytes.saturating_mul(best_weight) < best_bytes.saturating_mul(weight);
+            best = if better { i } else { best };
+            best_bytes = if better { bytes } else { best_bytes };
+            best_weight = if better { weight } else { best_weight };
+        }
+        (best != usize::MAX).then_some(best as u32)
+    }
+
+    /// Reads every member's load at `now`: its port's queued bytes plus its recent-bytes
+    /// estimate, decayed to `now`.
+    fn refresh_loads(&mut self, now: Picos, egress: &EgressLoad) {
+        self.snapshot_at = now;
+        for (i, load) in self.loads.iter_mut().enumerate() {
+            let total = match load.port {
+                Some(port) => egress.transmitted_bytes(port),
+                None => self.counters.member_bytes[i].get(),
+            };
+            let halvings = now.saturating_sub(load.dre_at) / DRE_HALF_LIFE;
+            if halvings > 0 {
+                load.dre = if halvings >= 64 {
+                    0
+                } else {
+                    load.dre >> halvings
+                };
+                load.dre_at = if halvings >= 64 {
+                    now
+                } else {
+                    load.dre_at + halvings * DRE_HALF_LIFE
+                };
+            }
+            load.dre += total.saturating_sub(load.seen);
+            load.seen = total;
+            let queued = load.port.map_or(0, |p| egress.queued_bytes(p));
+            load.snapshot = queued.saturating_add(load.dre);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "flowlet_tests.rs"]
+mod tests;
