@@ -83,6 +83,13 @@ pub fn diff(old: &Config, new: &Config) -> Result<Vec<Update>, String> {
             b.ecmp_buckets,
         ),
     );
+    check(
+        "ECMP group balancing (mode, choice, flowlet keys)",
+        a.groups
+            .iter()
+            .map(|g| g.balance)
+            .eq(b.groups.iter().map(|g| g.balance)),
+    );
     check("SRv6 SIDs", a.srv6.sids == b.srv6.sids);
     check(
         "SRv6 policies added, removed or renamed",

@@ -346,3 +346,58 @@ fn million_routes_through_the_update_path() {
         total.as_nanos() as f64 / 1e6
     );
 }
+
+#[test]
+fn a_flowlet_group_changed_at_run_time_forwards_to_its_new_members_only() {
+    use crate::clock::PICOS_PER_MICRO;
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
+    let mut spec = leaf_spec();
+    spec.groups[0].balance = BalanceSpec {
+        mode: BalanceMode::Flowlet,
+        choice: PathChoice::LeastLoaded,
+        timeout: 100 * PICOS_PER_MICRO,
+        table_size: 1 << 10,
+        avoid_ecn: false,
+    };
+    let mut f = Forwarder::new(&spec).expect("valid spec");
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    f.neighbor_resolved(1, "10.255.0.2".parse().unwrap(), SPINE2);
+    let send = |f: &mut Forwarder, sport: u16, now: u64| {
+        let packet = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+        match f.process(&mut frame, 0, now) {
+            Verdict::Forward { port, .. } => port,
+            other => panic!("flow {sport}: {other:?}"),
+        }
+    };
+    let first: Vec<u16> = (0..64).map(|s| send(&mut f, s, T0)).collect();
+    assert!(first.contains(&5) && first.contains(&6), "{first:?}");
+    apply(
+        &mut f,
+        &[Update::DelEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: "10.255.0.0".parse().unwrap(),
+        }],
+    )
+    .unwrap();
+    // Within the flowlet timeout too: the removed member is gone at once.
+    for s in 0..64 {
+        assert_eq!(send(&mut f, s, T0 + PICOS_PER_MICRO), 6, "flow {s}");
+    }
+    apply(
+        &mut f,
+        &[Update::AddEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: "10.255.0.0".parse().unwrap(),
+            weight: 1,
+        }],
+    )
+    .unwrap();
+    // New flowlets (after the timeout) use both members again.
+    let later: Vec<u16> = (0..64)
+        .map(|s| send(&mut f, s, T0 + 1_000 * PICOS_PER_MICRO))
+        .collect();
+    assert!(later.contains(&5) && later.contains(&6), "{later:?}");
+}

@@ -9,6 +9,7 @@ use crate::ctl::{
 };
 use crate::pipeline::spec::{Attachment, RouteTarget};
 use crate::tables::ecmp::{EcmpGroup, Member};
+use crate::tables::flowlet::GroupBalancer;
 use crate::tables::mac::MacEntry;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -29,9 +30,11 @@ pub enum Undo {
         id: u32,
         previous: Option<[u8; 6]>,
     },
+    /// A group and its balancer (rebuilt for the new members) as they were.
     Group {
         id: u32,
         previous: Box<EcmpGroup>,
+        balancer: Box<GroupBalancer>,
     },
     Mac {
         vlan: u16,
@@ -371,6 +374,37 @@ impl Forwarder {
         (self.nexthops.len() - 1) as u32
     }
 
+    /// A new balancer for group `group` after its members changed: member indices, their
+    /// ports and counters follow the new member list; flowlets start afresh (each chooses
+    /// again with its next packet). The group's balancing counters start again in a new
+    /// block (the end-of-run report keeps the one it was given at start), and a rebuilt
+    /// group records no flowlet events.
+    fn rebuild_balancer(&mut self, group: u32) -> Result<(), String> {
+        let g = group as usize;
+        let spec = *self.balancers[g].spec();
+        let member_ports: Vec<Option<u16>> = self.groups[g]
+            .members()
+            .iter()
+            .map(|m| {
+                let nexthop = &self.nexthops[m.id as usize];
+                match self.interfaces[usize::from(nexthop.interface)].attachment {
+                    Attachment::Port(p) => Some(p),
+                    Attachment::Vlan(_) => None,
+                }
+            })
+            .collect();
+        self.balancers[g] = GroupBalancer::new(
+            spec,
+            group,
+            &self.groups[g],
+            &member_ports,
+            u64::from(self.flow_hash_seed),
+            false,
+        )
+        .map_err(|e| format!("ECMP group {group}: {e}"))?;
+        Ok(())
+    }
+
     /// Applies one validated update (not `SetEcn`), logging how to undo it. An error (a
     /// table ran out of room) leaves the log complete for what did apply.
     pub fn apply_update(&mut self, update: &Update, undo: &mut Vec<Undo>) -> Result<(), String> {
@@ -463,7 +497,9 @@ impl Forwarder {
                 undo.push(Undo::Group {
                     id: group,
                     previous,
+                    balancer: Box::new(self.balancers[group as usize].clone()),
                 });
+                self.rebuild_balancer(group)?;
             }
             Update::DelEcmpMember {
                 group,
@@ -479,7 +515,9 @@ impl Forwarder {
                 undo.push(Undo::Group {
                     id: group,
                     previous,
+                    balancer: Box::new(self.balancers[group as usize].clone()),
                 });
+                self.rebuild_balancer(group)?;
             }
             Update::SetEcmpWeight {
                 group,
@@ -496,7 +534,9 @@ impl Forwarder {
                 undo.push(Undo::Group {
                     id: group,
                     previous,
+                    balancer: Box::new(self.balancers[group as usize].clone()),
                 });
+                self.rebuild_balancer(group)?;
             }
             Update::AddMac { vlan, mac, port } => {
                 let previous = self.macs.get(vlan, mac);
@@ -548,7 +588,14 @@ impl Forwarder {
                         nh.mac = previous;
                     }
                 }
-                Undo::Group { id, previous } => self.groups[id as usize] = *previous,
+                Undo::Group {
+                    id,
+                    previous,
+                    balancer,
+                } => {
+                    self.groups[id as usize] = *previous;
+                    self.balancers[id as usize] = *balancer;
+                }
                 Undo::Policy { index, previous } => self.srv6.restore_policy(index, *previous),
                 Undo::Mac {
                     vlan,
