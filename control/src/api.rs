@@ -3,8 +3,8 @@
 //! Each request is one JSON object on one line (at most [`MAX_REQUEST_BYTES`] bytes):
 //! `{"v":1,"id":7,"cmd":"show_ports"}`. Each gets exactly one reply line, in order:
 //! `{"v":1,"id":7,"ok":true,"result":...}` or `{"v":1,"id":7,"ok":false,"error":"..."}`.
-//! `v` must be 1; `id` is any JSON number or string and is echoed (null when the request could
-//! not be read far enough to find it). Commands and their fields are in README.md, "Control
+//! `v` must be 1; `id` is any JSON number or string (or null or absent) and is echoed (null when
+//! the request could not be read far enough to find it). Commands and their fields are in README.md, "Control
 //! plane". This module turns a line into a [`Command`] and names precisely what is wrong with
 //! a line that is not one; it knows nothing of the switch's names (the server resolves those).
 
@@ -282,6 +282,14 @@ pub const COMMANDS: [&str; 15] = [
 /// Reads one request line. On error, the id (if it could be read) and a message naming the
 /// problem.
 pub fn parse_request(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
+    match fast_route_update(line) {
+        Some(fast) => Ok(fast),
+        None => parse_general(line),
+    }
+}
+
+/// Any request, through `Value`, with precise errors.
+fn parse_general(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
     let text = std::str::from_utf8(line)
         .map_err(|e| (Value::Null, format!("request is not UTF-8: {e}")))?;
     let value: Value = serde_json::from_str(text)
@@ -293,7 +301,7 @@ pub fn parse_request(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
         ));
     };
     let id = match object.get("id") {
-        None => Value::Null,
+        None | Some(Value::Null) => Value::Null,
         Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
         Some(other) => {
             return Err((
@@ -464,6 +472,82 @@ pub fn parse_request(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
         Ok(c) => Ok((id, c)),
         Err(m) => fail(m),
     }
+}
+
+/// An `update` of route adds and deletes, read straight into typed fields (about three times
+/// faster than through `Value` for big batches). Anything else, and anything wrong, returns
+/// `None` and goes the general way, which names the problem.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastUpdate {
+    v: u64,
+    id: Option<Value>,
+    cmd: String,
+    updates: Vec<FastRouteOp>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastRouteOp {
+    op: String,
+    prefix: String,
+    vrf: Option<String>,
+    via: Option<String>,
+    dev: Option<String>,
+    group: Option<String>,
+    policy: Option<String>,
+    blackhole: Option<bool>,
+}
+
+fn fast_route_update(line: &[u8]) -> Option<(Value, Command)> {
+    let request: FastUpdate = serde_json::from_slice(line).ok()?;
+    let id = match request.id {
+        None | Some(Value::Null) => Value::Null,
+        Some(id @ (Value::Number(_) | Value::String(_))) => id,
+        Some(_) => return None,
+    };
+    if request.v != VERSION
+        || request.cmd != "update"
+        || request.updates.is_empty()
+        || request.updates.len() > MAX_UPDATES
+    {
+        return None;
+    }
+    let mut ops = Vec::with_capacity(request.updates.len());
+    for u in request.updates {
+        let op = match u.op.as_str() {
+            "add_route" => {
+                let blackhole = u.blackhole.unwrap_or(false);
+                let to = match (u.via, u.dev, u.group, u.policy, blackhole) {
+                    (Some(ip), Some(dev), None, None, false) => RouteTo::Via { ip, dev },
+                    (None, None, Some(g), None, false) => RouteTo::Group(g),
+                    (None, None, None, Some(p), false) => RouteTo::Policy(p),
+                    (None, None, None, None, true) => RouteTo::Blackhole,
+                    _ => return None,
+                };
+                UpdateOp::AddRoute {
+                    vrf: u.vrf,
+                    prefix: u.prefix,
+                    to,
+                }
+            }
+            "del_route"
+                if u.via.is_none()
+                    && u.dev.is_none()
+                    && u.group.is_none()
+                    && u.policy.is_none()
+                    && u.blackhole.is_none() =>
+            {
+                UpdateOp::DelRoute {
+                    vrf: u.vrf,
+                    prefix: u.prefix,
+                }
+            }
+            _ => return None,
+        };
+        ops.push(op);
+    }
+    Some((id, Command::Update(ops)))
 }
 
 fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
@@ -700,6 +784,30 @@ mod tests {
         assert!(m.contains("unknown op `nuke`"), "{m}");
         let m = err(r#"{"v":1,"id":[1],"cmd":"hello"}"#).1;
         assert!(m.contains("`id` must be a number or a string"), "{m}");
+    }
+
+    #[test]
+    fn the_fast_route_path_reads_what_the_general_one_reads_and_leaves_it_the_rest() {
+        let lines: [&[u8]; 6] = [
+            br#"{"v":1,"id":3,"cmd":"update","updates":[{"op":"add_route","prefix":"10.7.0.0/16","via":"10.255.0.2","dev":"eth2"},{"op":"del_route","prefix":"10.8.0.0/16","vrf":"blue"},{"op":"add_route","prefix":"10.9.0.0/16","blackhole":true},{"op":"add_route","prefix":"::/0","group":"up","vrf":null}]}"#,
+            br#"{"v":1,"id":"x","cmd":"update","updates":[{"op":"add_route","prefix":"10.7.0.0/16","policy":"pa"}]}"#,
+            // Not for the fast path: each must give the general path's answer.
+            br#"{"v":1,"id":3,"cmd":"update","updates":[{"op":"del_route","prefix":"10.8.0.0/16","via":"1.2.3.4"}]}"#,
+            br#"{"v":1,"id":3,"cmd":"update","updates":[{"op":"add_route","prefix":"10.8.0.0/16"}]}"#,
+            br#"{"v":1,"id":3,"cmd":"update","updates":[{"op":"add_route","prefix":"10.8.0.0/16","blackhole":false,"group":"g","via":"1.1.1.1"}]}"#,
+            br#"{"v":2,"id":3,"cmd":"update","updates":[{"op":"add_route","prefix":"10.8.0.0/16","blackhole":true}]}"#,
+        ];
+        for (i, line) in lines.iter().enumerate() {
+            let fast = fast_route_update(line);
+            assert_eq!(fast.is_some(), i < 2, "line {i}");
+            let general = parse_request(line);
+            if let Some(fast) = fast {
+                assert_eq!(Ok(fast.clone()), general);
+                assert_eq!(Ok(fast), parse_general(line), "line {i}: both paths agree");
+            } else {
+                assert!(general.is_err(), "line {i}: {general:?}");
+            }
+        }
     }
 
     #[test]
