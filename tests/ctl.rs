@@ -511,8 +511,18 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
 
     // ---- ECMP: a port taken down fails over to the other member, and back ----
     let groups = s.json(&["show", "groups"]);
+    assert_eq!(
+        (groups[0]["name"].clone(), groups[0]["mode"].clone()),
+        (json!("spines"), json!("hash"))
+    );
     let members = groups[0]["members"].as_array().unwrap();
     assert_eq!(members.len(), 2);
+    for m in members {
+        assert!(
+            m["packets"].as_u64().unwrap() > 0,
+            "E uses both members: {groups}"
+        );
+    }
     assert_eq!(
         members[0]["buckets"].as_u64().unwrap() + members[1]["buckets"].as_u64().unwrap(),
         256
@@ -882,6 +892,11 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         .map(|(_, _, v)| v)
         .sum();
     assert!((shares - 1.0).abs() < 1e-9, "shares sum to 1: {shares}");
+    assert!(
+        samples
+            .iter()
+            .any(|(n, _, v)| n == "ironclos_ecmp_member_packets_total" && *v > 0.0)
+    );
 
     // ---- another user is refused ----
     let nobody_bin = dir.file("ironclos-copy");

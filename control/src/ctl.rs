@@ -253,14 +253,31 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                         s(&m["weight"]),
                         if m["up"] == json!(true) { "up" } else { "down" }.to_owned(),
                         format!("{}/{}", s(&m["buckets"]), s(&g["buckets"])),
+                        s(&m["packets"]),
                         s(&m["port_tx_packets"]),
                     ]);
                 }
             }
+            let summary: String = rows(result)
+                .iter()
+                .map(|g| {
+                    format!(
+                        "group {}: {} ({}), {} flowlets, {} moves ({} forced)\n",
+                        s(&g["name"]),
+                        s(&g["mode"]),
+                        s(&g["choice"]),
+                        s(&g["flowlets"]),
+                        s(&g["moves"]),
+                        s(&g["forced_moves"])
+                    )
+                })
+                .collect();
             table(
-                &["GROUP", "MEMBER", "WEIGHT", "STATE", "BUCKETS", "PORT_TX"],
+                &[
+                    "GROUP", "MEMBER", "WEIGHT", "STATE", "BUCKETS", "PACKETS", "PORT_TX",
+                ],
                 lines,
-            )
+            ) + &summary
         }
         "show_macs" => {
             let mut out = table(

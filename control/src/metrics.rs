@@ -142,8 +142,9 @@ fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// An ECMP group's name and, per member, (nexthop address, share of buckets, up).
-pub type GroupShares = (String, Vec<(String, f64, bool)>);
+/// An ECMP group's name and, per member, (nexthop address, share of buckets, up, packets the
+/// group sent it).
+pub type GroupShares = (String, Vec<(String, f64, bool, u64)>);
 
 /// What the exposition is made of (the same JSON `ironclos ctl show ...` returns, so the two
 /// agree by construction of their source, not by a second reading of the counters).
@@ -385,7 +386,7 @@ pub fn render(input: &MetricsInput) -> String {
             "Share of the group's hash buckets the member owns.",
         );
         for (group, members) in groups {
-            for (member, share, _) in members {
+            for (member, share, _, _) in members {
                 f.sample(
                     "ironclos_ecmp_member_share",
                     &[("group", group), ("member", member)],
@@ -399,11 +400,25 @@ pub fn render(input: &MetricsInput) -> String {
             "1 if the member takes traffic.",
         );
         for (group, members) in groups {
-            for (member, _, up) in members {
+            for (member, _, up, _) in members {
                 f.sample(
                     "ironclos_ecmp_member_up",
                     &[("group", group), ("member", member)],
                     f64::from(u8::from(*up)),
+                );
+            }
+        }
+        f.header(
+            "ironclos_ecmp_member_packets_total",
+            "counter",
+            "Packets the group sent to the member (since the group's members last changed).",
+        );
+        for (group, members) in groups {
+            for (member, _, _, packets) in members {
+                f.sample(
+                    "ironclos_ecmp_member_packets_total",
+                    &[("group", group), ("member", member)],
+                    *packets as f64,
                 );
             }
         }
@@ -424,7 +439,7 @@ mod tests {
             queues: json!([{"port": "eth1", "tc": 3, "depth_bytes": 10, "paused_ps": 2_000_000_000_000u64}]),
             drops: json!({"total": 2, "reasons": {"no_route": 2}}),
             srv6: json!({"sids": [], "policies": []}),
-            groups: Some(vec![("up".into(), vec![("10.0.0.1".into(), 0.5, true)])]),
+            groups: Some(vec![("up".into(), vec![("10.0.0.1".into(), 0.5, true, 9)])]),
         });
         assert!(
             text.contains("ironclos_port_rx_packets_total{port=\"eth\\\"1\"} 5\n"),
@@ -433,6 +448,11 @@ mod tests {
         assert!(text.contains("ironclos_port_admin_up{port=\"eth\\\"1\"} 0\n"));
         assert!(text.contains("ironclos_pfc_paused_seconds_total{port=\"eth1\",tc=\"3\"} 2\n"));
         assert!(text.contains("ironclos_drops_total{reason=\"no_route\"} 2\n"));
+        assert!(
+            text.contains(
+                "ironclos_ecmp_member_packets_total{group=\"up\",member=\"10.0.0.1\"} 9\n"
+            )
+        );
         assert!(
             text.contains("ironclos_ecmp_member_share{group=\"up\",member=\"10.0.0.1\"} 0.5\n")
         );

@@ -1045,6 +1045,13 @@ impl ControlServer {
                                 json!({
                                     "id": g.id,
                                     "name": self.names.group_name(g.id),
+                                    "mode": g.mode,
+                                    "choice": g.choice,
+                                    "flowlet_timeout_us": g.flowlet_timeout_ps / 1_000_000,
+                                    "flowlet_table_size": g.flowlet_table_size,
+                                    "flowlets": g.flowlets,
+                                    "moves": g.moves,
+                                    "forced_moves": g.forced_moves,
                                     "buckets": g.buckets,
                                     "members": g.members.iter().map(|m| {
                                         let nh = nexthops.get(m.nexthop as usize);
@@ -1057,6 +1064,8 @@ impl ControlServer {
                                             "buckets": m.buckets,
                                             "share": m.buckets as f64 / g.buckets.max(1) as f64,
                                             "port_tx_packets": nh.and_then(|n| port_tx(&self.names.dev_name(n.interface))),
+                                            "packets": m.packets,
+                                            "bytes": m.bytes,
                                         })
                                     }).collect::<Vec<_>>(),
                                 })
@@ -1320,6 +1329,7 @@ impl ControlServer {
                                         nh.map_or(m.nexthop.to_string(), |n| n.ip.to_string()),
                                         m.buckets as f64 / g.buckets.max(1) as f64,
                                         m.up,
+                                        m.packets,
                                     )
                                 })
                                 .collect(),

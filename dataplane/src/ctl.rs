@@ -149,6 +149,9 @@ pub struct GroupMemberEntry {
     pub up: bool,
     /// Hash buckets the member owns (its share of new flows).
     pub buckets: usize,
+    /// Packets and bytes the group sent to it (since the group's balancer was built).
+    pub packets: u64,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,6 +159,16 @@ pub struct GroupEntry {
     pub id: u32,
     pub buckets: usize,
     pub members: Vec<GroupMemberEntry>,
+    /// Balancing: mode (`hash`, `flowlet`, `per-packet`) and choice (`random`,
+    /// `least-loaded`), flowlet timeout and table size.
+    pub mode: &'static str,
+    pub choice: &'static str,
+    pub flowlet_timeout_ps: u64,
+    pub flowlet_table_size: usize,
+    /// Flowlets started, moved to another member, and moved because a member went down.
+    pub flowlets: u64,
+    pub moves: u64,
+    pub forced_moves: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -657,20 +657,38 @@ impl Forwarder {
             DumpKind::Groups => Dump::Groups(
                 self.groups
                     .iter()
+                    .zip(&self.balancers)
                     .enumerate()
-                    .map(|(id, g)| GroupEntry {
-                        id: id as u32,
-                        buckets: g.bucket_count(),
-                        members: g
-                            .members()
-                            .iter()
-                            .map(|m| GroupMemberEntry {
-                                nexthop: m.id,
-                                weight: m.weight,
-                                up: m.up,
-                                buckets: g.buckets_of(m.id),
-                            })
-                            .collect(),
+                    .map(|(id, (g, b))| {
+                        let spec = b.spec();
+                        let c = b.counters();
+                        let at = |v: &[crate::counters::Counter], i: usize| {
+                            v.get(i).map_or(0, |c| c.get())
+                        };
+                        GroupEntry {
+                            id: id as u32,
+                            buckets: g.bucket_count(),
+                            members: g
+                                .members()
+                                .iter()
+                                .enumerate()
+                                .map(|(i, m)| GroupMemberEntry {
+                                    nexthop: m.id,
+                                    weight: m.weight,
+                                    up: m.up,
+                                    buckets: g.buckets_of(m.id),
+                                    packets: at(&c.member_packets, i),
+                                    bytes: at(&c.member_bytes, i),
+                                })
+                                .collect(),
+                            mode: spec.mode.as_str(),
+                            choice: spec.choice.as_str(),
+                            flowlet_timeout_ps: spec.timeout,
+                            flowlet_table_size: spec.table_size,
+                            flowlets: c.flowlets.get(),
+                            moves: c.moves.get(),
+                            forced_moves: c.forced_moves.get(),
+                        }
                     })
                     .collect(),
             ),
