@@ -67,6 +67,8 @@ struct RawConfig {
     switch: RawSwitch,
     #[serde(default)]
     dataplane: RawDataplane,
+    #[serde(default)]
+    control: RawControl,
     l2: Option<Spanned<RawL2>>,
     ecmp: Option<Spanned<RawEcmp>>,
     #[serde(default, rename = "vrf")]
@@ -152,6 +154,23 @@ fn default_name_string() -> String {
 
 fn default_name() -> Spanned<String> {
     Spanned::new(0..0, default_name_string())
+}
+
+/// `[control]`: the run-time API socket and the metrics listener.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawControl {
+    socket: Option<Spanned<String>>,
+    metrics: Option<Spanned<String>>,
+}
+
+/// The run-time control plane's endpoints (`[control]`); both off when not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ControlConfig {
+    /// Unix socket of the run-time API (`ironclos ctl`).
+    pub socket: Option<PathBuf>,
+    /// Prometheus text exposition over HTTP, on a loopback address.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Forwarding modes the binary knows.
@@ -359,6 +378,7 @@ pub struct Config {
     pub tx_descriptors: u16,
     pub eal: Vec<String>,
     pub ports: Vec<PortConfig>,
+    pub control: ControlConfig,
     /// Switch mode only: what the switch is, and names for the summary.
     switch: Option<SwitchConfig>,
 }
@@ -630,9 +650,57 @@ impl Config {
             }
         };
 
+        let mut control = ControlConfig::default();
+        if let Some(socket) = &raw.control.socket {
+            let text = socket.get_ref().trim();
+            if text.is_empty() {
+                return Err(at(
+                    socket.span(),
+                    "control.socket",
+                    "must be a path".to_owned(),
+                ));
+            }
+            // sockaddr_un holds 108 bytes with the terminating NUL.
+            if text.len() > 107 {
+                return Err(at(
+                    socket.span(),
+                    "control.socket",
+                    format!(
+                        "{} bytes is longer than a Unix socket path may be (107)",
+                        text.len()
+                    ),
+                ));
+            }
+            control.socket = Some(PathBuf::from(text));
+        }
+        if let Some(metrics) = &raw.control.metrics {
+            let addr: std::net::SocketAddr = metrics.get_ref().trim().parse().map_err(|_| {
+                at(
+                    metrics.span(),
+                    "control.metrics",
+                    format!(
+                        "`{}` is not an address:port such as \"127.0.0.1:9417\"",
+                        metrics.get_ref()
+                    ),
+                )
+            })?;
+            if !addr.ip().is_loopback() {
+                return Err(at(
+                    metrics.span(),
+                    "control.metrics",
+                    format!(
+                        "{} is not a loopback address: metrics are served on 127.0.0.1 or ::1 only",
+                        addr.ip()
+                    ),
+                ));
+            }
+            control.metrics = Some(addr);
+        }
+
         Ok(Config {
             path: path.to_owned(),
             name,
+            control,
             mode,
             main_lcore,
             worker_lcores,
@@ -645,6 +713,16 @@ impl Config {
             ports,
             switch,
         })
+    }
+
+    /// VRF names by id (switch mode; empty in io mode).
+    pub fn vrf_names(&self) -> &[String] {
+        self.switch.as_ref().map_or(&[], |s| &s.vrf_names)
+    }
+
+    /// ECMP group names by id (switch mode; empty in io mode).
+    pub fn group_names(&self) -> &[String] {
+        self.switch.as_ref().map_or(&[], |s| &s.group_names)
     }
 
     /// Each ECMP group's name and balancing (by group id; empty in io mode).

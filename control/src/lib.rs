@@ -4,10 +4,16 @@
 
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod config;
+pub mod ctl;
 pub mod ecmp_config;
+pub mod metrics;
+pub mod p4ctl;
 pub mod pcap;
 pub mod qos_config;
+pub mod reload;
 pub mod report;
 pub mod schedule;
+pub mod server;
 pub mod tracegen;

@@ -2,8 +2,10 @@
 
 use clap::{Parser, Subcommand};
 use control::config::{Config, RunOptions};
+use control::server::ControlServer;
 use control::{pcap, report, tracegen};
 use dataplane::engine::{self, EngineEvent, EngineHooks, ForwardingMode, PortInfo, StopCause};
+use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,12 +84,247 @@ enum Command {
         #[arg(long, default_value_t = 1000)]
         gap_ns: u64,
     },
+    /// Talk to a running switch over its control socket: show state and counters, change
+    /// tables while traffic flows. See README.md, "Control plane".
+    Ctl(CtlArgs),
+    /// Make a running switch re-read its config file and apply the difference (routes,
+    /// neighbours, ECMP members and weights, static MACs, ECN thresholds) without restarting
+    /// DPDK. Other changes are refused with what needs a restart.
+    Reload {
+        /// The switch's control socket.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Read the socket path from this config file.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
     /// The built-in demo: replay a generated trace through ironclos (io mode, pcap ports,
     /// no hugepages) and check that every packet came out unchanged.
     Demo {
         /// Keep the demo's files in this directory instead of a temporary one.
         #[arg(long)]
         dir: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct CtlArgs {
+    /// The switch's control socket (default: `[control] socket` of --config, or
+    /// $IRONCLOS_SOCKET).
+    #[arg(long, global = true)]
+    socket: Option<PathBuf>,
+    /// Read the socket path from this config file.
+    #[arg(long, short, global = true)]
+    config: Option<PathBuf>,
+    /// Print the result as JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: CtlCommand,
+}
+
+#[derive(Subcommand)]
+enum CtlCommand {
+    /// Show state and counters.
+    Show {
+        #[command(subcommand)]
+        what: ShowWhat,
+    },
+    /// Add or delete a route.
+    Route {
+        #[command(subcommand)]
+        op: RouteOp,
+    },
+    /// Add or delete a static neighbour (nexthop MAC).
+    Neighbor {
+        #[command(subcommand)]
+        op: NeighborOp,
+    },
+    /// Add or remove an ECMP group member.
+    Ecmp {
+        #[command(subcommand)]
+        op: EcmpOp,
+    },
+    /// Add or delete a static MAC entry.
+    Mac {
+        #[command(subcommand)]
+        op: MacOp,
+    },
+    /// Give an SRv6 policy a new path: `policy set NAME --segments S1,S2 [--mode M]`.
+    Policy {
+        #[command(subcommand)]
+        op: PolicyOp,
+    },
+    /// Take a port administratively down or up.
+    Port {
+        port: String,
+        #[arg(value_parser = ["up", "down"])]
+        state: String,
+    },
+    /// Change the ECN marking thresholds of one port's traffic class.
+    Ecn {
+        port: String,
+        tc: u8,
+        /// Marking starts at this queue depth (bytes).
+        #[arg(long, required_unless_present = "off")]
+        kmin: Option<u64>,
+        /// Every ECT packet is marked from this depth (bytes; default kmin).
+        #[arg(long)]
+        kmax: Option<u64>,
+        /// Marking probability at kmax (0..=1; default 1).
+        #[arg(long)]
+        pmax: Option<f64>,
+        /// Stop marking in this class.
+        #[arg(long, conflicts_with_all = ["kmin", "kmax", "pmax"])]
+        off: bool,
+    },
+    /// Apply a JSON array of updates (the `update` request's `updates`) atomically; `-` reads
+    /// standard input.
+    Batch { file: PathBuf },
+    /// P4 form: `table_add TABLE ACTION MATCH... => PARAM...`.
+    #[command(name = "table_add")]
+    TableAdd {
+        table: String,
+        action: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
+    },
+    /// P4 form: `table_delete TABLE MATCH...`.
+    #[command(name = "table_delete")]
+    TableDelete {
+        table: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        matches: Vec<String>,
+    },
+    /// P4 form: every entry of TABLE.
+    #[command(name = "table_dump")]
+    TableDump { table: String },
+    /// Send one raw JSON request line and print the raw reply line.
+    Raw { line: String },
+}
+
+#[derive(Subcommand)]
+enum ShowWhat {
+    /// The switch's name, version and protocol.
+    Version,
+    /// Ports: link, admin state, speed, packet counters.
+    Ports,
+    /// Queues per port and TC: depth, ECN marks, PFC counters, ECN thresholds.
+    Queues { port: Option<String> },
+    /// Drops by reason.
+    Drops,
+    /// Routes (every VRF unless --vrf).
+    Routes {
+        #[arg(long)]
+        vrf: Option<String>,
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Nexthops (neighbours) and their MACs.
+    #[command(alias = "neighbors")]
+    Nexthops,
+    /// ECMP groups and their members' shares.
+    Groups,
+    /// The MAC table.
+    Macs {
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// SRv6 local SIDs and policies with their counters.
+    Srv6,
+}
+
+#[derive(Subcommand)]
+enum RouteOp {
+    /// `route add PREFIX (--via IP --dev IF | --group G | --policy P | --blackhole)`.
+    Add {
+        prefix: String,
+        #[arg(long)]
+        vrf: Option<String>,
+        #[arg(long, requires = "dev")]
+        via: Option<String>,
+        /// L3 interface: a routed port's name or `vlanN`.
+        #[arg(long)]
+        dev: Option<String>,
+        #[arg(long)]
+        group: Option<String>,
+        #[arg(long)]
+        policy: Option<String>,
+        #[arg(long)]
+        blackhole: bool,
+    },
+    Del {
+        prefix: String,
+        #[arg(long)]
+        vrf: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum NeighborOp {
+    Add {
+        ip: String,
+        #[arg(long)]
+        dev: String,
+        #[arg(long)]
+        mac: String,
+    },
+    Del {
+        ip: String,
+        #[arg(long)]
+        dev: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum EcmpOp {
+    Add {
+        group: String,
+        #[arg(long)]
+        via: String,
+        #[arg(long)]
+        dev: String,
+        #[arg(long)]
+        weight: Option<u32>,
+    },
+    Del {
+        group: String,
+        #[arg(long)]
+        via: String,
+        #[arg(long)]
+        dev: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyOp {
+    Set {
+        name: String,
+        /// The SID list in path order (comma-separated); each may be a uSID container.
+        #[arg(long, required = true, value_delimiter = ',')]
+        segments: Vec<String>,
+        /// encaps | encaps.red (default: unchanged).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Outer source address (default: unchanged).
+        #[arg(long)]
+        source: Option<String>,
+        /// Outer hop limit (default: unchanged).
+        #[arg(long)]
+        hop_limit: Option<u8>,
+    },
+}
+
+#[derive(Subcommand)]
+enum MacOp {
+    Add {
+        vlan: u16,
+        mac: String,
+        port: String,
+    },
+    Del {
+        vlan: u16,
+        mac: String,
     },
 }
 
@@ -101,11 +338,28 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Prints the ready line and link changes.
-struct ConsoleHooks;
+/// Prints the ready line and link changes; serves the control socket and metrics.
+struct ConsoleHooks {
+    server: Option<ControlServer>,
+}
 
 impl EngineHooks for ConsoleHooks {
+    fn attach(&mut self, handle: engine::ControlHandle) {
+        if let Some(server) = &mut self.server {
+            server.attach(handle);
+        }
+    }
+
+    fn tick(&mut self) {
+        if let Some(server) = &mut self.server {
+            server.tick();
+        }
+    }
+
     fn ready(&mut self, ports: &[PortInfo]) {
+        if let Some(server) = &mut self.server {
+            server.ready(ports);
+        }
         let described: Vec<String> = ports
             .iter()
             .map(|p| {
@@ -128,6 +382,9 @@ impl EngineHooks for ConsoleHooks {
     fn event(&mut self, event: &EngineEvent) {
         match event {
             EngineEvent::LinkChanged { port, status } => {
+                if let Some(server) = &mut self.server {
+                    server.link_changed(port, *status);
+                }
                 println!(
                     "link {port}: {} ({} Mb/s)",
                     if status.up { "up" } else { "down" },
@@ -187,7 +444,239 @@ fn main() -> ExitCode {
             }
         }
         Command::Demo { dir } => demo(dir),
+        Command::Ctl(args) => ctl(args),
+        Command::Reload { socket, config } => reload(socket, config),
     }
+}
+
+/// The control socket: --socket, else --config's `[control] socket`, else $IRONCLOS_SOCKET.
+fn socket_path(socket: Option<&Path>, config: Option<&Path>) -> Result<PathBuf, ExitCode> {
+    match (socket, config) {
+        (Some(s), _) => Ok(s.to_owned()),
+        (None, Some(config)) => {
+            let c = load(config)?;
+            c.control.socket.ok_or_else(|| {
+                eprintln!("ironclos: {} has no [control] socket", config.display());
+                ExitCode::from(EXIT_CONFIG)
+            })
+        }
+        (None, None) => std::env::var_os("IRONCLOS_SOCKET")
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                eprintln!("ironclos: give --socket, --config or $IRONCLOS_SOCKET");
+                ExitCode::from(EXIT_CONFIG)
+            }),
+    }
+}
+
+fn connect(socket: &Path) -> Result<control::ctl::Client, ExitCode> {
+    control::ctl::Client::connect(socket).map_err(|e| {
+        eprintln!("ironclos ctl: {e}");
+        ExitCode::from(EXIT_RUNTIME)
+    })
+}
+
+fn reload(socket: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
+    let socket = match socket_path(socket.as_deref(), config.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut client = match connect(&socket) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match client.call("reload", Map::new()) {
+        Ok(result) => {
+            print!("{}", control::ctl::to_text("reload", &result));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ironclos reload: {e}");
+            ExitCode::from(EXIT_RUNTIME)
+        }
+    }
+}
+
+fn ctl(args: CtlArgs) -> ExitCode {
+    let socket = match socket_path(args.socket.as_deref(), args.config.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut client = match connect(&socket) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let CtlCommand::Raw { line } = &args.command {
+        return match client.raw(line) {
+            Ok(reply) => {
+                println!("{reply}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ironclos ctl: {e}");
+                ExitCode::from(EXIT_RUNTIME)
+            }
+        };
+    }
+    let (cmd, request) = match ctl_request(args.command) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ironclos ctl: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    match client.call(cmd, request) {
+        Ok(result) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&result).expect("JSON values serialise")
+                );
+            } else {
+                print!("{}", control::ctl::to_text(cmd, &result));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ironclos ctl: {e}");
+            ExitCode::from(EXIT_RUNTIME)
+        }
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    }
+}
+
+/// The request a `ctl` command line stands for: (cmd, fields).
+fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>), String> {
+    let update = |op: Value| ("update", object(json!({"updates": [op]})));
+    Ok(match command {
+        CtlCommand::Show { what } => match what {
+            ShowWhat::Version => ("hello", Map::new()),
+            ShowWhat::Ports => ("show_ports", Map::new()),
+            ShowWhat::Queues { port } => ("show_queues", object(json!({"port": port}))),
+            ShowWhat::Drops => ("show_drops", Map::new()),
+            ShowWhat::Routes { vrf, limit } => {
+                ("show_routes", object(json!({"vrf": vrf, "limit": limit})))
+            }
+            ShowWhat::Nexthops => ("show_nexthops", Map::new()),
+            ShowWhat::Groups => ("show_groups", Map::new()),
+            ShowWhat::Macs { limit } => ("show_macs", object(json!({"limit": limit}))),
+            ShowWhat::Srv6 => ("show_srv6", Map::new()),
+        },
+        CtlCommand::Route { op } => match op {
+            RouteOp::Add {
+                prefix,
+                vrf,
+                via,
+                dev,
+                group,
+                policy,
+                blackhole,
+            } => update(json!({
+                "op": "add_route", "prefix": prefix, "vrf": vrf, "via": via, "dev": dev,
+                "group": group, "policy": policy, "blackhole": blackhole.then_some(true),
+            })),
+            RouteOp::Del { prefix, vrf } => {
+                update(json!({"op": "del_route", "prefix": prefix, "vrf": vrf}))
+            }
+        },
+        CtlCommand::Neighbor { op } => match op {
+            NeighborOp::Add { ip, dev, mac } => {
+                update(json!({"op": "add_neighbor", "ip": ip, "dev": dev, "mac": mac}))
+            }
+            NeighborOp::Del { ip, dev } => {
+                update(json!({"op": "del_neighbor", "ip": ip, "dev": dev}))
+            }
+        },
+        CtlCommand::Ecmp { op } => match op {
+            EcmpOp::Add {
+                group,
+                via,
+                dev,
+                weight,
+            } => update(json!({
+                "op": "add_ecmp_member", "group": group, "via": via, "dev": dev, "weight": weight,
+            })),
+            EcmpOp::Del { group, via, dev } => update(json!({
+                "op": "del_ecmp_member", "group": group, "via": via, "dev": dev,
+            })),
+        },
+        CtlCommand::Mac { op } => match op {
+            MacOp::Add { vlan, mac, port } => {
+                update(json!({"op": "add_mac", "vlan": vlan, "mac": mac, "port": port}))
+            }
+            MacOp::Del { vlan, mac } => update(json!({"op": "del_mac", "vlan": vlan, "mac": mac})),
+        },
+        CtlCommand::Policy {
+            op:
+                PolicyOp::Set {
+                    name,
+                    segments,
+                    mode,
+                    source,
+                    hop_limit,
+                },
+        } => update(json!({
+            "op": "set_policy", "policy": name, "segments": segments, "mode": mode,
+            "source": source, "hop_limit": hop_limit,
+        })),
+        CtlCommand::Port { port, state } => {
+            ("set_port", object(json!({"port": port, "admin": state})))
+        }
+        CtlCommand::Ecn {
+            port,
+            tc,
+            kmin,
+            kmax,
+            pmax,
+            off,
+        } => update(json!({
+            "op": "set_ecn", "port": port, "tc": tc, "kmin": kmin, "kmax": kmax, "pmax": pmax,
+            "off": off.then_some(true),
+        })),
+        CtlCommand::Batch { file } => {
+            let text = if file.as_os_str() == "-" {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                    .map_err(|e| format!("standard input: {e}"))?;
+                text
+            } else {
+                std::fs::read_to_string(&file)
+                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?
+            };
+            let updates: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+            ("update", object(json!({"updates": updates})))
+        }
+        CtlCommand::TableAdd {
+            table,
+            action,
+            rest,
+        } => {
+            let Some(arrow) = rest.iter().position(|a| a == "=>") else {
+                return Err("table_add needs `=>` between the match fields and the                             action parameters (e.g. `table_add ipv4_lpm blackhole 0                             10.9.0.0/16 =>`)"
+                    .to_owned());
+            };
+            (
+                "table_add",
+                object(json!({
+                    "table": table, "action": action,
+                    "match": rest[..arrow], "params": rest[arrow + 1..],
+                })),
+            )
+        }
+        CtlCommand::TableDelete { table, matches } => (
+            "table_delete",
+            object(json!({"table": table, "match": matches})),
+        ),
+        CtlCommand::TableDump { table } => ("table_dump", object(json!({"table": table}))),
+        CtlCommand::Raw { .. } => unreachable!("handled before"),
+    })
 }
 
 fn load(path: &Path) -> Result<Config, ExitCode> {
@@ -261,7 +750,21 @@ fn run(
             }
         }
     }
-    let run_report = match engine::run_with_schedule(&engine_config, &events, &mut ConsoleHooks) {
+    let server = match ControlServer::open(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ironclos: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    if let Some(socket) = &config.control.socket {
+        println!("control socket: {}", socket.display());
+    }
+    if let Some(addr) = config.control.metrics {
+        println!("metrics: http://{addr}/metrics");
+    }
+    let mut hooks = ConsoleHooks { server };
+    let run_report = match engine::run_with_schedule(&engine_config, &events, &mut hooks) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ironclos: {e}");

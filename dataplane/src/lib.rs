@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod counters;
+pub mod ctl;
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod engine;

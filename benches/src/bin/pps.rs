@@ -28,7 +28,7 @@ const USAGE: &str = "\
 pps: packets-per-second benchmark of ironclos against C reference loops
 
 usage: pps [--ironclos PATH] [--rounds N] [--seconds S] [--burst N] [--out DIR] [--no-huge]
-           [--only io|switch] [--filter TEXT] [--v4-routes N] [--v6-routes N]
+           [--only io|switch|updates] [--filter TEXT] [--v4-routes N] [--v6-routes N]
 
   --ironclos PATH  the ironclos binary (default target/release/ironclos)
   --rounds N       interleaved rounds (default 5); the report is the median over rounds
@@ -36,7 +36,9 @@ usage: pps [--ironclos PATH] [--rounds N] [--seconds S] [--burst N] [--out DIR] 
   --burst N        RX/TX burst size for every contender (default 32)
   --out DIR        where traces, configs and results.json go (default bench-results)
   --no-huge        run without hugepages even if the machine has them (figures halve)
-  --only SECTION   run only the io or the switch section
+  --only SECTION   run only the io, switch or updates section (updates: L3v4 forwarding
+                   while 10k route updates/s arrive over the control socket, against the
+                   same without updates; then the time to load the v4 routes over the API)
   --filter TEXT    run only the cases whose name contains TEXT (e.g. flowlet)
   --v4-routes N    IPv4 routes for the L3v4 case (default 1000000)
   --v6-routes N    IPv6 routes for the L3v6 case (default 100000)
@@ -101,8 +103,8 @@ fn parse_options() -> Result<Options, String> {
             "--filter" => options.filter = Some(value("--filter")?),
             "--only" => {
                 let section = value("--only")?;
-                if section != "io" && section != "switch" {
-                    return Err("--only takes io or switch".to_owned());
+                if !["io", "switch", "updates"].contains(&section.as_str()) {
+                    return Err("--only takes io, switch or updates".to_owned());
                 }
                 options.only = Some(section);
             }
@@ -162,6 +164,8 @@ enum Runner {
         mode: &'static str,
         router: &'static str,
         body: String,
+        /// Route updates per second sent over the control socket while forwarding (0: none).
+        updates_per_s: u32,
     },
 }
 
@@ -185,9 +189,12 @@ impl Runner {
                 input,
                 extra,
             } => run_c(binary, input, extra, env, &prefix),
-            Runner::Ironclos { mode, router, body } => {
-                run_ironclos(mode, router, body, env, &prefix)
-            }
+            Runner::Ironclos {
+                mode,
+                router,
+                body,
+                updates_per_s,
+            } => run_ironclos(mode, router, body, *updates_per_s, env, &prefix),
         };
         let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
         result
@@ -245,6 +252,7 @@ fn run_ironclos(
     mode: &str,
     router: &str,
     body: &str,
+    updates_per_s: u32,
     env: &Env<'_>,
     prefix: &str,
 ) -> Result<f64, String> {
@@ -267,22 +275,49 @@ fn run_ironclos(
         Some(at) if !body.starts_with('[') => body.split_at(at + 1),
         _ => ("", body),
     };
+    let socket = dir.join(format!("{prefix}.sock"));
+    let control = if updates_per_s > 0 {
+        format!("[control]\nsocket = \"{}\"\n", socket.display())
+    } else {
+        String::new()
+    };
     let text = format!(
         "{top}[switch]\nname = \"bench\"\n{router}[dataplane]\nmode = \"{mode}\"\nmain_lcore = 0\nworker_lcores = [1]\n\
-         burst = {}\nmbufs = 16383\neal = [{eal_list}]\n\n{tables}",
+         burst = {}\nmbufs = 16383\neal = [{eal_list}]\n\n{control}{tables}",
         env.options.burst
     );
     std::fs::write(&config, text).map_err(|e| e.to_string())?;
     let stats = dir.join(format!("{prefix}-stats.json"));
-    let out = Command::new(&env.options.ironclos)
+    let child = Command::new(&env.options.ironclos)
         .args(["run", "--config"])
         .arg(&config)
         .arg("--duration")
         .arg(env.options.seconds.to_string())
         .arg("--stats-json")
         .arg(&stats)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| format!("{}: {e}", env.options.ironclos.display()))?;
+    let updater = (updates_per_s > 0).then(|| {
+        let socket = socket.clone();
+        std::thread::spawn(move || update_routes(&socket, updates_per_s))
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{}: {e}", env.options.ironclos.display()))?;
+    if let Some(updater) = updater {
+        let (applied, seconds) = updater.join().unwrap_or((0, 0.0));
+        eprintln!(
+            "    {applied} route updates applied in {seconds:.2} s ({:.0}/s) while forwarding",
+            applied as f64 / seconds.max(1e-9)
+        );
+        if (applied as f64) < 0.5 * f64::from(updates_per_s) * seconds {
+            return Err(format!(
+                "only {applied} route updates in {seconds:.2} s: the control plane fell behind"
+            ));
+        }
+    }
     let _ = std::fs::remove_file(&config);
     if !out.status.success() {
         return Err(format!(
@@ -304,6 +339,154 @@ fn run_ironclos(
         .filter_map(|p| p["tx_packets"].as_u64())
         .sum();
     Ok(tx as f64 / seconds / 1e6)
+}
+
+/// Sends route updates to a running switch: every 20 ms a batch of `rate / 50` /32 routes
+/// under 30.0.0.0/8 (not in the traffic's way, but written into the same tables), added in one
+/// batch and deleted in the next. Returns (updates applied, seconds from the first to the
+/// last). Stops when the switch goes away.
+fn update_routes(socket: &Path, rate: u32) -> (u64, f64) {
+    let started = std::time::Instant::now();
+    let mut client = loop {
+        match control::ctl::Client::connect(socket) {
+            Ok(c) => break c,
+            Err(_) if started.elapsed() < std::time::Duration::from_secs(60) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(_) => return (0, 0.0),
+        }
+    };
+    // The switch answers once its worker runs.
+    while client.call("hello", Default::default()).is_err() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            return (0, 0.0);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let per_batch = (rate / 50).max(1);
+    let first = std::time::Instant::now();
+    let mut applied = 0u64;
+    let mut batch = 0u64;
+    loop {
+        let add = batch.is_multiple_of(2);
+        let base = (batch / 2 % 1000) as u32 * per_batch;
+        let updates: Vec<Value> = (0..per_batch)
+            .map(|i| {
+                let ip = std::net::Ipv4Addr::from(0x1e00_0000 + base + i);
+                if add {
+                    json!({"op": "add_route", "prefix": format!("{ip}/32"), "blackhole": true})
+                } else {
+                    json!({"op": "del_route", "prefix": format!("{ip}/32")})
+                }
+            })
+            .collect();
+        let mut args = serde_json::Map::new();
+        args.insert("updates".into(), Value::Array(updates));
+        match client.call("update", args) {
+            Ok(_) => applied += u64::from(per_batch),
+            Err(_) => break,
+        }
+        batch += 1;
+        let due = first + std::time::Duration::from_millis(20 * batch);
+        if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    (applied, first.elapsed().as_secs_f64())
+}
+
+/// Loads `count` IPv4 routes into a running switch over its control socket in batches of
+/// 10k and returns the seconds it took (the time to a million routes of the issue).
+fn load_routes_via_api(options: &Options, huge: bool) -> Result<f64, String> {
+    let dir = &options.out;
+    let prefix = format!("pps-load-{}", std::process::id());
+    let socket = dir.join(format!("{prefix}.sock"));
+    let mut eal = eal_memory(huge);
+    eal.extend(["--file-prefix".to_owned(), prefix.clone()]);
+    let eal_list = eal
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let trace = dir.join("udp-1flow-l3.pcap");
+    let body = l3_body(&pcap_input(&trace), &dir.join("routes-none.txt"), false);
+    std::fs::write(dir.join("routes-none.txt"), "").map_err(|e| e.to_string())?;
+    let (top, tables) = body.split_at(body.find("\n[").map_or(0, |a| a + 1));
+    let text = format!(
+        "{top}[switch]\nname = \"bench\"\nrouter_mac = \"{TRACE_DST_MAC}\"\n[dataplane]\nmode = \"switch\"\nmain_lcore = 0\n\
+         worker_lcores = [1]\nmbufs = 16383\neal = [{eal_list}]\n[control]\nsocket = \"{}\"\n{tables}",
+        socket.display()
+    );
+    let config = dir.join(format!("{prefix}.toml"));
+    std::fs::write(&config, text).map_err(|e| e.to_string())?;
+    let mut child = Command::new(&options.ironclos)
+        .args(["run", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let result = (|| {
+        let started = std::time::Instant::now();
+        let mut client = loop {
+            if let Ok(mut c) = control::ctl::Client::connect(&socket)
+                && c.call("hello", Default::default()).is_ok()
+            {
+                break c;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                return Err("the switch did not come up".to_owned());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let routes =
+            std::fs::read_to_string(dir.join("routes-v4.txt")).map_err(|e| e.to_string())?;
+        let prefixes: Vec<&str> = routes
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|p| p.contains('/'))
+            .collect();
+        let t0 = std::time::Instant::now();
+        // Two batches in flight: the switch parses the next while the worker applies one.
+        let mut in_flight = 0;
+        for chunk in prefixes.chunks(10_000) {
+            let updates: Vec<Value> = chunk
+                .iter()
+                .map(|p| json!({"op": "add_route", "prefix": p, "group": "spines"}))
+                .collect();
+            let mut args = serde_json::Map::new();
+            args.insert("updates".into(), Value::Array(updates));
+            client
+                .send("update", args)
+                .map_err(|e| format!("loading routes: {e}"))?;
+            in_flight += 1;
+            if in_flight == 2 {
+                client
+                    .receive()
+                    .map_err(|e| format!("loading routes: {e}"))?;
+                in_flight -= 1;
+            }
+        }
+        for _ in 0..in_flight {
+            client
+                .receive()
+                .map_err(|e| format!("loading routes: {e}"))?;
+        }
+        let seconds = t0.elapsed().as_secs_f64();
+        println!(
+            "route load over the API: {} IPv4 routes in {seconds:.2} s ({:.0} routes/s), batches of 10k, while forwarding",
+            prefixes.len(),
+            prefixes.len() as f64 / seconds
+        );
+        Ok(seconds)
+    })();
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+    result
 }
 
 /// A comparison: ironclos against one reference, both measured every round.
@@ -540,7 +723,8 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
         input,
         extra,
     };
-    if options.only.as_deref() != Some("switch") {
+    let section = |name: &str| options.only.as_deref().is_none_or(|only| only == name);
+    if section("io") {
         for (name, input) in [
             ("io null", "net_null0".to_owned()),
             ("io pcap 1 flow", pcap_input(&trace1)),
@@ -553,6 +737,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                     mode: "io",
                     router: "",
                     body: io_body(&input),
+                    updates_per_s: 0,
                 },
                 reference_name: "c-io",
                 reference: c(C_IO_FWD, input.clone(), vec![]),
@@ -560,10 +745,32 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
             });
         }
     }
-    if options.only.as_deref() != Some("io") {
-        let v4_routes = dir.join("routes-v4.txt");
-        let v6_routes = dir.join("routes-v6.txt");
+    let v4_routes = dir.join("routes-v4.txt");
+    if section("switch") || section("updates") {
         write_v4_routes(&v4_routes, options.v4_routes).map_err(|e| e.to_string())?;
+    }
+    if section("updates") {
+        let body = l3_body(&pcap_input(&l3_8k), &v4_routes, false);
+        let runner = |updates_per_s| Runner::Ironclos {
+            mode: "switch",
+            router: TRACE_DST_MAC,
+            body: body.clone(),
+            updates_per_s,
+        };
+        cases.push(Case {
+            section: "updates",
+            name: format!(
+                "L3v4 {}k routes 8192 flows + 10k updates/s",
+                options.v4_routes / 1000
+            ),
+            ironclos: runner(10_000),
+            reference_name: "ironclos, no updates",
+            reference: runner(0),
+            aim: Some(0.90),
+        });
+    }
+    if section("switch") {
+        let v6_routes = dir.join("routes-v6.txt");
         write_v6_routes(&v6_routes, options.v6_routes).map_err(|e| e.to_string())?;
         let routes_arg = vec!["--routes-file".to_owned(), v4_routes.display().to_string()];
         for (flows, trace) in [(1, &trace1), (8192, &trace8k)] {
@@ -575,6 +782,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                     mode: "switch",
                     router: OTHER_MAC,
                     body: l2_body(&input),
+                    updates_per_s: 0,
                 },
                 reference_name: "c-macswap",
                 reference: c(C_MACSWAP, input.clone(), vec![]),
@@ -593,6 +801,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                     mode: "switch",
                     router: TRACE_DST_MAC,
                     body: l3_body(&input, &v4_routes, false),
+                    updates_per_s: 0,
                 },
                 reference_name: "c-l3",
                 reference: c(C_L3FWD, input.clone(), routes_arg.clone()),
@@ -606,6 +815,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                 mode: "switch",
                 router: TRACE_DST_MAC,
                 body: l3_body(&pcap_input(&v6_8k), &v6_routes, false),
+                updates_per_s: 0,
             },
             reference_name: "c-l3 (v4, same v4 route table)",
             reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
@@ -629,12 +839,14 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                         &l3_body(&pcap_input(&l3_8k), &v4_routes, false),
                         &format!("mode = \"flowlet\"\nchoice = \"{choice}\"\n"),
                     ),
+                    updates_per_s: 0,
                 },
                 reference_name: "ironclos ECMP4 hash",
                 reference: Runner::Ironclos {
                     mode: "switch",
                     router: TRACE_DST_MAC,
                     body: l3_body(&pcap_input(&l3_8k), &v4_routes, false),
+                    updates_per_s: 0,
                 },
                 aim: Some(0.90),
             });
@@ -649,6 +861,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                 mode: "switch",
                 router: TRACE_DST_MAC,
                 body: l3_body(&pcap_input(&l3_8k), &v4_routes, true),
+                updates_per_s: 0,
             },
             reference_name: "c-l3",
             reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
@@ -670,6 +883,7 @@ fn build_cases(options: &Options) -> Result<Vec<Case>, String> {
                     mode: "switch",
                     router: TRACE_DST_MAC,
                     body: l3_body(&pcap_input(&trace), &v6_routes, false) + SRV6_SIDS,
+                    updates_per_s: 0,
                 },
                 reference_name: "c-l3 (v4, same v4 route table)",
                 reference: c(C_L3FWD, pcap_input(&l3_8k), routes_arg.clone()),
@@ -804,6 +1018,13 @@ fn main() {
         "hugepages": huge,
         "results": results,
     });
+    let mut summary = summary;
+    if options.only.as_deref().is_none_or(|only| only == "updates") {
+        match load_routes_via_api(&options, huge) {
+            Ok(seconds) => summary["route_load_seconds"] = json!(seconds),
+            Err(e) => eprintln!("pps: route load: {e}"),
+        }
+    }
     let path = options.out.join("results.json");
     match std::fs::write(
         &path,

@@ -3,6 +3,7 @@
 //! This is the only module of `dataplane` allowed to hold `unsafe`. Every block says why it
 //! is sound. Types here are thin: the engine above decides what to do with packets.
 
+pub mod cred;
 mod eal;
 mod lcore;
 mod mbuf;

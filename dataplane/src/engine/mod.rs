@@ -3,8 +3,11 @@
 //! loop (link state, stop conditions, the caller's periodic hook). Returns a report of every
 //! counter when the run ends.
 
+mod control;
 mod io;
 mod switch;
+
+pub use control::{AdminState, ControlHandle};
 
 use crate::counters::{CounterSnapshot, DropReason, ObjectSnapshot, Srv6Counters, WorkerCounters};
 use crate::dpdk::{
@@ -280,6 +283,8 @@ pub trait EngineHooks {
     fn event(&mut self, _event: &EngineEvent) {}
     /// Called about every 10 ms while running.
     fn tick(&mut self) {}
+    /// Before `ready`: what the control plane may read and drive while the switch runs.
+    fn attach(&mut self, _handle: ControlHandle) {}
 }
 
 /// Hooks that do nothing.
@@ -371,8 +376,10 @@ fn run_with_eal(
         link_generation: AtomicU64::new(0),
         replay_stalled: AtomicBool::new(false),
         qos_events: Mutex::new(Vec::new()),
+        ctl: Arc::new(crate::ctl::Channel::new()),
         flowlet_moves: Mutex::new(Vec::new()),
     });
+    let admin = Arc::new(AdminState::new(ports.len()));
     let queue_counters = Arc::new(TmCounters::new(ports.len()));
     let counters: Vec<Arc<WorkerCounters>> = (0..workers)
         .map(|_| Arc::new(WorkerCounters::new(ports.len())))
@@ -438,6 +445,15 @@ fn run_with_eal(
         }
     }
 
+    hooks.attach(ControlHandle {
+        channel: Arc::clone(&shared.ctl),
+        counters: counters.clone(),
+        queues: matches!(config.mode, ForwardingMode::Switch(_))
+            .then(|| Arc::clone(&queue_counters)),
+        srv6: srv6.as_ref().map(|(c, _, _)| Arc::clone(c)),
+        admin: Arc::clone(&admin),
+        switch_mode: matches!(config.mode, ForwardingMode::Switch(_)),
+    });
     hooks.ready(&infos);
     for (job, lcore) in jobs.into_iter().zip(&config.worker_lcores) {
         if let Err(error) = dpdk::launch_on_lcore(*lcore, job) {
@@ -447,7 +463,7 @@ fn run_with_eal(
         }
     }
 
-    let stop_cause = control_loop(config, &ports, &infos, &shared, stop, hooks);
+    let stop_cause = control_loop(config, &ports, &infos, &shared, &admin, stop, hooks);
     stop.request();
     dpdk::wait_all_workers();
 
@@ -529,10 +545,12 @@ fn control_loop(
     ports: &[Port],
     infos: &[PortInfo],
     shared: &WorkerShared,
+    admin: &AdminState,
     stop: StopSignal,
     hooks: &mut dyn EngineHooks,
 ) -> StopCause {
     let started = Instant::now();
+    let mut admin_generation_seen = 0;
     let mut last_links: Vec<LinkStatus> = infos.iter().map(|info| info.link).collect();
     let mut last_link_poll = started;
     loop {
@@ -555,7 +573,7 @@ fn control_loop(
                 let now = port.link();
                 if now != *last {
                     *last = now;
-                    shared.link_up[index].store(now.up, Ordering::Relaxed);
+                    shared.link_up[index].store(now.up && admin.is_up(index), Ordering::Relaxed);
                     shared.link_generation.fetch_add(1, Ordering::Release);
                     hooks.event(&EngineEvent::LinkChanged {
                         port: port.label().to_owned(),
@@ -565,6 +583,17 @@ fn control_loop(
             }
         }
         hooks.tick();
+        // Admin state: a port taken down by the operator looks like a link down to workers.
+        let generation = admin.generation();
+        if generation != admin_generation_seen {
+            admin_generation_seen = generation;
+            for (index, last) in last_links.iter().enumerate() {
+                let up = last.up && admin.is_up(index);
+                if shared.link_up[index].swap(up, Ordering::Relaxed) != up {
+                    shared.link_generation.fetch_add(1, Ordering::Release);
+                }
+            }
+        }
     }
 }
 
@@ -586,6 +615,8 @@ pub(crate) struct WorkerShared {
     pub(crate) replay_stalled: AtomicBool,
     /// The switch worker's QoS event log, handed over once at the end of the run.
     pub(crate) qos_events: Mutex<Vec<QosEvent>>,
+    /// Run-time requests to the switch worker (crate::ctl).
+    pub(crate) ctl: Arc<crate::ctl::Channel>,
     /// The switch worker's flowlet moves, handed over once at the end of the run.
     pub(crate) flowlet_moves: Mutex<Vec<FlowletMove>>,
 }

@@ -72,6 +72,10 @@ impl TxStage {
 #[path = "switch_replay.rs"]
 mod replay;
 
+// Run-time table updates and snapshots (crate::ctl), served between bursts.
+#[path = "switch_ctl.rs"]
+mod ctl;
+
 pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
     slow: SlowPath,
@@ -242,6 +246,7 @@ impl SwitchWorker {
         while !self.stop.is_requested() {
             let now = clock(start);
             self.poll_links(now);
+            self.serve_control();
             for port in 0..self.rx.len() {
                 let received = self.rx[port].rx_burst(&mut burst, self.burst);
                 if received == 0 {

@@ -29,6 +29,8 @@ const ICMPV6_NEIGHBOR_ADVERT: u8 = 136;
 const ARP_OP_REQUEST: u16 = 1;
 
 mod srv6;
+// Run-time table updates and snapshots (crate::ctl).
+mod ctl;
 
 /// How often the forwarder asks the control plane to resolve the same neighbour.
 pub const RESOLVE_INTERVAL: Picos = PICOS_PER_SECOND;

@@ -972,3 +972,7 @@ fn prefetch_touches_the_fib_entry_of_routed_ipv4_only() {
         "short frames are ignored"
     );
 }
+
+// Run-time updates (crate::ctl), on the leaf spec above.
+#[path = "ctl_tests.rs"]
+mod ctl_tests;

@@ -878,6 +878,9 @@ impl<P> TrafficManager<P> {
 
 #[path = "tm_pfc.rs"]
 mod tm_pfc;
+// Run-time ECN changes (crate::ctl).
+#[path = "tm_ctl.rs"]
+mod tm_ctl;
 pub use tm_pfc::PfcFrame;
 
 #[cfg(test)]

@@ -19,6 +19,11 @@ use crate::wire::{Ipv6Packet, walk_extension_headers};
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 
+// Run-time policy replacement (crate::ctl).
+#[path = "srv6_ctl.rs"]
+mod srv6_ctl;
+pub use srv6_ctl::PolicyBackup;
+
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ICMPV6_TIME_EXCEEDED: u8 = 3;

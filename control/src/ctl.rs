@@ -1,0 +1,379 @@
+//! `ironclos ctl`: the client side of the run-time API. Sends one request line, reads one
+//! reply line, and prints the result as text (or as JSON with `--json`).
+
+use crate::api;
+use serde_json::{Map, Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// A reply that is not `ok`, or a failure to talk to the switch.
+#[derive(Debug)]
+pub enum CtlError {
+    /// The switch answered with an error.
+    Refused(String),
+    /// No answer (cannot connect, connection closed, not a reply).
+    Transport(String),
+}
+
+impl std::fmt::Display for CtlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CtlError::Refused(m) => write!(f, "error: {m}"),
+            CtlError::Transport(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A connection to a running switch.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    next_id: u64,
+}
+
+impl Client {
+    pub fn connect(socket: &Path) -> Result<Client, CtlError> {
+        let stream = UnixStream::connect(socket).map_err(|e| {
+            CtlError::Transport(format!("cannot connect to {}: {e}", socket.display()))
+        })?;
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+        let writer = stream
+            .try_clone()
+            .map_err(|e| CtlError::Transport(e.to_string()))?;
+        Ok(Client {
+            reader: BufReader::new(stream),
+            writer,
+            next_id: 1,
+        })
+    }
+
+    /// Sends a raw line and returns the raw reply line.
+    pub fn raw(&mut self, line: &str) -> Result<String, CtlError> {
+        self.writer
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| CtlError::Transport(format!("cannot send: {e}")))?;
+        let mut reply = String::new();
+        match self.reader.read_line(&mut reply) {
+            Ok(0) => Err(CtlError::Transport(
+                "the switch closed the connection".to_owned(),
+            )),
+            Ok(_) => Ok(reply.trim_end().to_owned()),
+            Err(e) => Err(CtlError::Transport(format!("no reply: {e}"))),
+        }
+    }
+
+    /// Runs `cmd` with `args`; the result, or the switch's error.
+    pub fn call(&mut self, cmd: &str, args: Map<String, Value>) -> Result<Value, CtlError> {
+        self.send(cmd, args)?;
+        self.receive()
+    }
+
+    /// Sends a request without waiting for its reply (replies come in request order, so a
+    /// client may keep several requests in flight and `receive` them in turn).
+    pub fn send(&mut self, cmd: &str, args: Map<String, Value>) -> Result<(), CtlError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.writer
+            .write_all(format!("{}\n", api::request_line(id, cmd, args)).as_bytes())
+            .map_err(|e| CtlError::Transport(format!("cannot send: {e}")))
+    }
+
+    /// The next reply's result, or the switch's error.
+    pub fn receive(&mut self) -> Result<Value, CtlError> {
+        let mut reply = String::new();
+        match self.reader.read_line(&mut reply) {
+            Ok(0) => {
+                return Err(CtlError::Transport(
+                    "the switch closed the connection".to_owned(),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(CtlError::Transport(format!("no reply: {e}"))),
+        }
+        let value: Value = serde_json::from_str(&reply)
+            .map_err(|e| CtlError::Transport(format!("reply is not JSON ({e}): {reply}")))?;
+        if value["ok"] == json!(true) {
+            Ok(value["result"].clone())
+        } else {
+            Err(CtlError::Refused(
+                value["error"]
+                    .as_str()
+                    .unwrap_or("unknown error")
+                    .to_owned(),
+            ))
+        }
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn rows(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+/// Aligned columns.
+fn table(header: &[&str], lines: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for line in &lines {
+        for (i, cell) in line.iter().enumerate() {
+            widths[i] = widths[i].max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let mut put = |cells: Vec<String>| {
+        let last = cells.len() - 1;
+        for (i, cell) in cells.iter().enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.push('\n');
+    };
+    put(header.iter().map(|h| h.to_string()).collect());
+    for line in lines {
+        put(line);
+    }
+    out
+}
+
+/// The text form of a command's result.
+pub fn to_text(cmd: &str, result: &Value) -> String {
+    match cmd {
+        "show_ports" => table(
+            &["PORT", "LINK", "ADMIN", "SPEED", "RX_PACKETS", "TX_PACKETS"],
+            rows(result)
+                .iter()
+                .map(|p| {
+                    vec![
+                        s(&p["name"]),
+                        s(&p["link"]),
+                        s(&p["admin"]),
+                        format!("{}M", s(&p["speed_mbps"])),
+                        s(&p["rx_packets"]),
+                        s(&p["tx_packets"]),
+                    ]
+                })
+                .collect(),
+        ),
+        "show_queues" => table(
+            &[
+                "PORT",
+                "TC",
+                "DEPTH",
+                "PEAK",
+                "ENQUEUED",
+                "DROPPED",
+                "ECN_MARKED",
+                "PFC_TX",
+                "PFC_RX",
+                "ECN(kmin/kmax/pmax)",
+            ],
+            rows(result)
+                .iter()
+                .map(|q| {
+                    vec![
+                        s(&q["port"]),
+                        s(&q["tc"]),
+                        s(&q["depth_bytes"]),
+                        s(&q["peak_depth_bytes"]),
+                        s(&q["enqueued_packets"]),
+                        s(&q["dropped_packets"]),
+                        s(&q["ecn_marked"]),
+                        s(&q["pfc_tx_frames"]),
+                        s(&q["pfc_rx_frames"]),
+                        match &q["ecn"] {
+                            Value::Null => "off".to_owned(),
+                            e => format!("{}/{}/{}", s(&e["kmin"]), s(&e["kmax"]), s(&e["pmax"])),
+                        },
+                    ]
+                })
+                .collect(),
+        ),
+        "show_drops" => {
+            let mut lines: Vec<Vec<String>> = result["reasons"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter(|(_, n)| n.as_u64() != Some(0))
+                        .map(|(r, n)| vec![r.clone(), s(n)])
+                        .collect()
+                })
+                .unwrap_or_default();
+            lines.push(vec!["total".to_owned(), s(&result["total"])]);
+            table(&["REASON", "PACKETS"], lines)
+        }
+        "show_routes" => {
+            let mut out = table(
+                &["VRF", "PREFIX", "TARGET"],
+                rows(&result["routes"])
+                    .iter()
+                    .map(|r| {
+                        let target = match r["kind"].as_str().unwrap_or("") {
+                            "nexthop" => format!("via {} dev {}", s(&r["via"]), s(&r["dev"])),
+                            "group" => format!("group {}", s(&r["group"])),
+                            "connected" => format!("connected dev {}", s(&r["dev"])),
+                            "srv6_policy" => format!("srv6 policy {}", s(&r["policy"])),
+                            other => other.to_owned(),
+                        };
+                        vec![s(&r["vrf"]), s(&r["prefix"]), target]
+                    })
+                    .collect(),
+            );
+            out.push_str(&format!(
+                "{} of {} routes\n",
+                s(&result["shown"]),
+                s(&result["total"])
+            ));
+            out
+        }
+        "show_nexthops" => table(
+            &["ID", "IP", "DEV", "MAC"],
+            rows(result)
+                .iter()
+                .map(|n| vec![s(&n["id"]), s(&n["ip"]), s(&n["dev"]), s(&n["mac"])])
+                .collect(),
+        ),
+        "show_groups" => {
+            let mut lines = Vec::new();
+            for g in rows(result) {
+                for m in rows(&g["members"]) {
+                    lines.push(vec![
+                        s(&g["name"]),
+                        format!("{} dev {}", s(&m["via"]), s(&m["dev"])),
+                        s(&m["weight"]),
+                        if m["up"] == json!(true) { "up" } else { "down" }.to_owned(),
+                        format!("{}/{}", s(&m["buckets"]), s(&g["buckets"])),
+                        s(&m["packets"]),
+                        s(&m["port_tx_packets"]),
+                    ]);
+                }
+            }
+            let summary: String = rows(result)
+                .iter()
+                .map(|g| {
+                    format!(
+                        "group {}: {} ({}), {} flowlets, {} moves ({} forced)\n",
+                        s(&g["name"]),
+                        s(&g["mode"]),
+                        s(&g["choice"]),
+                        s(&g["flowlets"]),
+                        s(&g["moves"]),
+                        s(&g["forced_moves"])
+                    )
+                })
+                .collect();
+            table(
+                &[
+                    "GROUP", "MEMBER", "WEIGHT", "STATE", "BUCKETS", "PACKETS", "PORT_TX",
+                ],
+                lines,
+            ) + &summary
+        }
+        "show_macs" => {
+            let mut out = table(
+                &["VLAN", "MAC", "PORT", "TYPE"],
+                rows(&result["macs"])
+                    .iter()
+                    .map(|m| {
+                        vec![
+                            s(&m["vlan"]),
+                            s(&m["mac"]),
+                            s(&m["port"]),
+                            if m["static"] == json!(true) {
+                                "static"
+                            } else {
+                                "learned"
+                            }
+                            .to_owned(),
+                        ]
+                    })
+                    .collect(),
+            );
+            out.push_str(&format!(
+                "{} of {} entries\n",
+                s(&result["shown"]),
+                s(&result["total"])
+            ));
+            out
+        }
+        "show_srv6" => {
+            let mut out = table(
+                &["SID", "BEHAVIOR", "VRF", "PACKETS", "BYTES"],
+                rows(&result["sids"])
+                    .iter()
+                    .map(|x| {
+                        vec![
+                            s(&x["prefix"]),
+                            s(&x["behavior"]),
+                            s(&x["vrf"]),
+                            s(&x["packets"]),
+                            s(&x["bytes"]),
+                        ]
+                    })
+                    .collect(),
+            );
+            out.push_str(&table(
+                &["POLICY", "MODE", "SEGMENTS", "PACKETS", "BYTES"],
+                rows(&result["policies"])
+                    .iter()
+                    .map(|x| {
+                        let segs: Vec<String> = rows(&x["segments"]).iter().map(s).collect();
+                        vec![
+                            s(&x["name"]),
+                            s(&x["mode"]),
+                            segs.join(","),
+                            s(&x["packets"]),
+                            s(&x["bytes"]),
+                        ]
+                    })
+                    .collect(),
+            ));
+            out
+        }
+        "table_dump" => rows(result)
+            .iter()
+            .map(|e| {
+                let m: Vec<String> = rows(&e["match"]).iter().map(s).collect();
+                let p: Vec<String> = rows(&e["params"]).iter().map(s).collect();
+                format!(
+                    "{} {} {} => {}\n",
+                    s(&e["table"]),
+                    s(&e["action"]),
+                    m.join(" "),
+                    p.join(" ")
+                )
+            })
+            .collect(),
+        "update" | "table_add" | "table_delete" => {
+            format!("ok: {} update(s) applied\n", s(&result["applied"]))
+        }
+        "reload" => format!(
+            "reloaded {}: {} update(s) applied\n",
+            s(&result["config"]),
+            s(&result["applied"])
+        ),
+        "set_port" => format!(
+            "ok: port {} admin {}\n",
+            s(&result["port"]),
+            s(&result["admin"])
+        ),
+        "hello" => format!(
+            "switch {} (ironclos {}, protocol {}, mode {})\n",
+            s(&result["switch"]),
+            s(&result["version"]),
+            s(&result["protocol"]),
+            s(&result["mode"])
+        ),
+        _ => format!("{result}\n"),
+    }
+}

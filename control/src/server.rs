@@ -1,0 +1,1423 @@
+//! The run-time API server: a Unix socket served from the engine's control loop on the main
+//! lcore (`EngineHooks::tick`, every ~10 ms), never blocking. Reads JSON-lines requests
+//! (`api`), answers counters directly from the workers' single-writer atomics, and hands
+//! table updates and snapshots to the switch worker over `dataplane::ctl::Channel`, which
+//! serves them between bursts.
+//!
+//! Security: the socket is created mode 0600 in a directory that other users cannot write to
+//! (else the switch refuses to start), and every connection's peer credentials (SO_PEERCRED)
+//! must be the switch's own uid or root, else it gets one error line and is closed.
+
+use crate::api::{self, Command, RouteTo, UpdateOp};
+use crate::config::{Config, format_mac, parse_mac};
+use crate::metrics::MetricsServer;
+use dataplane::counters::{CounterSnapshot, DropReason};
+use dataplane::ctl::{Dump, DumpKind, Reply, Request, Target, Update};
+use dataplane::dpdk::LinkStatus;
+use dataplane::dpdk::cred::{effective_uid, peer_cred};
+use dataplane::engine::{ControlHandle, PortInfo};
+use dataplane::pipeline::spec::{
+    Attachment, EncapMode, PolicySpec, RouteTarget, SidBehavior, SwitchSpec,
+};
+use dataplane::qos::{EcnProfile, TC_COUNT};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::IpAddr;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Connections served at once; more are told so and closed.
+const MAX_CONNECTIONS: usize = 32;
+/// Reply bytes queued for one connection beyond which its next requests wait.
+const MAX_OUTPUT: usize = 64 << 20;
+/// Bytes read from one connection per tick (a big request takes several ticks).
+const READ_PER_TICK: usize = 16 << 20;
+/// How long a tick keeps serving while requests are with the worker (answers, then the
+/// requests queued behind them), before leaving the rest to the next tick. The main lcore is
+/// not a worker: this delays only link polling and other clients.
+const REPLY_WAIT: Duration = Duration::from_millis(50);
+/// A request the worker has not answered by then gets an error (the worker is not serving:
+/// a replay, or it stopped).
+const WORKER_TIMEOUT: Duration = Duration::from_secs(5);
+/// ECMP member shares for metrics are refreshed this often.
+const GROUPS_REFRESH: Duration = Duration::from_secs(1);
+
+/// Names the operator uses for what the dataplane numbers.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub switch: String,
+    pub ports: Vec<String>,
+    pub vrfs: Vec<String>,
+    pub groups: Vec<String>,
+    /// L3 interfaces: a routed port's name, or `vlanN`.
+    pub interfaces: Vec<String>,
+    pub spec: Option<SwitchSpec>,
+}
+
+impl Names {
+    pub fn of(config: &Config) -> Names {
+        let spec = config.switch_spec();
+        let ports: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
+        let interfaces = spec.as_ref().map_or(Vec::new(), |s| {
+            s.interfaces
+                .iter()
+                .map(|i| match i.attachment {
+                    Attachment::Port(p) => ports
+                        .get(usize::from(p))
+                        .cloned()
+                        .unwrap_or_else(|| format!("port{p}")),
+                    Attachment::Vlan(v) => format!("vlan{v}"),
+                })
+                .collect()
+        });
+        Names {
+            switch: config.name.clone(),
+            ports,
+            vrfs: config.vrf_names().to_vec(),
+            groups: config.group_names().to_vec(),
+            interfaces,
+            spec,
+        }
+    }
+
+    pub(crate) fn port(&self, name: &str) -> Result<u16, String> {
+        if let Some(i) = self.ports.iter().position(|p| p == name) {
+            return Ok(i as u16);
+        }
+        Err(format!(
+            "no port `{name}` (ports: {})",
+            self.ports.join(", ")
+        ))
+    }
+
+    pub(crate) fn vrf(&self, name: Option<&str>) -> Result<u16, String> {
+        match name {
+            None => Ok(0),
+            Some(n) => self
+                .vrfs
+                .iter()
+                .position(|v| v == n)
+                .map(|i| i as u16)
+                .ok_or_else(|| format!("no VRF `{n}` (VRFs: {})", self.vrfs.join(", "))),
+        }
+    }
+
+    fn vrf_name(&self, vrf: u16) -> String {
+        self.vrfs
+            .get(usize::from(vrf))
+            .cloned()
+            .unwrap_or_else(|| vrf.to_string())
+    }
+
+    fn dev(&self, name: &str) -> Result<u16, String> {
+        self.interfaces
+            .iter()
+            .position(|i| i == name)
+            .map(|i| i as u16)
+            .ok_or_else(|| {
+                format!(
+                    "no L3 interface `{name}` (interfaces: {})",
+                    self.interfaces.join(", ")
+                )
+            })
+    }
+
+    fn dev_name(&self, interface: u16) -> String {
+        self.interfaces
+            .get(usize::from(interface))
+            .cloned()
+            .unwrap_or_else(|| format!("if{interface}"))
+    }
+
+    pub(crate) fn group(&self, name: &str) -> Result<u32, String> {
+        self.groups
+            .iter()
+            .position(|g| g == name)
+            .map(|i| i as u32)
+            .ok_or_else(|| format!("no ECMP group `{name}`"))
+    }
+
+    fn group_name(&self, id: u32) -> String {
+        self.groups
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    fn policies(&self) -> Vec<String> {
+        self.spec.as_ref().map_or(Vec::new(), |s| {
+            s.srv6.policies.iter().map(|p| p.name.clone()).collect()
+        })
+    }
+
+    pub(crate) fn policy(&self, name: &str) -> Result<u32, String> {
+        self.policies()
+            .iter()
+            .position(|p| p == name)
+            .map(|i| i as u32)
+            .ok_or_else(|| format!("no SRv6 policy `{name}`"))
+    }
+}
+
+/// `a.b.c.d/len` or `x::/len`; a bare address is a host route.
+pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
+    let (addr, len) = match text.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (text, None),
+    };
+    let ip: IpAddr = addr
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not an IPv4 or IPv6 prefix"))?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let len = match len {
+        None => max,
+        Some(l) => l
+            .trim()
+            .parse::<u8>()
+            .ok()
+            .filter(|l| *l <= max)
+            .ok_or_else(|| format!("`{text}`: prefix length must be 0..={max}"))?,
+    };
+    Ok((ip, len))
+}
+
+fn parse_ip(text: &str) -> Result<IpAddr, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not an IP address"))
+}
+
+/// What to do with the worker's answer.
+#[derive(Debug)]
+enum Then {
+    Routes,
+    Nexthops,
+    Groups,
+    Macs,
+    /// The batch changed these ECN profiles and policies (kept in the server's copy once
+    /// applied).
+    Updated(Changes),
+    TableDump(String),
+    /// A reload: the config to keep once the worker applied the difference.
+    Reloaded(Box<Config>, Changes),
+    /// Refresh the ECMP share cache for metrics (no connection waits).
+    CacheGroups,
+}
+
+struct Pending {
+    conn: Option<usize>,
+    id: Value,
+    then: Then,
+    since: Instant,
+}
+
+struct Conn {
+    stream: UnixStream,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    /// A request of this connection is with the worker: later lines wait.
+    waiting: bool,
+    /// Close once the output is written.
+    closing: bool,
+}
+
+/// The API socket, the metrics listener and the state both read.
+pub struct ControlServer {
+    listener: Option<(UnixListener, PathBuf)>,
+    metrics: Option<MetricsServer>,
+    conns: Vec<Option<Conn>>,
+    names: Names,
+    handle: Option<ControlHandle>,
+    links: Vec<LinkStatus>,
+    /// ECN profiles per (port, TC) as the worker has them (config, then applied changes).
+    ecn: Vec<[Option<EcnProfile>; TC_COUNT]>,
+    pending: HashMap<u64, Pending>,
+    next_request: u64,
+    own_uid: u32,
+    /// Last ECMP group snapshot (for metrics) and when it was asked for.
+    groups_cache: Option<Vec<dataplane::ctl::GroupEntry>>,
+    groups_asked: Option<Instant>,
+    nexthops_cache: Vec<dataplane::ctl::NexthopEntry>,
+    /// The config last loaded (at start or by `reload`), and where it is read from.
+    config: Box<Config>,
+    config_path: PathBuf,
+}
+
+/// Checks the socket's directory and any file already at the path, then binds and sets mode
+/// 0600. Refuses (with the reason) a directory other users may write to, a path held by
+/// something that is not a socket, or a socket another switch is listening on.
+pub fn bind_socket(path: &Path) -> Result<UnixListener, String> {
+    let shown = path.display();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let meta = std::fs::metadata(&dir)
+        .map_err(|e| format!("control socket {shown}: directory {}: {e}", dir.display()))?;
+    let uid = effective_uid();
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Err(format!(
+            "control socket {shown}: directory {} belongs to uid {}, not to this user ({uid}) or root",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(format!(
+            "control socket {shown}: directory {} has mode {:04o}: other users could replace the socket; make it writable by its owner only (chmod go-w) or sticky",
+            dir.display(),
+            mode & 0o7777
+        ));
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(existing) => {
+            if !existing.file_type().is_socket() {
+                return Err(format!(
+                    "control socket {shown}: the path exists and is not a socket; remove it or choose another path"
+                ));
+            }
+            if existing.uid() != uid {
+                return Err(format!(
+                    "control socket {shown}: an existing socket belongs to uid {}, not to this user ({uid})",
+                    existing.uid()
+                ));
+            }
+            if UnixStream::connect(path).is_ok() {
+                return Err(format!(
+                    "control socket {shown}: another process is listening on it (a switch already running?)"
+                ));
+            }
+            std::fs::remove_file(path).map_err(|e| {
+                format!("control socket {shown}: cannot remove the stale socket: {e}")
+            })?;
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("control socket {shown}: {e}")),
+    }
+    let listener =
+        UnixListener::bind(path).map_err(|e| format!("control socket {shown}: bind: {e}"))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("control socket {shown}: chmod 0600: {e}"))?;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| format!("control socket {shown}: {e}"))?
+        .permissions()
+        .mode();
+    if mode & 0o777 != 0o600 {
+        let _ = std::fs::remove_file(path);
+        return Err(format!(
+            "control socket {shown}: mode is {:04o} after chmod 0600",
+            mode & 0o7777
+        ));
+    }
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("control socket {shown}: {e}"))?;
+    Ok(listener)
+}
+
+impl ControlServer {
+    /// Opens what `[control]` asks for (before DPDK starts, so a bad socket stops the run
+    /// early). `Ok(None)` when neither the socket nor metrics are configured.
+    pub fn open(config: &Config) -> Result<Option<ControlServer>, String> {
+        if config.control.socket.is_none() && config.control.metrics.is_none() {
+            return Ok(None);
+        }
+        let listener = match &config.control.socket {
+            Some(path) => Some((bind_socket(path)?, path.clone())),
+            None => None,
+        };
+        let metrics = match config.control.metrics {
+            Some(addr) => Some(MetricsServer::bind(addr)?),
+            None => None,
+        };
+        let names = Names::of(config);
+        let ecn = match &names.spec {
+            Some(spec) => spec
+                .qos
+                .ports
+                .iter()
+                .map(|p| std::array::from_fn(|tc| p.tcs[tc].ecn))
+                .collect(),
+            None => vec![[None; TC_COUNT]; names.ports.len()],
+        };
+        Ok(Some(ControlServer {
+            listener,
+            metrics,
+            conns: Vec::new(),
+            links: vec![
+                LinkStatus {
+                    up: false,
+                    speed_mbps: 0
+                };
+                names.ports.len()
+            ],
+            names,
+            handle: None,
+            ecn,
+            pending: HashMap::new(),
+            next_request: 1,
+            own_uid: effective_uid(),
+            groups_cache: None,
+            groups_asked: None,
+            nexthops_cache: Vec::new(),
+            config: Box::new(config.clone()),
+            config_path: std::path::absolute(&config.path).unwrap_or_else(|_| config.path.clone()),
+        }))
+    }
+
+    pub fn attach(&mut self, handle: ControlHandle) {
+        self.handle = Some(handle);
+    }
+
+    pub fn ready(&mut self, ports: &[PortInfo]) {
+        for (i, p) in ports.iter().enumerate() {
+            if let Some(l) = self.links.get_mut(i) {
+                *l = p.link;
+            }
+        }
+    }
+
+    pub fn link_changed(&mut self, port: &str, status: LinkStatus) {
+        if let Some(i) = self.names.ports.iter().position(|p| p == port) {
+            self.links[i] = status;
+        }
+    }
+
+    /// One round of serving: accept, read, answer, write. Never blocks for long.
+    pub fn tick(&mut self) {
+        self.accept();
+        for index in 0..self.conns.len() {
+            self.read_and_serve(index);
+        }
+        let until = Instant::now() + REPLY_WAIT;
+        loop {
+            if self.collect_replies() > 0 {
+                // Answers go out at once; requests that waited behind them (or arrived
+                // since: a client that pipelines) go to the worker in this same tick.
+                for index in 0..self.conns.len() {
+                    self.flush(index);
+                    self.read_and_serve(index);
+                }
+            }
+            if self.pending.iter().all(|(_, p)| p.conn.is_none()) || Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        self.expire_pending();
+        self.refresh_groups_cache();
+        for index in 0..self.conns.len() {
+            self.flush(index);
+        }
+        if self.metrics.as_mut().is_some_and(MetricsServer::poll) {
+            let text = self.metrics_text();
+            if let Some(m) = &mut self.metrics {
+                m.respond(Some(&text));
+            }
+        } else if let Some(m) = &mut self.metrics {
+            m.respond(None);
+        }
+    }
+
+    fn accept(&mut self) {
+        let Some((listener, _)) = &self.listener else {
+            return;
+        };
+        loop {
+            let stream = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(_) => return,
+            };
+            let refuse = |mut s: UnixStream, why: String| {
+                let _ = s.set_nonblocking(true);
+                let _ = s.write_all((api::error_line(&Value::Null, &why) + "\n").as_bytes());
+            };
+            match peer_cred(&stream) {
+                Ok(c) if c.uid == self.own_uid || c.uid == 0 => {}
+                Ok(c) => {
+                    refuse(
+                        stream,
+                        format!(
+                            "permission denied: uid {} is neither the switch's user (uid {}) nor root",
+                            c.uid, self.own_uid
+                        ),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    refuse(
+                        stream,
+                        format!("permission denied: no peer credentials ({e})"),
+                    );
+                    continue;
+                }
+            }
+            let live = self.conns.iter().filter(|c| c.is_some()).count();
+            if live >= MAX_CONNECTIONS {
+                refuse(
+                    stream,
+                    format!("busy: {MAX_CONNECTIONS} connections are open already"),
+                );
+                continue;
+            }
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let conn = Conn {
+                stream,
+                input: Vec::new(),
+                output: Vec::new(),
+                waiting: false,
+                closing: false,
+            };
+            match self.conns.iter().position(Option::is_none) {
+                Some(free) => self.conns[free] = Some(conn),
+                None => self.conns.push(Some(conn)),
+            }
+        }
+    }
+
+    fn read_and_serve(&mut self, index: usize) {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return;
+        };
+        // Read while there is room: what is buffered is at most one request's worth beyond
+        // the limit, and nothing while replies wait for the client to read them.
+        if !conn.closing
+            && conn.input.len() <= api::MAX_REQUEST_BYTES
+            && conn.output.len() <= MAX_OUTPUT
+        {
+            let mut buf = [0u8; 65536];
+            let mut read = 0;
+            while read < READ_PER_TICK && conn.input.len() <= api::MAX_REQUEST_BYTES {
+                match conn.stream.read(&mut buf) {
+                    Ok(0) => {
+                        conn.closing = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        read += n;
+                        conn.input.extend_from_slice(&buf[..n]);
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        conn.closing = true;
+                        break;
+                    }
+                }
+            }
+        }
+        self.serve_lines(index);
+    }
+
+    /// Answers complete lines until one has to wait for the worker.
+    fn serve_lines(&mut self, index: usize) {
+        loop {
+            let Some(conn) = self.conns[index].as_mut() else {
+                return;
+            };
+            // Backpressure: a client that does not read its replies gets no more answers
+            // (and its requests stay unread) until it does.
+            if conn.waiting || conn.output.len() > MAX_OUTPUT {
+                return;
+            }
+            let Some(newline) = conn.input.iter().position(|&b| b == b'\n') else {
+                if conn.input.len() > api::MAX_REQUEST_BYTES {
+                    let line = api::error_line(
+                        &Value::Null,
+                        &format!(
+                            "request longer than {} bytes; closing the connection",
+                            api::MAX_REQUEST_BYTES
+                        ),
+                    );
+                    conn.output.extend_from_slice(line.as_bytes());
+                    conn.output.push(b'\n');
+                    conn.input.clear();
+                    conn.closing = true;
+                } else if conn.closing && !conn.input.is_empty() {
+                    // The peer shut down after a last line without newline: answer it.
+                    let line: Vec<u8> = std::mem::take(&mut conn.input);
+                    self.serve_line(index, &line);
+                    continue;
+                }
+                return;
+            };
+            let mut line: Vec<u8> = conn.input.drain(..=newline).collect();
+            line.pop();
+            if line.len() > api::MAX_REQUEST_BYTES {
+                let reply = api::error_line(
+                    &Value::Null,
+                    &format!("request longer than {} bytes", api::MAX_REQUEST_BYTES),
+                );
+                self.send(index, reply);
+                continue;
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.serve_line(index, &line);
+        }
+    }
+
+    fn send(&mut self, index: usize, line: String) {
+        if let Some(conn) = self.conns[index].as_mut() {
+            conn.output.extend_from_slice(line.as_bytes());
+            conn.output.push(b'\n');
+        }
+    }
+
+    fn serve_line(&mut self, index: usize, line: &[u8]) {
+        let reply = match api::parse_request(line) {
+            Err((id, error)) => api::error_line(&id, &error),
+            Ok((id, command)) => match self.execute(index, &id, command) {
+                Ok(Some(result)) => api::ok_line(&id, result),
+                Ok(None) => return, // with the worker
+                Err(error) => api::error_line(&id, &error),
+            },
+        };
+        self.send(index, reply);
+    }
+
+    /// Runs a command: `Ok(Some(result))` answered now, `Ok(None)` sent to the worker.
+    fn execute(
+        &mut self,
+        conn: usize,
+        id: &Value,
+        command: Command,
+    ) -> Result<Option<Value>, String> {
+        match command {
+            Command::Hello => Ok(Some(json!({
+                "switch": self.names.switch,
+                "version": env!("CARGO_PKG_VERSION"),
+                "protocol": api::VERSION,
+                "mode": if self.names.spec.is_some() { "switch" } else { "io" },
+                "ports": self.names.ports,
+            }))),
+            Command::ShowPorts => Ok(Some(self.ports_json())),
+            Command::ShowQueues { port } => {
+                let only = port.as_deref().map(|p| self.names.port(p)).transpose()?;
+                Ok(Some(self.queues_json(only)))
+            }
+            Command::ShowDrops => Ok(Some(self.drops_json())),
+            Command::ShowSrv6 => Ok(Some(self.srv6_json())),
+            Command::SetPort { port, up } => {
+                let index = self.names.port(&port)?;
+                let handle = self.handle()?;
+                handle.admin.set(usize::from(index), up);
+                Ok(Some(
+                    json!({"port": port, "admin": if up { "up" } else { "down" }}),
+                ))
+            }
+            Command::ShowRoutes { vrf, limit } => {
+                let vrf = vrf
+                    .as_deref()
+                    .map(|v| self.names.vrf(Some(v)))
+                    .transpose()?;
+                self.submit_to_worker(
+                    conn,
+                    id,
+                    Request::Dump(vec![DumpKind::Nexthops, DumpKind::Routes { vrf, limit }]),
+                    Then::Routes,
+                )
+            }
+            Command::ShowNexthops => self.submit_to_worker(
+                conn,
+                id,
+                Request::Dump(vec![DumpKind::Nexthops]),
+                Then::Nexthops,
+            ),
+            Command::ShowGroups => self.submit_to_worker(
+                conn,
+                id,
+                Request::Dump(vec![DumpKind::Nexthops, DumpKind::Groups]),
+                Then::Groups,
+            ),
+            Command::ShowMacs { limit } => self.submit_to_worker(
+                conn,
+                id,
+                Request::Dump(vec![DumpKind::Macs { limit }]),
+                Then::Macs,
+            ),
+            Command::Update(ops) => {
+                let mut updates = Vec::with_capacity(ops.len());
+                for (i, op) in ops.iter().enumerate() {
+                    updates.push(
+                        self.resolve(op)
+                            .map_err(|e| format!("updates[{i}]: {e}; nothing was applied"))?,
+                    );
+                }
+                self.apply(conn, id, updates)
+            }
+            Command::TableAdd {
+                table,
+                action,
+                matches,
+                params,
+            } => {
+                let update =
+                    crate::p4ctl::table_add(&self.names, &table, &action, &matches, &params)?;
+                self.apply(conn, id, vec![update])
+            }
+            Command::TableDelete { table, matches } => {
+                let update = crate::p4ctl::table_delete(&self.names, &table, &matches)?;
+                self.apply(conn, id, vec![update])
+            }
+            Command::Reload => {
+                let new = Config::load(&self.config_path)
+                    .map_err(|e| format!("reload: {e}; nothing was applied"))?;
+                let updates = crate::reload::diff(&self.config, &new)?;
+                if updates.is_empty() {
+                    *self.config = new;
+                    return Ok(Some(json!({"applied": 0, "config": self.config_path})));
+                }
+                let ecn = batch_changes(&updates);
+                self.submit_to_worker(
+                    conn,
+                    id,
+                    Request::Apply(updates),
+                    Then::Reloaded(Box::new(new), ecn),
+                )
+            }
+            Command::TableDump { table } => {
+                let kinds = crate::p4ctl::dump_kinds(&table)?;
+                self.submit_to_worker(conn, id, Request::Dump(kinds), Then::TableDump(table))
+            }
+        }
+    }
+
+    fn handle(&self) -> Result<&ControlHandle, String> {
+        self.handle
+            .as_ref()
+            .ok_or_else(|| "the switch is not running yet".to_owned())
+    }
+
+    fn apply(
+        &mut self,
+        conn: usize,
+        id: &Value,
+        updates: Vec<Update>,
+    ) -> Result<Option<Value>, String> {
+        let ecn = batch_changes(&updates);
+        self.submit_to_worker(conn, id, Request::Apply(updates), Then::Updated(ecn))
+    }
+
+    fn submit_to_worker(
+        &mut self,
+        conn: usize,
+        id: &Value,
+        request: Request,
+        then: Then,
+    ) -> Result<Option<Value>, String> {
+        let handle = self.handle()?;
+        if !handle.switch_mode {
+            return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
+        }
+        let key = self.next_request;
+        if handle.channel.submit(key, request).is_err() {
+            return Err("busy: too many requests are waiting for the worker; retry".to_owned());
+        }
+        self.next_request += 1;
+        self.pending.insert(
+            key,
+            Pending {
+                conn: Some(conn),
+                id: id.clone(),
+                then,
+                since: Instant::now(),
+            },
+        );
+        if let Some(c) = self.conns[conn].as_mut() {
+            c.waiting = true;
+        }
+        Ok(None)
+    }
+
+    /// Delivers the worker's answers; how many there were.
+    fn collect_replies(&mut self) -> usize {
+        let Some(handle) = &self.handle else {
+            return 0;
+        };
+        let mut replies = Vec::new();
+        while let Some(r) = handle.channel.reply() {
+            replies.push(r);
+        }
+        let count = replies.len();
+        for (key, reply) in replies {
+            let Some(pending) = self.pending.remove(&key) else {
+                continue; // timed out already
+            };
+            let line = match self.finish(pending.then, reply) {
+                Ok(result) => api::ok_line(&pending.id, result),
+                Err(error) => api::error_line(&pending.id, &error),
+            };
+            if let Some(conn) = pending.conn {
+                self.send(conn, line);
+                if let Some(c) = self.conns[conn].as_mut() {
+                    c.waiting = false;
+                }
+            }
+        }
+        count
+    }
+
+    fn expire_pending(&mut self) {
+        let late: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.since.elapsed() > WORKER_TIMEOUT)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in late {
+            let pending = self.pending.remove(&key).expect("listed");
+            if let Some(conn) = pending.conn {
+                self.send(
+                    conn,
+                    api::error_line(
+                        &pending.id,
+                        "the worker did not answer within 5 s (it serves requests in live mode only); \
+                         an update may still take effect: check with a show",
+                    ),
+                );
+                if let Some(c) = self.conns[conn].as_mut() {
+                    c.waiting = false;
+                }
+            }
+        }
+    }
+
+    fn refresh_groups_cache(&mut self) {
+        if self.metrics.is_none() || self.names.spec.is_none() {
+            return;
+        }
+        if self
+            .groups_asked
+            .is_some_and(|t| t.elapsed() < GROUPS_REFRESH)
+        {
+            return;
+        }
+        let Some(handle) = &self.handle else {
+            return;
+        };
+        let key = self.next_request;
+        if handle
+            .channel
+            .submit(
+                key,
+                Request::Dump(vec![DumpKind::Nexthops, DumpKind::Groups]),
+            )
+            .is_ok()
+        {
+            self.next_request += 1;
+            self.groups_asked = Some(Instant::now());
+            self.pending.insert(
+                key,
+                Pending {
+                    conn: None,
+                    id: Value::Null,
+                    then: Then::CacheGroups,
+                    since: Instant::now(),
+                },
+            );
+        }
+    }
+
+    fn flush(&mut self, index: usize) {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return;
+        };
+        while !conn.output.is_empty() {
+            match conn.stream.write(&conn.output) {
+                Ok(0) => break,
+                Ok(n) => {
+                    conn.output.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    conn.output.clear();
+                    conn.closing = true;
+                    conn.input.clear();
+                    conn.waiting = false;
+                    break;
+                }
+            }
+        }
+        if conn.closing && conn.output.is_empty() && !conn.waiting {
+            self.conns[index] = None;
+            for p in self.pending.values_mut() {
+                if p.conn == Some(index) {
+                    p.conn = None;
+                }
+            }
+        }
+    }
+
+    /// Turns names into a dataplane update.
+    fn resolve(&self, op: &UpdateOp) -> Result<Update, String> {
+        let n = &self.names;
+        if n.spec.is_none() {
+            return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
+        }
+        Ok(match op {
+            UpdateOp::AddRoute { vrf, prefix, to } => {
+                let (prefix, len) = parse_prefix(prefix)?;
+                let target = match to {
+                    RouteTo::Via { ip, dev } => Target::Via {
+                        interface: n.dev(dev)?,
+                        ip: parse_ip(ip)?,
+                    },
+                    RouteTo::Group(g) => Target::Group(n.group(g)?),
+                    RouteTo::Policy(p) => Target::Srv6Policy(n.policy(p)?),
+                    RouteTo::Blackhole => Target::Blackhole,
+                };
+                Update::AddRoute {
+                    vrf: n.vrf(vrf.as_deref())?,
+                    prefix,
+                    len,
+                    target,
+                }
+            }
+            UpdateOp::DelRoute { vrf, prefix } => {
+                let (prefix, len) = parse_prefix(prefix)?;
+                Update::DelRoute {
+                    vrf: n.vrf(vrf.as_deref())?,
+                    prefix,
+                    len,
+                }
+            }
+            UpdateOp::AddNeighbor { ip, dev, mac } => Update::AddNeighbor {
+                interface: n.dev(dev)?,
+                ip: parse_ip(ip)?,
+                mac: parse_mac(mac)?,
+            },
+            UpdateOp::DelNeighbor { ip, dev } => Update::DelNeighbor {
+                interface: n.dev(dev)?,
+                ip: parse_ip(ip)?,
+            },
+            UpdateOp::AddEcmpMember {
+                group,
+                ip,
+                dev,
+                weight,
+            } => Update::AddEcmpMember {
+                group: n.group(group)?,
+                interface: n.dev(dev)?,
+                ip: parse_ip(ip)?,
+                weight: *weight,
+            },
+            UpdateOp::DelEcmpMember { group, ip, dev } => Update::DelEcmpMember {
+                group: n.group(group)?,
+                interface: n.dev(dev)?,
+                ip: parse_ip(ip)?,
+            },
+            UpdateOp::AddMac { vlan, mac, port } => Update::AddMac {
+                vlan: *vlan,
+                mac: parse_mac(mac)?,
+                port: n.port(port)?,
+            },
+            UpdateOp::DelMac { vlan, mac } => Update::DelMac {
+                vlan: *vlan,
+                mac: parse_mac(mac)?,
+            },
+            UpdateOp::SetPolicy {
+                policy,
+                segments,
+                mode,
+                source,
+                hop_limit,
+            } => {
+                let index = n.policy(policy)?;
+                let spec = n.spec.as_ref().expect("switch mode checked above");
+                let mut p = spec.srv6.policies[index as usize].clone();
+                p.segments = segments
+                    .iter()
+                    .map(|s| {
+                        s.trim()
+                            .parse()
+                            .map_err(|_| format!("segment `{s}` is not an IPv6 address"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if let Some(mode) = mode {
+                    p.mode = match mode.as_str() {
+                        "encaps" => EncapMode::Encaps,
+                        "encaps.red" => EncapMode::EncapsRed,
+                        other => {
+                            return Err(format!(
+                                "mode `{other}` is neither \"encaps\" nor \"encaps.red\""
+                            ));
+                        }
+                    };
+                }
+                if let Some(source) = source {
+                    p.source = source
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("source `{source}` is not an IPv6 address"))?;
+                }
+                if let Some(h) = hop_limit {
+                    p.hop_limit = *h;
+                }
+                Update::SetPolicy {
+                    policy: index,
+                    spec: Box::new(p),
+                }
+            }
+            UpdateOp::SetEcn { port, tc, ecn } => Update::SetEcn {
+                port: n.port(port)?,
+                tc: *tc,
+                ecn: ecn.map(|(kmin, kmax, pmax)| EcnProfile { kmin, kmax, pmax }),
+            },
+        })
+    }
+
+    /// Turns the worker's answer into the reply's result.
+    fn finish(&mut self, then: Then, reply: Reply) -> Result<Value, String> {
+        let dumps = match reply {
+            Reply::Unsupported(m) => return Err(m),
+            Reply::Rejected { index, error } => {
+                return Err(format!("updates[{index}]: {error}; nothing was applied"));
+            }
+            Reply::Applied { count } => {
+                let changes = match then {
+                    Then::Updated(changes) => changes,
+                    Then::Reloaded(config, changes) => {
+                        self.config = config;
+                        changes
+                    }
+                    _ => Changes::default(),
+                };
+                for (port, tc, profile) in changes.ecn {
+                    self.ecn[usize::from(port)][usize::from(tc)] = profile;
+                }
+                if let Some(spec) = &mut self.names.spec {
+                    for (index, policy) in changes.policies {
+                        spec.srv6.policies[index as usize] = policy;
+                    }
+                }
+                return Ok(json!({"applied": count}));
+            }
+            Reply::Dump(dumps) => dumps,
+        };
+        let mut nexthops = Vec::new();
+        let mut result = Value::Null;
+        for dump in dumps {
+            match dump {
+                Dump::Nexthops(list) => {
+                    nexthops = list;
+                    if matches!(then, Then::Nexthops) {
+                        result =
+                            Value::Array(nexthops.iter().map(|n| self.nexthop_json(n)).collect());
+                    }
+                }
+                Dump::Routes { total, routes } => {
+                    if let Then::TableDump(table) = &then {
+                        result = crate::p4ctl::dump_routes(&self.names, table, &routes);
+                    } else {
+                        let list: Vec<Value> = routes
+                            .iter()
+                            .map(|r| self.route_json(r, &nexthops))
+                            .collect();
+                        result = json!({"total": total, "shown": list.len(), "routes": list});
+                    }
+                }
+                Dump::Groups(groups) => {
+                    if matches!(then, Then::CacheGroups) {
+                        self.nexthops_cache = nexthops.clone();
+                        self.groups_cache = Some(groups);
+                        return Ok(Value::Null);
+                    }
+                    // A member's load: what its port sent (members behind a routed port).
+                    let snapshot = self.snapshot();
+                    let port_tx = |dev: &str| {
+                        let port = self.names.ports.iter().position(|p| p == dev)?;
+                        snapshot.as_ref().map(|s| s.ports[port].tx_packets)
+                    };
+                    result = Value::Array(
+                        groups
+                            .iter()
+                            .map(|g| {
+                                json!({
+                                    "id": g.id,
+                                    "name": self.names.group_name(g.id),
+                                    "mode": g.mode,
+                                    "choice": g.choice,
+                                    "flowlet_timeout_us": g.flowlet_timeout_ps / 1_000_000,
+                                    "flowlet_table_size": g.flowlet_table_size,
+                                    "flowlets": g.flowlets,
+                                    "moves": g.moves,
+                                    "forced_moves": g.forced_moves,
+                                    "buckets": g.buckets,
+                                    "members": g.members.iter().map(|m| {
+                                        let nh = nexthops.get(m.nexthop as usize);
+                                        json!({
+                                            "nexthop": m.nexthop,
+                                            "via": nh.map(|n| n.ip.to_string()),
+                                            "dev": nh.map(|n| self.names.dev_name(n.interface)),
+                                            "weight": m.weight,
+                                            "up": m.up,
+                                            "buckets": m.buckets,
+                                            "share": m.buckets as f64 / g.buckets.max(1) as f64,
+                                            "port_tx_packets": nh.and_then(|n| port_tx(&self.names.dev_name(n.interface))),
+                                            "packets": m.packets,
+                                            "bytes": m.bytes,
+                                        })
+                                    }).collect::<Vec<_>>(),
+                                })
+                            })
+                            .collect(),
+                    );
+                }
+                Dump::Macs { total, macs } => {
+                    if let Then::TableDump(table) = &then {
+                        result = crate::p4ctl::dump_macs(&self.names, table, &macs);
+                    } else {
+                        let list: Vec<Value> = macs
+                            .iter()
+                            .map(|m| {
+                                json!({
+                                    "vlan": m.vlan,
+                                    "mac": format_mac(m.mac),
+                                    "port": self.names.ports.get(usize::from(m.port)),
+                                    "static": m.is_static,
+                                })
+                            })
+                            .collect();
+                        result = json!({"total": total, "shown": list.len(), "macs": list});
+                    }
+                }
+                Dump::Ports(_) => {}
+            }
+        }
+        Ok(result)
+    }
+
+    fn nexthop_json(&self, n: &dataplane::ctl::NexthopEntry) -> Value {
+        json!({
+            "id": n.id,
+            "ip": n.ip.to_string(),
+            "dev": self.names.dev_name(n.interface),
+            "mac": n.mac.map(format_mac),
+            "resolved": n.mac.is_some(),
+        })
+    }
+
+    fn route_json(
+        &self,
+        r: &dataplane::ctl::RouteEntry,
+        nexthops: &[dataplane::ctl::NexthopEntry],
+    ) -> Value {
+        let mut o = Map::new();
+        o.insert("vrf".into(), json!(self.names.vrf_name(r.vrf)));
+        o.insert("prefix".into(), json!(format!("{}/{}", r.prefix, r.len)));
+        match r.target {
+            RouteTarget::Nexthop(i) => {
+                o.insert("kind".into(), json!("nexthop"));
+                o.insert("nexthop".into(), json!(i));
+                if let Some(n) = nexthops.get(i as usize) {
+                    o.insert("via".into(), json!(n.ip.to_string()));
+                    o.insert("dev".into(), json!(self.names.dev_name(n.interface)));
+                }
+            }
+            RouteTarget::Group(g) => {
+                o.insert("kind".into(), json!("group"));
+                o.insert("group".into(), json!(self.names.group_name(g)));
+            }
+            RouteTarget::Connected(i) => {
+                o.insert("kind".into(), json!("connected"));
+                o.insert("dev".into(), json!(self.names.dev_name(i)));
+            }
+            RouteTarget::Local => {
+                o.insert("kind".into(), json!("local"));
+            }
+            RouteTarget::Blackhole => {
+                o.insert("kind".into(), json!("blackhole"));
+            }
+            RouteTarget::Srv6Policy(p) => {
+                o.insert("kind".into(), json!("srv6_policy"));
+                o.insert(
+                    "policy".into(),
+                    json!(
+                        self.names
+                            .policies()
+                            .get(p as usize)
+                            .cloned()
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+        }
+        Value::Object(o)
+    }
+
+    fn snapshot(&self) -> Option<CounterSnapshot> {
+        self.handle
+            .as_ref()
+            .map(|h| CounterSnapshot::sum(&h.counters))
+    }
+
+    pub(crate) fn ports_json(&self) -> Value {
+        let snap = self.snapshot();
+        let admin = self.handle.as_ref().map(|h| &h.admin);
+        Value::Array(
+            self.names
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let link = self.links[i];
+                    let admin_up = admin.is_none_or(|a| a.is_up(i));
+                    let (rx, tx) = snap
+                        .as_ref()
+                        .map_or((0, 0), |s| (s.ports[i].rx_packets, s.ports[i].tx_packets));
+                    json!({
+                        "name": name,
+                        "index": i,
+                        "link": if link.up { "up" } else { "down" },
+                        "speed_mbps": link.speed_mbps,
+                        "admin": if admin_up { "up" } else { "down" },
+                        "forwarding": link.up && admin_up,
+                        "rx_packets": rx,
+                        "tx_packets": tx,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn queues_json(&self, only: Option<u16>) -> Value {
+        let Some(queues) = self.handle.as_ref().and_then(|h| h.queues.as_ref()) else {
+            return json!([]);
+        };
+        let mut list = Vec::new();
+        for (p, tcs) in queues.queues.iter().enumerate() {
+            if only.is_some_and(|o| usize::from(o) != p) {
+                continue;
+            }
+            for (tc, q) in tcs.iter().enumerate() {
+                let ecn = self.ecn[p][tc];
+                list.push(json!({
+                    "port": self.names.ports[p],
+                    "tc": tc,
+                    "depth_bytes": q.depth_bytes.get(),
+                    "peak_depth_bytes": q.peak_depth_bytes.get(),
+                    "enqueued_packets": q.enqueued_packets.get(),
+                    "enqueued_bytes": q.enqueued_bytes.get(),
+                    "dequeued_packets": q.dequeued_packets.get(),
+                    "dequeued_bytes": q.dequeued_bytes.get(),
+                    "dropped_packets": q.dropped_packets.get(),
+                    "ecn_marked": q.ecn_marked.get(),
+                    "ingress_bytes": q.ingress_bytes.get(),
+                    "pfc_tx_frames": q.pfc_tx_frames.get(),
+                    "pfc_rx_frames": q.pfc_rx_frames.get(),
+                    "xoff_transitions": q.xoff_transitions.get(),
+                    "xon_transitions": q.xon_transitions.get(),
+                    "paused_ps": q.paused_ps.get(),
+                    "watchdog_storms": q.watchdog_storms.get(),
+                    "headroom_drops": q.headroom_drops.get(),
+                    "ecn": ecn.map(|e| json!({"kmin": e.kmin, "kmax": e.kmax, "pmax": e.pmax})),
+                }));
+            }
+        }
+        Value::Array(list)
+    }
+
+    pub(crate) fn drops_json(&self) -> Value {
+        let snap = self.snapshot();
+        let mut reasons = Map::new();
+        let mut total = 0;
+        for reason in DropReason::ALL {
+            let n = snap.as_ref().map_or(0, |s| {
+                s.drops
+                    .iter()
+                    .find(|(r, _)| *r == reason)
+                    .map_or(0, |(_, n)| *n)
+            });
+            total += n;
+            reasons.insert(reason.as_str().to_owned(), json!(n));
+        }
+        json!({"total": total, "reasons": reasons})
+    }
+
+    pub(crate) fn srv6_json(&self) -> Value {
+        let Some(spec) = &self.names.spec else {
+            return json!({"sids": [], "policies": []});
+        };
+        let counters = self.handle.as_ref().and_then(|h| h.srv6.as_ref());
+        let object = |c: Option<&dataplane::counters::ObjectCounters>| {
+            let s = c.map(|c| c.snapshot()).unwrap_or_default();
+            let drops: Map<String, Value> = s
+                .drops
+                .iter()
+                .map(|(r, n)| (r.as_str().to_owned(), json!(n)))
+                .collect();
+            (s.packets, s.bytes, drops)
+        };
+        let sids: Vec<Value> = spec
+            .srv6
+            .sids
+            .iter()
+            .enumerate()
+            .map(|(i, sid)| {
+                let (packets, bytes, drops) = object(counters.and_then(|c| c.sids.get(i)));
+                let behavior = match (sid.behavior, sid.next_csid.is_some()) {
+                    (SidBehavior::End, false) => "End".to_owned(),
+                    (SidBehavior::End, true) => "uN".to_owned(),
+                    (SidBehavior::EndX { .. }, false) => "End.X".to_owned(),
+                    (SidBehavior::EndX { .. }, true) => "uA".to_owned(),
+                    (SidBehavior::EndDt4 { .. }, _) => "End.DT4".to_owned(),
+                    (SidBehavior::EndDt6 { .. }, _) => "End.DT6".to_owned(),
+                    (SidBehavior::EndDt46 { .. }, _) => "End.DT46".to_owned(),
+                };
+                json!({
+                    "name": sid.name,
+                    "prefix": format!("{}/{}", sid.prefix, sid.len),
+                    "vrf": self.names.vrf_name(sid.vrf),
+                    "behavior": behavior,
+                    "packets": packets,
+                    "bytes": bytes,
+                    "drops": drops,
+                })
+            })
+            .collect();
+        let policies: Vec<Value> = spec
+            .srv6
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let (packets, bytes, drops) = object(counters.and_then(|c| c.policies.get(i)));
+                json!({
+                    "name": p.name,
+                    "mode": match p.mode {
+                        dataplane::pipeline::spec::EncapMode::Encaps => "encaps",
+                        dataplane::pipeline::spec::EncapMode::EncapsRed => "encaps.red",
+                    },
+                    "segments": p.segments.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                    "source": p.source.to_string(),
+                    "packets": packets,
+                    "bytes": bytes,
+                    "drops": drops,
+                })
+            })
+            .collect();
+        json!({"sids": sids, "policies": policies})
+    }
+
+    fn metrics_text(&self) -> String {
+        crate::metrics::render(&crate::metrics::MetricsInput {
+            ports: self.ports_json(),
+            queues: self.queues_json(None),
+            drops: self.drops_json(),
+            srv6: self.srv6_json(),
+            groups: self.groups_cache.as_ref().map(|groups| {
+                groups
+                    .iter()
+                    .map(|g| {
+                        (
+                            self.names.group_name(g.id),
+                            g.members
+                                .iter()
+                                .map(|m| {
+                                    let nh = self.nexthops_cache.get(m.nexthop as usize);
+                                    (
+                                        nh.map_or(m.nexthop.to_string(), |n| n.ip.to_string()),
+                                        m.buckets as f64 / g.buckets.max(1) as f64,
+                                        m.up,
+                                        m.packets,
+                                    )
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect()
+            }),
+        })
+    }
+}
+
+/// What a batch changes that the server keeps a copy of (for `show queues` and `show srv6`).
+#[derive(Debug, Default)]
+struct Changes {
+    ecn: Vec<(u16, u8, Option<EcnProfile>)>,
+    policies: Vec<(u32, PolicySpec)>,
+}
+
+fn batch_changes(updates: &[Update]) -> Changes {
+    let mut changes = Changes::default();
+    for u in updates {
+        match u {
+            Update::SetEcn { port, tc, ecn } => changes.ecn.push((*port, *tc, *ecn)),
+            Update::SetPolicy { policy, spec } => {
+                changes.policies.push((*policy, (**spec).clone()))
+            }
+            _ => {}
+        }
+    }
+    changes
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        if let Some((_, path)) = &self.listener {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ironclos-bind-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_socket_is_0600_a_stale_one_is_replaced_a_live_one_refused() {
+        let d = dir("stale");
+        let path = d.join("s.sock");
+        let first = bind_socket(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let err = bind_socket(&path).unwrap_err();
+        assert!(err.contains("another process is listening"), "{err}");
+        drop(first); // the file stays behind, with nobody listening: stale
+        assert!(path.exists());
+        bind_socket(&path).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_open_directory_is_refused_a_sticky_one_accepted() {
+        let d = dir("open");
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = bind_socket(&d.join("s.sock")).unwrap_err();
+        assert!(err.contains("has mode 0777"), "{err}");
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        bind_socket(&d.join("s.sock")).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn prefixes_parse_with_their_length_and_bare_addresses_are_hosts() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(parse_prefix("10.7.0.0/16"), Ok((ip("10.7.0.0"), 16)));
+        assert_eq!(parse_prefix("2001:db8::1"), Ok((ip("2001:db8::1"), 128)));
+        assert!(parse_prefix("10.7.0.0/33").unwrap_err().contains("0..=32"));
+        assert!(
+            parse_prefix("ten/8")
+                .unwrap_err()
+                .contains("not an IPv4 or IPv6 prefix")
+        );
+    }
+}

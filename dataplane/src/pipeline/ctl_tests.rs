@@ -1,0 +1,403 @@
+//! Run-time updates of the forwarder (crate::ctl): effects on forwarding, whole-batch
+//! validation, and undo. Uses the leaf spec of `tests.rs`.
+
+use super::*;
+use crate::ctl::{Dump, DumpKind, Target, Update};
+
+fn routes(f: &Forwarder) -> Dump {
+    f.dump(DumpKind::Routes {
+        vrf: None,
+        limit: usize::MAX,
+    })
+}
+
+fn apply(f: &mut Forwarder, updates: &[Update]) -> Result<(), (usize, String)> {
+    f.validate_updates(updates)?;
+    let mut undo = Vec::new();
+    for (i, u) in updates.iter().enumerate() {
+        f.apply_update(u, &mut undo).map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+fn to_10_7(f: &mut Forwarder) -> Verdict {
+    let packet = ipv4([10, 0, 10, 5], [10, 7, 0, 9], 64, 17, 1000, 2000);
+    let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+    f.process(&mut frame, 0, T0)
+}
+
+#[test]
+fn a_route_added_at_run_time_carries_traffic_and_stops_when_deleted() {
+    let mut f = forwarder();
+    assert_eq!(to_10_7(&mut f), Verdict::Drop(DropReason::NoRoute));
+    let via = Target::Via {
+        interface: 1,
+        ip: "10.255.0.2".parse().unwrap(),
+    };
+    apply(
+        &mut f,
+        &[
+            Update::AddNeighbor {
+                interface: 1,
+                ip: "10.255.0.2".parse().unwrap(),
+                mac: SPINE2,
+            },
+            Update::AddRoute {
+                vrf: 0,
+                prefix: "10.7.0.0".parse().unwrap(),
+                len: 16,
+                target: via,
+            },
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        to_10_7(&mut f),
+        Verdict::Forward {
+            port: 6,
+            tag: TagOp::Keep
+        }
+    );
+    apply(
+        &mut f,
+        &[Update::DelRoute {
+            vrf: 0,
+            prefix: "10.7.0.0".parse().unwrap(),
+            len: 16,
+        }],
+    )
+    .unwrap();
+    assert_eq!(to_10_7(&mut f), Verdict::Drop(DropReason::NoRoute));
+}
+
+#[test]
+fn a_batch_with_one_bad_update_is_refused_whole_and_changes_nothing() {
+    let f = forwarder();
+    let before = (
+        routes(&f),
+        f.dump(DumpKind::Nexthops),
+        f.dump(DumpKind::Groups),
+    );
+    let good = Update::AddRoute {
+        vrf: 0,
+        prefix: "10.7.0.0".parse().unwrap(),
+        len: 16,
+        target: Target::Via {
+            interface: 1,
+            ip: "10.255.0.9".parse().unwrap(),
+        },
+    };
+    let cases: Vec<(Update, &str)> = vec![
+        (
+            Update::AddRoute {
+                vrf: 3,
+                prefix: "10.8.0.0".parse().unwrap(),
+                len: 16,
+                target: Target::Blackhole,
+            },
+            "VRF 3 does not exist",
+        ),
+        (
+            Update::AddRoute {
+                vrf: 0,
+                prefix: "10.8.0.0".parse().unwrap(),
+                len: 33,
+                target: Target::Blackhole,
+            },
+            "longer than 32",
+        ),
+        (
+            Update::DelRoute {
+                vrf: 0,
+                prefix: "10.0.10.0".parse().unwrap(),
+                len: 24,
+            },
+            "interface address",
+        ),
+        (
+            Update::DelRoute {
+                vrf: 0,
+                prefix: "10.99.0.0".parse().unwrap(),
+                len: 16,
+            },
+            "no route",
+        ),
+        (
+            Update::AddEcmpMember {
+                group: 0,
+                interface: 0,
+                ip: "10.255.0.0".parse().unwrap(),
+                weight: 1,
+            },
+            "already a member",
+        ),
+        (
+            Update::AddMac {
+                vlan: 10,
+                mac: [1, 0, 0, 0, 0, 1],
+                port: 0,
+            },
+            "not a unicast MAC",
+        ),
+        (
+            Update::AddRoute {
+                vrf: 0,
+                prefix: "10.8.0.0".parse().unwrap(),
+                len: 16,
+                target: Target::Group(7),
+            },
+            "ECMP group 7 does not exist",
+        ),
+    ];
+    for (bad, message) in cases {
+        let err = f
+            .validate_updates(&[good.clone(), bad.clone()])
+            .unwrap_err();
+        assert_eq!(err.0, 1, "{bad:?}");
+        assert!(err.1.contains(message), "{bad:?}: {}", err.1);
+        let after = (
+            routes(&f),
+            f.dump(DumpKind::Nexthops),
+            f.dump(DumpKind::Groups),
+        );
+        assert_eq!(before, after, "validation changes nothing");
+    }
+    // Later updates see earlier ones: add then delete in one batch is fine, deleting twice not.
+    let del = Update::DelRoute {
+        vrf: 0,
+        prefix: "10.7.0.0".parse().unwrap(),
+        len: 16,
+    };
+    assert!(f.validate_updates(&[good.clone(), del.clone()]).is_ok());
+    assert_eq!(
+        f.validate_updates(&[good, del.clone(), del]).unwrap_err().0,
+        2
+    );
+}
+
+#[test]
+fn undo_restores_every_table() {
+    let mut f = forwarder();
+    let before = (
+        routes(&f),
+        f.dump(DumpKind::Nexthops),
+        f.dump(DumpKind::Groups),
+        f.dump(DumpKind::Macs { limit: 100 }),
+    );
+    let updates = [
+        Update::AddRoute {
+            vrf: 0,
+            prefix: "10.2.0.0".parse().unwrap(),
+            len: 16,
+            target: Target::Blackhole,
+        },
+        Update::DelRoute {
+            vrf: 0,
+            prefix: "10.9.0.0".parse().unwrap(),
+            len: 16,
+        },
+        Update::AddNeighbor {
+            interface: 2,
+            ip: "10.0.10.7".parse().unwrap(),
+            mac: C,
+        },
+        Update::AddEcmpMember {
+            group: 0,
+            interface: 1,
+            ip: "10.255.0.3".parse().unwrap(),
+            weight: 2,
+        },
+        Update::DelEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: "10.255.0.0".parse().unwrap(),
+        },
+        Update::AddMac {
+            vlan: 10,
+            mac: B,
+            port: 2,
+        },
+    ];
+    f.validate_updates(&updates).unwrap();
+    let mut undo = Vec::new();
+    for u in &updates {
+        f.apply_update(u, &mut undo).unwrap();
+    }
+    assert_ne!(routes(&f), before.0);
+    f.undo_updates(undo);
+    let after = (
+        routes(&f),
+        f.dump(DumpKind::Nexthops),
+        f.dump(DumpKind::Groups),
+        f.dump(DumpKind::Macs { limit: 100 }),
+    );
+    assert_eq!(before, after);
+}
+
+#[test]
+fn removing_an_ecmp_member_moves_only_its_flows_and_the_last_one_stays() {
+    let mut f = forwarder();
+    let nh0 = "10.255.0.0".parse().unwrap();
+    let nh1 = "10.255.0.2".parse().unwrap();
+    let Dump::Groups(groups) = f.dump(DumpKind::Groups) else {
+        panic!()
+    };
+    assert_eq!(groups[0].members.len(), 2);
+    assert_eq!(
+        groups[0].members.iter().map(|m| m.buckets).sum::<usize>(),
+        groups[0].buckets
+    );
+    apply(
+        &mut f,
+        &[Update::DelEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: nh0,
+        }],
+    )
+    .unwrap();
+    let Dump::Groups(groups) = f.dump(DumpKind::Groups) else {
+        panic!()
+    };
+    assert_eq!(groups[0].members.len(), 1);
+    assert_eq!(groups[0].members[0].nexthop, 1);
+    assert_eq!(groups[0].members[0].buckets, groups[0].buckets);
+    let err = apply(
+        &mut f,
+        &[Update::DelEcmpMember {
+            group: 0,
+            interface: 1,
+            ip: nh1,
+        }],
+    )
+    .unwrap_err();
+    assert!(err.1.contains("without members"), "{}", err.1);
+}
+
+#[test]
+fn a_member_weight_changes_its_share_of_buckets() {
+    let mut f = forwarder();
+    let nh1 = "10.255.0.2".parse().unwrap();
+    apply(
+        &mut f,
+        &[Update::SetEcmpWeight {
+            group: 0,
+            interface: 1,
+            ip: nh1,
+            weight: 3,
+        }],
+    )
+    .unwrap();
+    let Dump::Groups(groups) = f.dump(DumpKind::Groups) else {
+        panic!()
+    };
+    let m = groups[0].members.iter().find(|m| m.nexthop == 1).unwrap();
+    // Weights 1 and 3 over 256 buckets: 3/4 of them.
+    assert_eq!((m.weight, m.buckets), (3, 192));
+    let err = f
+        .validate_updates(&[Update::SetEcmpWeight {
+            group: 0,
+            interface: 1,
+            ip: "10.255.0.9".parse().unwrap(),
+            weight: 2,
+        }])
+        .unwrap_err();
+    assert!(err.1.contains("not a member"), "{}", err.1);
+}
+
+/// Cost of applying a million routes through the run-time path (validate + apply), in batches
+/// of 10k: `cargo test --release -p dataplane --lib million_routes -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn million_routes_through_the_update_path() {
+    let mut f = forwarder();
+    let mut rng = 0x1c10_5eedu64;
+    let updates: Vec<Update> = (0..1_000_000u32)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let first = 11 + (rng % 212) as u32;
+            let bits = (first << 24) | ((rng >> 24) as u32 & 0x00ff_ff00);
+            Update::AddRoute {
+                vrf: 0,
+                prefix: IpAddr::V4(Ipv4Addr::from(bits)),
+                len: 24,
+                target: Target::Group(0),
+            }
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut validate = std::time::Duration::ZERO;
+    for batch in updates.chunks(10_000) {
+        let t = std::time::Instant::now();
+        f.validate_updates(batch).unwrap();
+        validate += t.elapsed();
+        let mut undo = Vec::new();
+        for u in batch {
+            f.apply_update(u, &mut undo).unwrap();
+        }
+    }
+    let total = started.elapsed();
+    eprintln!(
+        "1M routes: {:.2} s total, {:.2} s validating, {:.0} ns per route",
+        total.as_secs_f64(),
+        validate.as_secs_f64(),
+        total.as_nanos() as f64 / 1e6
+    );
+}
+
+#[test]
+fn a_flowlet_group_changed_at_run_time_forwards_to_its_new_members_only() {
+    use crate::clock::PICOS_PER_MICRO;
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
+    let mut spec = leaf_spec();
+    spec.groups[0].balance = BalanceSpec {
+        mode: BalanceMode::Flowlet,
+        choice: PathChoice::LeastLoaded,
+        timeout: 100 * PICOS_PER_MICRO,
+        table_size: 1 << 10,
+        avoid_ecn: false,
+    };
+    let mut f = Forwarder::new(&spec).expect("valid spec");
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    f.neighbor_resolved(1, "10.255.0.2".parse().unwrap(), SPINE2);
+    let send = |f: &mut Forwarder, sport: u16, now: u64| {
+        let packet = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+        match f.process(&mut frame, 0, now) {
+            Verdict::Forward { port, .. } => port,
+            other => panic!("flow {sport}: {other:?}"),
+        }
+    };
+    let first: Vec<u16> = (0..64).map(|s| send(&mut f, s, T0)).collect();
+    assert!(first.contains(&5) && first.contains(&6), "{first:?}");
+    apply(
+        &mut f,
+        &[Update::DelEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: "10.255.0.0".parse().unwrap(),
+        }],
+    )
+    .unwrap();
+    // Within the flowlet timeout too: the removed member is gone at once.
+    for s in 0..64 {
+        assert_eq!(send(&mut f, s, T0 + PICOS_PER_MICRO), 6, "flow {s}");
+    }
+    apply(
+        &mut f,
+        &[Update::AddEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: "10.255.0.0".parse().unwrap(),
+            weight: 1,
+        }],
+    )
+    .unwrap();
+    // New flowlets (after the timeout) use both members again.
+    let later: Vec<u16> = (0..64)
+        .map(|s| send(&mut f, s, T0 + 1_000 * PICOS_PER_MICRO))
+        .collect();
+    assert!(later.contains(&5) && later.contains(&6), "{later:?}");
+}

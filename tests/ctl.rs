@@ -1,0 +1,1039 @@
+//! End to end: the run-time control plane of a running switch (live mode, traffic flowing).
+//!
+//! Inputs are `net_pcap` files replayed forever (`infinite_rx=1`); outputs are `net_null`
+//! ports (`no-rx=1`), whose TX never fails, so every frame the switch sends is counted by its
+//! `tx_packets`. Three flows from three access ports, each alone on its input port:
+//! - X (p0) to 10.7.0.5: no route at start; routed out of p6 once `ctl` adds one.
+//! - E (p1), 16 flows to 10.1.0.0/16: ECMP group "spines" over p3 and p4.
+//! - P (p7) to 10.8.0.5: SRv6 policy "pa" (out of p8), moved to "pb" (out of p4) and back.
+//! - U (p2) to 10.2.0.9: via p5, never touched. No U frame may be lost whatever is updated:
+//!   at the end p5's tx_packets must equal p2's rx_packets exactly.
+
+mod common;
+
+use common::{TestDir, dpdk_lock, ironclos};
+use control::pcap::write_pcap_file;
+use control::tracegen::{UdpTraceSpec, udp_trace};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ROUTER: [u8; 6] = [0x02, 0, 0, 0, 0x01, 0];
+
+fn trace(dir: &TestDir, name: &str, src_mac: u8, flows: u32, dst: [u8; 4]) -> PathBuf {
+    let spec = UdpTraceSpec {
+        flows,
+        packets: 64,
+        frame_len: 60,
+        src_mac: [0x02, 0, 0, 0, 0, src_mac],
+        dst_mac: ROUTER,
+        src_ip: [10, 0, 10, 5],
+        dst_ip: dst,
+        ..Default::default()
+    };
+    let path = dir.file(name);
+    write_pcap_file(&path, &udp_trace(&spec)).expect("write trace");
+    path
+}
+
+fn config(dir: &TestDir, socket: &Path, metrics_port: u16) -> String {
+    let x = trace(dir, "x.pcap", 0x0a, 1, [10, 7, 0, 5]);
+    let e = trace(dir, "e.pcap", 0x0b, 16, [10, 1, 0, 9]);
+    let u = trace(dir, "u.pcap", 0x0c, 1, [10, 2, 0, 9]);
+    let p = trace(dir, "p.pcap", 0x0d, 1, [10, 8, 0, 5]);
+    let input = |n: usize, p: &Path| {
+        format!(
+            "devargs = \"net_pcap{n},rx_pcap={},infinite_rx=1\"\nvlan = {{ mode = \"access\", id = 10 }}",
+            p.display()
+        )
+    };
+    let routed = |n: usize, ip: &str| {
+        format!("devargs = \"net_null{n},no-rx=1\"\nipv4 = [\"{ip}\"]\nspeed_gbps = 100")
+    };
+    let routed6 = |n: usize, ip: &str, ip6: &str| format!("{}\nipv6 = [\"{ip6}\"]", routed(n, ip));
+    let ports = [
+        input(0, &x),
+        input(1, &e),
+        input(2, &u),
+        routed6(0, "10.255.0.1/31", "2001:db8:ff::1/127"),
+        routed6(1, "10.255.0.3/31", "2001:db8:ff::3/127"),
+        routed(2, "10.255.0.5/31"),
+        routed(3, "10.255.0.7/31"),
+        input(3, &p),
+        routed6(4, "10.255.0.9/31", "2001:db8:ff::5/127"),
+    ];
+    let mut text = format!(
+        r#"[switch]
+name = "ctl-test"
+router_mac = "02:00:00:00:01:00"
+
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+
+[control]
+socket = "{socket}"
+metrics = "127.0.0.1:{metrics_port}"
+
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+
+[[nexthop_group]]
+name = "spines"
+members = [{{ port = "p3", via = "10.255.0.0" }}, {{ port = "p4", via = "10.255.0.2" }}]
+
+[[route]]
+prefix = "10.1.0.0/16"
+group = "spines"
+
+[[route]]
+prefix = "10.2.0.0/16"
+via = "10.255.0.4"
+port = "p5"
+
+[[neighbor]]
+ip = "10.255.0.0"
+mac = "02:00:00:00:51:01"
+port = "p3"
+
+[[neighbor]]
+ip = "10.255.0.2"
+mac = "02:00:00:00:51:02"
+port = "p4"
+
+[[neighbor]]
+ip = "10.255.0.4"
+mac = "02:00:00:00:51:03"
+port = "p5"
+
+[[neighbor]]
+ip = "2001:db8:ff::4"
+mac = "02:00:00:00:51:08"
+port = "p8"
+
+[[neighbor]]
+ip = "2001:db8:ff::2"
+mac = "02:00:00:00:51:02"
+port = "p4"
+
+[[route]]
+prefix = "fcbb:bb00:100::/48"
+via = "2001:db8:ff::4"
+port = "p8"
+
+[[route]]
+prefix = "fcbb:bb00:200::/48"
+via = "2001:db8:ff::2"
+port = "p4"
+
+[[srv6.policy]]
+name = "pa"
+prefix = "10.8.0.0/16"
+mode = "encaps.red"
+segments = ["fcbb:bb00:100::"]
+
+[[srv6.policy]]
+name = "pb"
+prefix = "10.9.0.0/16"
+mode = "encaps.red"
+segments = ["fcbb:bb00:200::"]
+"#,
+        eal = dir.eal_toml(),
+        socket = socket.display(),
+    );
+    for (i, body) in ports.iter().enumerate() {
+        text.push_str(&format!("\n[[port]]\nname = \"p{i}\"\n{body}\n"));
+    }
+    text
+}
+
+/// The switch under test; stopped (SIGINT) and reaped on drop.
+struct Switch {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Switch {
+    fn stop(&mut self) -> Output {
+        let child = self.child.take().expect("running");
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let started = Instant::now();
+        let mut child = child;
+        while child.try_wait().expect("wait").is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().expect("output")
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs `ironclos ctl --socket S args...`: (exit status, stdout, stderr).
+fn ctl_with(bin: &Path, socket: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin)
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("run ctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ironclos"))
+}
+
+impl Switch {
+    /// A ctl command that must succeed; its text output.
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = ctl_with(&bin(), &self.socket, args);
+        assert_eq!(code, 0, "ctl {args:?} failed: {err}{out}");
+        out
+    }
+
+    /// A ctl command with `--json` that must succeed; its result.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.ok(&all);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("ctl {args:?}: {e}: {out}"))
+    }
+
+    /// A ctl command that must fail with exit 1 and an error naming `expected`.
+    fn refused(&self, args: &[&str], expected: &str) {
+        let (code, out, err) = ctl_with(&bin(), &self.socket, args);
+        assert_eq!(code, 1, "ctl {args:?} should fail: {out}{err}");
+        assert!(
+            err.contains(expected),
+            "ctl {args:?}: `{err}` lacks `{expected}`"
+        );
+    }
+
+    fn port(&self, name: &str) -> Value {
+        self.json(&["show", "ports"])
+            .as_array()
+            .expect("ports")
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("port {name}"))
+    }
+
+    fn tx(&self, name: &str) -> u64 {
+        self.port(name)["tx_packets"].as_u64().expect("tx")
+    }
+
+    fn drops(&self, reason: &str) -> u64 {
+        self.json(&["show", "drops"])["reasons"][reason]
+            .as_u64()
+            .expect("reason")
+    }
+
+    /// Waits until `port`'s tx_packets grows (traffic is reaching it).
+    fn wait_tx_growth(&self, port: &str) {
+        let before = self.tx(port);
+        let started = Instant::now();
+        while self.tx(port) == before {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{port} sends nothing"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Asserts `port` sends nothing for a while (after in-flight frames settle).
+    fn assert_tx_stopped(&self, port: &str) {
+        std::thread::sleep(Duration::from_millis(100));
+        let before = self.tx(port);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(self.tx(port), before, "{port} still sends");
+    }
+}
+
+fn start(dir: &TestDir, socket: &Path, metrics_port: u16) -> Switch {
+    let config_path = dir.file("switch.toml");
+    std::fs::write(&config_path, config(dir, socket, metrics_port)).expect("config");
+    let child = ironclos()
+        .args(["run", "--config"])
+        .arg(&config_path)
+        .arg("--stats-json")
+        .arg(dir.file("stats.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ironclos");
+    let switch = Switch {
+        child: Some(child),
+        socket: socket.to_owned(),
+    };
+    let started = Instant::now();
+    loop {
+        let (code, _, _) = ctl_with(&bin(), socket, &["show", "version"]);
+        if code == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the switch did not answer on its socket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    switch
+}
+
+/// Sends raw bytes on a fresh connection and reads one reply line.
+fn raw(socket: &Path, bytes: &[u8]) -> Value {
+    let mut stream = UnixStream::connect(socket).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(bytes).expect("send");
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).expect("reply");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("reply `{line}`: {e}"))
+}
+
+fn scrape(port: u16) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    body.to_owned()
+}
+
+/// One sample: metric name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// Parses Prometheus text exposition strictly enough to catch malformed output: every sample
+/// line is `name{label="value",...} number` with a `# TYPE` for its family before it.
+fn parse_prometheus(text: &str) -> Vec<Sample> {
+    let mut typed = std::collections::HashSet::new();
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let name = parts.next().unwrap().to_owned();
+            let kind = parts.next().expect("type");
+            assert!(
+                ["counter", "gauge", "untyped", "histogram", "summary"].contains(&kind),
+                "{line}"
+            );
+            typed.insert(name);
+            continue;
+        }
+        if line.starts_with("# HELP ") || line.is_empty() {
+            continue;
+        }
+        assert!(!line.starts_with('#'), "stray comment {line}");
+        let (series, value) = line.rsplit_once(' ').expect("value");
+        let value: f64 = value.parse().unwrap_or_else(|_| panic!("value in {line}"));
+        let (name, labels) = match series.split_once('{') {
+            None => (series.to_owned(), Vec::new()),
+            Some((name, rest)) => {
+                let body = rest.strip_suffix('}').expect("closing brace");
+                let labels = body
+                    .split("\",")
+                    .map(|pair| {
+                        let (k, v) = pair.split_once("=\"").expect("label=\"value\"");
+                        (k.to_owned(), v.trim_end_matches('"').to_owned())
+                    })
+                    .collect();
+                (name.to_owned(), labels)
+            }
+        };
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "{name}"
+        );
+        assert!(typed.contains(&name), "{name} has no # TYPE before it");
+        samples.push((name, labels, value));
+    }
+    samples
+}
+
+fn sample(samples: &[Sample], name: &str, label: (&str, &str)) -> f64 {
+    samples
+        .iter()
+        .find(|(n, l, _)| n == name && l.iter().any(|(k, v)| k == label.0 && v == label.1))
+        .unwrap_or_else(|| panic!("{name}{{{}=\"{}\"}} missing", label.0, label.1))
+        .2
+}
+
+fn routes(s: &Switch) -> Vec<String> {
+    s.json(&["show", "routes"])["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["prefix"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
+    let _lock = dpdk_lock();
+    let dir = TestDir::new("ctl");
+    let socket = dir.file("ctl.sock");
+    let metrics_port = 19_000 + (std::process::id() % 1000) as u16;
+    let mut s = start(&dir, &socket, metrics_port);
+
+    // The socket is the switch's own, mode 0600.
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // ---- show, text and JSON ----
+    let version = s.json(&["show", "version"]);
+    assert_eq!(version["protocol"], 1);
+    assert_eq!(version["switch"], "ctl-test");
+    assert!(s.ok(&["show", "version"]).contains("switch ctl-test"));
+    let ports = s.json(&["show", "ports"]);
+    assert_eq!(ports.as_array().unwrap().len(), 9);
+    for p in ports.as_array().unwrap() {
+        assert_eq!(p["admin"], "up");
+        assert_eq!(p["link"], "up", "{p}");
+    }
+    let text = s.ok(&["show", "ports"]);
+    assert!(text.starts_with("PORT"), "{text}");
+    assert_eq!(text.lines().count(), 10, "{text}");
+    s.wait_tx_growth("p5");
+    s.wait_tx_growth("p3");
+    s.wait_tx_growth("p4");
+    assert_eq!(s.tx("p6"), 0, "X has no route yet");
+    let no_route = s.drops("no_route");
+    assert!(no_route > 0, "X is dropped for lack of a route");
+    assert!(s.ok(&["show", "drops"]).contains("no_route"));
+    let queues = s.json(&["show", "queues", "p5"]);
+    assert_eq!(queues.as_array().unwrap().len(), 8, "eight TCs");
+    assert!(
+        queues[0]["enqueued_packets"].as_u64().unwrap() > 0,
+        "{queues}"
+    );
+    assert!(s.ok(&["show", "queues"]).contains("ECN(kmin/kmax/pmax)"));
+    let srv6 = s.json(&["show", "srv6"]);
+    assert_eq!(srv6["sids"], json!([]));
+    assert_eq!(srv6["policies"][0]["name"], "pa");
+    assert_eq!(srv6["policies"][1]["segments"], json!(["fcbb:bb00:200::"]));
+    assert!(s.ok(&["show", "srv6"]).contains("encaps.red"));
+    let nexthops = s.json(&["show", "nexthops"]);
+    assert!(
+        nexthops
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["ip"] == "10.255.0.4"
+                && n["dev"] == "p5"
+                && n["mac"] == "02:00:00:00:51:03"),
+        "{nexthops}"
+    );
+    assert!(s.ok(&["show", "nexthops"]).contains("10.255.0.4"));
+    assert!(s.ok(&["show", "neighbors"]).contains("02:00:00:00:51:03"));
+    let before_routes = routes(&s);
+    assert!(before_routes.contains(&"10.1.0.0/16".to_owned()));
+    assert!(s.ok(&["show", "routes"]).contains("group spines"));
+    let macs = s.json(&["show", "macs"]);
+    assert!(
+        macs["macs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mac"] == "02:00:00:00:00:0c" && m["port"] == "p2" && m["static"] == false),
+        "U's source is learned on p2: {macs}"
+    );
+    assert!(s.ok(&["show", "macs"]).contains("learned"));
+
+    // ---- a route added at run time carries X; deleted, X stops ----
+    s.ok(&[
+        "neighbor",
+        "add",
+        "10.255.0.6",
+        "--dev",
+        "p6",
+        "--mac",
+        "02:00:00:00:66:01",
+    ]);
+    let out = s.ok(&[
+        "route",
+        "add",
+        "10.7.0.0/16",
+        "--via",
+        "10.255.0.6",
+        "--dev",
+        "p6",
+    ]);
+    assert!(out.contains("1 update(s) applied"), "{out}");
+    s.wait_tx_growth("p6");
+    let shown = s.json(&["show", "routes", "--vrf", "default"]);
+    assert!(
+        shown["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["prefix"] == "10.7.0.0/16" && r["via"] == "10.255.0.6" && r["dev"] == "p6"),
+        "{shown}"
+    );
+    s.ok(&["route", "del", "10.7.0.0/16"]);
+    s.assert_tx_stopped("p6");
+    assert!(s.drops("no_route") > no_route);
+    s.refused(&["route", "del", "10.7.0.0/16"], "no route 10.7.0.0/16");
+    s.ok(&["neighbor", "del", "10.255.0.6", "--dev", "p6"]);
+
+    // ---- ECMP: a port taken down fails over to the other member, and back ----
+    let groups = s.json(&["show", "groups"]);
+    assert_eq!(
+        (groups[0]["name"].clone(), groups[0]["mode"].clone()),
+        (json!("spines"), json!("hash"))
+    );
+    let members = groups[0]["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    for m in members {
+        assert!(
+            m["packets"].as_u64().unwrap() > 0,
+            "E uses both members: {groups}"
+        );
+    }
+    assert_eq!(
+        members[0]["buckets"].as_u64().unwrap() + members[1]["buckets"].as_u64().unwrap(),
+        256
+    );
+    s.ok(&["port", "p3", "down"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.port("p3")["admin"], "down");
+    s.assert_tx_stopped("p3");
+    s.wait_tx_growth("p4");
+    let groups = s.json(&["show", "groups"]);
+    let members = groups[0]["members"].as_array().unwrap();
+    assert_eq!(
+        (members[0]["dev"].clone(), members[0]["up"].clone()),
+        (json!("p3"), json!(false))
+    );
+    assert_eq!(members[1]["buckets"], 256, "p4 owns every bucket: {groups}");
+    assert!(
+        members[1]["port_tx_packets"].as_u64().unwrap() > 0,
+        "{groups}"
+    );
+    assert!(s.ok(&["show", "groups"]).contains("down"));
+    s.ok(&["port", "p3", "up"]);
+    s.wait_tx_growth("p3");
+    // Removing the member from the group has the same effect; adding it back restores it.
+    s.ok(&[
+        "ecmp",
+        "del",
+        "spines",
+        "--via",
+        "10.255.0.0",
+        "--dev",
+        "p3",
+    ]);
+    s.assert_tx_stopped("p3");
+    s.refused(
+        &[
+            "ecmp",
+            "del",
+            "spines",
+            "--via",
+            "10.255.0.2",
+            "--dev",
+            "p4",
+        ],
+        "without members",
+    );
+    s.ok(&[
+        "ecmp",
+        "add",
+        "spines",
+        "--via",
+        "10.255.0.0",
+        "--dev",
+        "p3",
+        "--weight",
+        "3",
+    ]);
+    s.wait_tx_growth("p3");
+    let groups = s.json(&["show", "groups"]);
+    let p3 = groups[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["dev"] == "p3")
+        .cloned()
+        .unwrap();
+    assert_eq!(p3["weight"], 3);
+    assert_eq!(p3["buckets"], 192, "weight 3 of 4 owns 3/4 of 256 buckets");
+
+    // ---- move P from SRv6 policy pa to pb and back ----
+    let policy = |name: &str| {
+        s.json(&["show", "srv6"])["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["packets"]
+            .as_u64()
+            .unwrap()
+    };
+    let wait_policy_growth = |name: &str| {
+        let before = policy(name);
+        let started = Instant::now();
+        while policy(name) == before {
+            assert!(started.elapsed() < Duration::from_secs(10), "{name} unused");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_policy_growth("pa");
+    assert_eq!(policy("pb"), 0, "nothing goes to 10.9.0.0/16");
+    s.wait_tx_growth("p8");
+    s.ok(&["route", "add", "10.8.0.0/16", "--policy", "pb"]);
+    wait_policy_growth("pb");
+    s.assert_tx_stopped("p8");
+    std::thread::sleep(Duration::from_millis(50));
+    let pa = policy("pa");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(policy("pa"), pa, "P left policy pa");
+    s.ok(&["route", "add", "10.8.0.0/16", "--policy", "pa"]);
+    wait_policy_growth("pa");
+    let shown = s.json(&["show", "routes"]);
+    assert!(
+        shown["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["prefix"] == "10.8.0.0/16" && r["policy"] == "pa"),
+        "{shown}"
+    );
+
+    // Or give the policy itself a new path: pa's segment now leads out of p4, then back.
+    s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:200::"]);
+    s.assert_tx_stopped("p8");
+    assert_eq!(
+        s.json(&["show", "srv6"])["policies"][0]["segments"],
+        json!(["fcbb:bb00:200::"])
+    );
+    let pa = policy("pa");
+    wait_policy_growth("pa");
+    assert!(policy("pa") > pa, "P still counted by pa");
+    s.refused(
+        &[
+            "policy",
+            "set",
+            "pa",
+            "--mode",
+            "encaps",
+            "--segments",
+            "fc00::1,fc00::2,fc00::3,fc00::4,fc00::5",
+        ],
+        "do not fit the mbuf headroom",
+    );
+    s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:100::"]);
+    s.wait_tx_growth("p8");
+
+    // ---- a batch file and a raw request ----
+    let batch = dir.file("batch.json");
+    std::fs::write(
+        &batch,
+        r#"[{"op":"add_route","prefix":"10.10.0.0/16","blackhole":true},
+            {"op":"add_route","prefix":"10.11.0.0/16","group":"spines"}]"#,
+    )
+    .unwrap();
+    assert!(
+        s.ok(&["batch", batch.to_str().unwrap()])
+            .contains("2 update(s) applied")
+    );
+    let r = routes(&s);
+    assert!(r.contains(&"10.10.0.0/16".to_owned()) && r.contains(&"10.11.0.0/16".to_owned()));
+    std::fs::write(
+        &batch,
+        r#"[{"op":"del_route","prefix":"10.10.0.0/16"},{"op":"del_route","prefix":"10.11.0.0/16"}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        s.json(&["batch", batch.to_str().unwrap()]),
+        json!({"applied": 2})
+    );
+    let raw_reply = s.ok(&["raw", r#"{"v":1,"id":"x","cmd":"show_drops"}"#]);
+    let raw_reply: Value = serde_json::from_str(&raw_reply).unwrap();
+    assert_eq!(
+        (raw_reply["id"].clone(), raw_reply["ok"].clone()),
+        (json!("x"), json!(true))
+    );
+
+    // ---- MACs, ECN ----
+    s.ok(&["mac", "add", "10", "02:00:00:00:77:01", "p0"]);
+    let macs = s.json(&["show", "macs"]);
+    assert!(
+        macs["macs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mac"] == "02:00:00:00:77:01" && m["static"] == true)
+    );
+    s.ok(&["mac", "del", "10", "02:00:00:00:77:01"]);
+    s.refused(&["mac", "del", "10", "02:00:00:00:77:01"], "no MAC");
+    s.ok(&[
+        "ecn", "p5", "3", "--kmin", "1000", "--kmax", "2000", "--pmax", "0.5",
+    ]);
+    let q = s.json(&["show", "queues", "p5"]);
+    assert_eq!(
+        q[3]["ecn"],
+        json!({"kmin": 1000, "kmax": 2000, "pmax": 0.5})
+    );
+    s.refused(
+        &["ecn", "p5", "3", "--kmin", "3000", "--kmax", "2000"],
+        "kmin 3000 is above kmax 2000",
+    );
+    s.ok(&["ecn", "p5", "3", "--off"]);
+    assert_eq!(s.json(&["show", "queues", "p5"])[3]["ecn"], Value::Null);
+
+    // ---- the P4 form ----
+    s.ok(&[
+        "table_add",
+        "ipv4_lpm",
+        "blackhole",
+        "0",
+        "10.99.0.0/16",
+        "=>",
+    ]);
+    s.ok(&[
+        "table_add",
+        "ipv6_lpm",
+        "blackhole",
+        "default",
+        "2001:db8:9::/48",
+        "=>",
+    ]);
+    s.ok(&[
+        "table_add",
+        "mac_table",
+        "l2_forward",
+        "10",
+        "02:00:00:00:77:02",
+        "=>",
+        "p1",
+    ]);
+    let dump = s.ok(&["table_dump", "ipv4_lpm"]);
+    assert!(
+        dump.contains("ipv4_lpm blackhole 0 10.99.0.0/16 =>"),
+        "{dump}"
+    );
+    assert!(
+        dump.contains("ipv4_lpm set_ecmp_group 0 10.1.0.0/16 => 0"),
+        "{dump}"
+    );
+    let dump6 = s.json(&["table_dump", "ipv6_lpm"]);
+    assert!(
+        dump6
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["match"] == json!(["0", "2001:db8:9::/48"]))
+    );
+    assert!(
+        s.ok(&["table_dump", "mac_table"])
+            .contains("mac_table l2_forward 10 02:00:00:00:77:02 => 1")
+    );
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpmx",
+            "blackhole",
+            "0",
+            "10.99.0.0/16",
+            "=>",
+        ],
+        "unknown table `ipv4_lpmx`",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpm",
+            "l2_forward",
+            "0",
+            "10.99.0.0/16",
+            "=>",
+            "1",
+        ],
+        "has no action `l2_forward`",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpm",
+            "set_nexthop",
+            "0",
+            "10.99.0.0/16",
+            "=>",
+        ],
+        "takes 1 parameters",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "ipv6_lpm",
+            "blackhole",
+            "0",
+            "10.99.0.0/16",
+            "=>",
+        ],
+        "not an IPv6 prefix",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpm",
+            "set_nexthop",
+            "0",
+            "10.99.0.0/16",
+            "=>",
+            "99",
+        ],
+        "nexthop 99 does not exist",
+    );
+    s.ok(&["table_delete", "ipv4_lpm", "0", "10.99.0.0/16"]);
+    s.ok(&["table_delete", "ipv6_lpm", "0", "2001:db8:9::/48"]);
+    s.ok(&["table_delete", "mac_table", "10", "02:00:00:00:77:02"]);
+    assert_eq!(routes(&s), before_routes, "everything added was deleted");
+
+    // ---- malformed requests: errors naming the problem, nothing changed, still forwarding ----
+    let table_before = s.ok(&["table_dump", "ipv4_lpm"]);
+    let cases: [(&[u8], &str); 8] = [
+        (b"garbage\n", "not valid JSON"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"show_po\n", "not valid JSON"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"frobnicate\"}\n", "unknown command `frobnicate`"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"show_routes\",\"limit\":\"x\"}\n", "must be a non-negative integer"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"table_add\",\"table\":\"nope\",\"action\":\"a\",\"match\":[],\"params\":[]}\n", "unknown table `nope`"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"update\",\"updates\":[{\"op\":\"add_route\",\"prefix\":\"10.98.0.0/16\",\"blackhole\":true},{\"op\":\"add_route\",\"prefix\":\"10.8.1.0/24\",\"group\":\"nosuch\"}]}\n", "updates[1]: no ECMP group `nosuch`"),
+        (b"{\"v\":1,\"id\":5,\"cmd\":\"update\",\"updates\":[{\"op\":\"add_route\",\"prefix\":\"10.98.0.0/16\",\"blackhole\":true},{\"op\":\"del_route\",\"prefix\":\"10.0.10.0/24\"}]}\n", "updates[1]: 10.0.10.0/24 belongs to an interface address"),
+        (b"{\"v\":9,\"id\":5,\"cmd\":\"hello\"}\n", "version 9 is not supported"),
+    ];
+    for (bytes, expected) in cases {
+        let reply = raw(&socket, bytes);
+        assert_eq!(reply["ok"], false, "{reply}");
+        let error = reply["error"].as_str().unwrap();
+        assert!(error.contains(expected), "`{error}` lacks `{expected}`");
+    }
+    // A huge request: refused and the connection closed, the switch unharmed.
+    let mut huge = b"{\"v\":1,\"id\":1,\"cmd\":\"hello\",\"pad\":\"".to_vec();
+    huge.resize(9 << 20, b'a');
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let _ = stream.write_all(&huge);
+    let mut reply = String::new();
+    let _ = BufReader::new(&stream).read_line(&mut reply);
+    assert!(reply.contains("request longer than"), "{reply}");
+    drop(stream);
+    assert_eq!(
+        s.ok(&["table_dump", "ipv4_lpm"]),
+        table_before,
+        "nothing half-applied"
+    );
+    assert!(!routes(&s).contains(&"10.98.0.0/16".to_owned()));
+    s.wait_tx_growth("p5");
+
+    // ---- metrics: valid exposition that agrees with ctl ----
+    let rx_before = s.port("p2")["rx_packets"].as_u64().unwrap();
+    let drops_before = s.drops("no_route");
+    let samples = parse_prometheus(&scrape(metrics_port));
+    let rx_after = s.port("p2")["rx_packets"].as_u64().unwrap();
+    let drops_after = s.drops("no_route");
+    let rx = sample(&samples, "ironclos_port_rx_packets_total", ("port", "p2")) as u64;
+    assert!(
+        (rx_before..=rx_after).contains(&rx),
+        "{rx_before} <= {rx} <= {rx_after}"
+    );
+    let nr = sample(&samples, "ironclos_drops_total", ("reason", "no_route")) as u64;
+    assert!((drops_before..=drops_after).contains(&nr));
+    assert_eq!(
+        sample(&samples, "ironclos_port_admin_up", ("port", "p3")),
+        1.0
+    );
+    let speed = s.port("p5")["speed_mbps"].as_f64().unwrap();
+    assert_eq!(
+        sample(&samples, "ironclos_port_speed_mbps", ("port", "p5")),
+        speed
+    );
+    let shares: f64 = samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == "ironclos_ecmp_member_share" && l.contains(&("group".into(), "spines".into()))
+        })
+        .map(|(_, _, v)| v)
+        .sum();
+    assert!((shares - 1.0).abs() < 1e-9, "shares sum to 1: {shares}");
+    assert!(
+        samples
+            .iter()
+            .any(|(n, _, v)| n == "ironclos_ecmp_member_packets_total" && *v > 0.0)
+    );
+
+    // ---- another user is refused ----
+    let nobody_bin = dir.file("ironclos-copy");
+    std::fs::copy(bin(), &nobody_bin).unwrap();
+    std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&nobody_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let as_nobody = || {
+        Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(&nobody_bin)
+            .args(["ctl", "--socket"])
+            .arg(&socket)
+            .args(["show", "ports"])
+            .output()
+            .expect("setpriv")
+    };
+    let out = as_nobody();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+        "mode 0600 keeps nobody out"
+    );
+    // Even with the file mode opened up, the peer-credential check refuses the connection.
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = as_nobody();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("permission denied: uid 65534 is neither the switch's user"),
+        "{err}"
+    );
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // ---- reload: the config file's difference applies; structural changes are refused ----
+    let config_path = dir.file("switch.toml");
+    let original = std::fs::read_to_string(&config_path).unwrap();
+    let reload = || {
+        let out = Command::new(bin())
+            .args(["reload", "--socket"])
+            .arg(&socket)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let with_x = format!(
+        "{original}\n[[route]]\nprefix = \"10.7.0.0/16\"\nvia = \"10.255.0.6\"\nport = \"p6\"\n\n\
+         [[neighbor]]\nip = \"10.255.0.6\"\nmac = \"02:00:00:00:66:01\"\nport = \"p6\"\n"
+    );
+    std::fs::write(&config_path, &with_x).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 update(s) applied"), "{out}");
+    s.wait_tx_growth("p6");
+    std::fs::write(
+        &config_path,
+        with_x.replace("net_null3,no-rx=1", "net_null9,no-rx=1"),
+    )
+    .unwrap();
+    let (code, _, err) = reload();
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("need a restart") && err.contains("[[port]]"),
+        "{err}"
+    );
+    s.wait_tx_growth("p6");
+    std::fs::write(&config_path, &original).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 update(s) applied"), "{out}");
+    s.assert_tx_stopped("p6");
+
+    // ---- stop: U lost nothing through all of the above ----
+    let out = s.stop();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!socket.exists(), "the socket is removed at exit");
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.file("stats.json")).unwrap()).unwrap();
+    let port = |name: &str| {
+        stats["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let u_in = port("p2")["rx_packets"].as_u64().unwrap();
+    let u_out = port("p5")["tx_packets"].as_u64().unwrap();
+    assert!(u_in > 10_000, "U flowed: {u_in}");
+    assert_eq!(u_out, u_in, "every U frame received on p2 left p5");
+}
+
+#[test]
+fn an_unsafe_socket_path_is_refused_at_start() {
+    let dir = TestDir::new("ctl-perm");
+    let open_dir = dir.file("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let write = |socket: &Path| {
+        let text = format!(
+            "[switch]\nname = \"perm\"\n[dataplane]\nmode = \"io\"\n{}\n[control]\nsocket = \"{}\"\n[[port]]\nname = \"p0\"\ndevargs = \"net_null0\"\n",
+            dir.eal_toml(),
+            socket.display()
+        );
+        let path = dir.file("perm.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let run = |config: &Path| {
+        let out = ironclos()
+            .args(["run", "--duration", "1", "--config"])
+            .arg(config)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // A directory every user may write to (no sticky bit): someone could swap the socket.
+    let (code, err) = run(&write(&open_dir.join("s.sock")));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has mode 0777"), "{err}");
+    // A path that is not a socket.
+    let file = dir.file("not-a-socket");
+    std::fs::write(&file, "x").unwrap();
+    let (code, err) = run(&write(&file));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("exists and is not a socket"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x", "left alone");
+}
