@@ -5,158 +5,43 @@
 
 mod common;
 
-use common::{TestDir, dpdk_lock, ironclos, wait_with_timeout};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::netns::{self, Namespaces, can_run, sh, start_switch};
+use common::{TestDir, dpdk_lock, wait_with_timeout};
+use std::process::Command;
+use std::time::Duration;
 
-fn sh(args: &[&str]) -> std::process::Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) {
-    let out = sh(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Namespaces and veths of one test; removed on drop, even when the test fails.
-struct Hosts {
-    tag: String,
-    names: Vec<String>,
-}
+/// The test's hosts: an IPv4 address each behind the switch's gateway.
+struct Hosts(Namespaces);
 
 impl Hosts {
     fn new(tag: &str) -> Hosts {
-        Hosts {
-            tag: tag.to_owned(),
-            names: Vec::new(),
-        }
+        Hosts(Namespaces::new(tag))
     }
 
     fn ns(&self, host: &str) -> String {
-        format!("{}-{host}", self.tag)
+        self.0.ns(host)
     }
 
-    /// The switch-side interface of `host`.
     fn veth(&self, host: &str) -> String {
-        format!("{}-{host}", self.tag)
+        self.0.veth(host)
     }
 
     fn add(&mut self, host: &str, address: &str, gateway: &str) {
-        let ns = self.ns(host);
-        let veth = self.veth(host);
-        self.names.push(host.to_owned());
-        must(&["ip", "netns", "add", &ns]);
-        must(&[
-            "ip", "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
-        ]);
-        must(&[
-            "ip", "netns", "exec", &ns, "ip", "addr", "add", address, "dev", "eth0",
-        ]);
-        must(&[
-            "ip", "netns", "exec", &ns, "ip", "link", "set", "eth0", "up",
-        ]);
-        must(&["ip", "netns", "exec", &ns, "ip", "link", "set", "lo", "up"]);
-        must(&[
-            "ip", "netns", "exec", &ns, "ip", "route", "add", "default", "via", gateway,
-        ]);
-        // What the host puts on the wire must be complete frames: no partial checksums
-        // (checksum offload) and no 64 KB GSO segments.
-        let _ = sh(&[
-            "ip", "netns", "exec", &ns, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso",
-            "off", "gro", "off",
-        ]);
-        must(&["ip", "link", "set", &veth, "up", "promisc", "on"]);
-        let _ = sh(&[
-            "ethtool", "-K", &veth, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-        ]);
-        let _ = sh(&[
-            "sysctl",
-            "-qw",
-            &format!("net.ipv6.conf.{veth}.disable_ipv6=1"),
-        ]);
+        self.0.create(host);
+        self.0
+            .must(host, &["ip", "addr", "add", address, "dev", "eth0"]);
+        self.0
+            .must(host, &["ip", "route", "add", "default", "via", gateway]);
+        self.0.attach(host);
     }
 
     fn exec(&self, host: &str, args: &[&str]) -> std::process::Output {
-        let ns = self.ns(host);
-        let mut all = vec!["ip", "netns", "exec", ns.as_str()];
-        all.extend_from_slice(args);
-        sh(&all)
+        self.0.exec(host, args)
     }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for host in &self.names {
-            let _ = sh(&["ip", "netns", "del", &self.ns(host)]);
-            let _ = sh(&["ip", "link", "del", &self.veth(host)]);
-        }
-    }
-}
-
-fn can_run() -> bool {
-    let root = sh(&["id", "-u"]).stdout == b"0\n";
-    let tools = sh(&[
-        "sh",
-        "-c",
-        "command -v ip && command -v ping && command -v python3",
-    ])
-    .status
-    .success();
-    if !(root && tools) {
-        eprintln!(
-            "skipping: needs root, iproute2, ping and python3 (scripts/setup.sh installs them)"
-        );
-    }
-    root && tools
-}
-
-/// Starts ironclos and waits for its ready line; returns the child.
-fn start_switch(config: &str) -> Child {
-    let mut child = ironclos()
-        .args(["run", "--config", config])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ironclos");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("ready line");
-    assert!(
-        line.starts_with("ironclos ready"),
-        "expected the ready line, got {line:?}"
-    );
-    // Keep draining stdout so the switch never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut sink);
-    });
-    child
 }
 
 fn ping(hosts: &Hosts, from: &str, to: &str) {
-    // The first packets may be dropped while the switch resolves the destination (it ARPs
-    // on the first packet and never queues): try for a while, then require 3 in a row.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = hosts.exec(from, &["ping", "-c", "3", "-i", "0.2", "-W", "1", to]);
-        if out.status.success() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{from} cannot ping {to}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    netns::ping(&hosts.0, from, &["ping"], to);
 }
 
 /// Sends `bytes` from `from` to `to_ip` over TCP and returns what arrived.
@@ -223,7 +108,7 @@ s.close()
 
 #[test]
 fn hosts_ping_and_move_10_mb_through_the_leaf_routed_and_bridged() {
-    if !can_run() {
+    if !can_run(&["ip", "ping", "python3"]) {
         return;
     }
     let dir = TestDir::new("hosts");

@@ -6,73 +6,39 @@
 
 mod common;
 
-use common::{TestDir, dpdk_lock, ironclos, wait_with_timeout};
-use std::io::{BufRead, BufReader};
+use common::netns::{self, Namespaces, can_run, sh, start_switch};
+use common::{TestDir, dpdk_lock, wait_with_timeout};
 use std::net::Ipv6Addr;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ROUTER_MAC: &str = "02:00:00:00:01:00";
 
-fn sh(args: &[&str]) -> std::process::Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) {
-    let out = sh(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The namespaces and veths of one test, removed on drop even when the test fails.
-struct Peers {
-    tag: String,
-    hosts: Vec<String>,
-}
+/// The test's hosts: an IPv6 address each, MAC fixed so the switch can name it as a static
+/// neighbour, and the kernel's SRv6 on.
+struct Peers(Namespaces);
 
 impl Peers {
     fn ns(&self, host: &str) -> String {
-        format!("{}-{host}", self.tag)
+        self.0.ns(host)
     }
 
     fn veth(&self, host: &str) -> String {
-        format!("{}-{host}", self.tag)
+        self.0.veth(host)
     }
 
     fn exec(&self, host: &str, args: &[&str]) -> std::process::Output {
-        let ns = self.ns(host);
-        let mut all = vec!["ip", "netns", "exec", ns.as_str()];
-        all.extend_from_slice(args);
-        sh(&all)
+        self.0.exec(host, args)
     }
 
     fn must(&self, host: &str, args: &[&str]) {
-        let out = self.exec(host, args);
-        assert!(
-            out.status.success(),
-            "{host}: {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.0.must(host, args)
     }
 
-    /// A host at `address`/64 behind the switch's `gateway`, MAC fixed so the switch can
-    /// name it as a static neighbour.
+    /// A host at `address`/64 behind the switch's `gateway`.
     fn add(&mut self, host: &str, mac: &str, address: &str, gateway: &str) {
-        let (ns, veth) = (self.ns(host), self.veth(host));
-        self.hosts.push(host.to_owned());
-        must(&["ip", "netns", "add", &ns]);
-        must(&[
-            "ip", "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
-        ]);
+        self.0.create(host);
         self.must(host, &["ip", "link", "set", "eth0", "address", mac]);
-        self.must(host, &["ip", "link", "set", "lo", "up"]);
-        self.must(host, &["ip", "link", "set", "eth0", "up"]);
         self.must(
             host,
             &[
@@ -110,30 +76,7 @@ impl Peers {
         ] {
             self.must(host, &["sysctl", "-qw", setting]);
         }
-        let _ = self.exec(
-            host,
-            &[
-                "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-            ],
-        );
-        must(&["ip", "link", "set", &veth, "up", "promisc", "on"]);
-        let _ = sh(&[
-            "ethtool", "-K", &veth, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-        ]);
-        let _ = sh(&[
-            "sysctl",
-            "-qw",
-            &format!("net.ipv6.conf.{veth}.disable_ipv6=1"),
-        ]);
-    }
-}
-
-impl Drop for Peers {
-    fn drop(&mut self) {
-        for host in &self.hosts {
-            let _ = sh(&["ip", "netns", "del", &self.ns(host)]);
-            let _ = sh(&["ip", "link", "del", &self.veth(host)]);
-        }
+        self.0.attach(host);
     }
 }
 
@@ -149,56 +92,8 @@ impl Drop for Reaper {
     }
 }
 
-fn can_run() -> bool {
-    let root = sh(&["id", "-u"]).stdout == b"0\n";
-    let tools = sh(&[
-        "sh",
-        "-c",
-        "command -v ip && command -v ping && command -v python3 && command -v tcpdump",
-    ])
-    .status
-    .success();
-    if !(root && tools) {
-        eprintln!("skipping: needs root, iproute2, ping, python3 and tcpdump");
-    }
-    root && tools
-}
-
-fn start_switch(config: &str) -> Child {
-    let mut child = ironclos()
-        .args(["run", "--config", config])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ironclos");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("ready line");
-    assert!(
-        line.starts_with("ironclos ready"),
-        "expected the ready line, got {line:?}"
-    );
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut sink);
-    });
-    child
-}
-
 fn ping(peers: &Peers, from: &str, to: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = peers.exec(from, &["ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", to]);
-        if out.status.success() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{from} cannot ping {to}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    netns::ping(&peers.0, from, &["ping", "-6"], to);
 }
 
 fn tcp_transfer(
@@ -272,15 +167,12 @@ fn usid_shift_f3216(address: Ipv6Addr) -> Ipv6Addr {
 
 #[test]
 fn linux_headend_and_end_dt6_through_ironclos_as_end_and_un() {
-    if !can_run() {
+    if !can_run(&["ip", "ping", "python3", "tcpdump"]) {
         return;
     }
     let dir = TestDir::new("srv6-peers");
     let tag = format!("is{}", std::process::id() % 100_000);
-    let mut peers = Peers {
-        tag: tag.clone(),
-        hosts: Vec::new(),
-    };
+    let mut peers = Peers(Namespaces::new(&tag));
     peers.add("a", "02:00:00:00:0a:01", "2001:db8:a1::2", "2001:db8:a1::1");
     peers.add("b", "02:00:00:00:0b:01", "2001:db8:b1::2", "2001:db8:b1::1");
     // a -> b: End at the switch (2001:db8:5::1), then the switch's uN with b's uSID 0200;

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod frames;
+pub mod netns;
 
 use control::pcap::{self, PcapPacket};
 use std::fs::File;
