@@ -7,7 +7,6 @@ mod common;
 
 use common::netns::{self, Namespaces, can_run, sh, start_switch};
 use common::{TestDir, dpdk_lock, wait_with_timeout};
-use std::process::Command;
 use std::time::Duration;
 
 /// The test's hosts: an IPv4 address each behind the switch's gateway.
@@ -16,10 +15,6 @@ struct Hosts(Namespaces);
 impl Hosts {
     fn new(tag: &str) -> Hosts {
         Hosts(Namespaces::new(tag))
-    }
-
-    fn ns(&self, host: &str) -> String {
-        self.0.ns(host)
     }
 
     fn veth(&self, host: &str) -> String {
@@ -34,76 +29,10 @@ impl Hosts {
             .must(host, &["ip", "route", "add", "default", "via", gateway]);
         self.0.attach(host);
     }
-
-    fn exec(&self, host: &str, args: &[&str]) -> std::process::Output {
-        self.0.exec(host, args)
-    }
 }
 
 fn ping(hosts: &Hosts, from: &str, to: &str) {
     netns::ping(&hosts.0, from, &["ping"], to);
-}
-
-/// Sends `bytes` from `from` to `to_ip` over TCP and returns what arrived.
-fn tcp_transfer(
-    hosts: &Hosts,
-    dir: &TestDir,
-    from: &str,
-    to: &str,
-    to_ip: &str,
-    bytes: &[u8],
-) -> Vec<u8> {
-    let send = dir.file("send.bin");
-    let recv = dir.file("recv.bin");
-    std::fs::write(&send, bytes).expect("write payload");
-    let _ = std::fs::remove_file(&recv);
-    let server = r#"
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", 5001)); s.listen(1); s.settimeout(30)
-c, _ = s.accept(); c.settimeout(30)
-with open(sys.argv[1], "wb") as f:
-    while True:
-        b = c.recv(65536)
-        if not b: break
-        f.write(b)
-"#;
-    let client = r#"
-import socket, sys, time
-for attempt in range(50):
-    try:
-        s = socket.create_connection((sys.argv[2], 5001), timeout=30); break
-    except OSError:
-        time.sleep(0.2)
-with open(sys.argv[1], "rb") as f: s.sendall(f.read())
-s.close()
-"#;
-    let ns_to = hosts.ns(to);
-    let mut listener = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns_to,
-            "python3",
-            "-c",
-            server,
-            recv.to_str().unwrap(),
-        ])
-        .spawn()
-        .expect("start listener");
-    std::thread::sleep(Duration::from_millis(300));
-    let out = hosts.exec(
-        from,
-        &["python3", "-c", client, send.to_str().unwrap(), to_ip],
-    );
-    assert!(
-        out.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let status = listener.wait().expect("listener");
-    assert!(status.success(), "listener failed");
-    std::fs::read(&recv).expect("received file")
 }
 
 #[test]
@@ -163,14 +92,14 @@ vlan = {{ mode = "access", id = 20 }}
     let mut payload = vec![0u8; 10 * 1024 * 1024];
     let mut rng = common::Rng::new(42);
     payload.iter_mut().for_each(|b| *b = rng.next_u64() as u8);
-    let routed = tcp_transfer(&hosts, &dir, "h1", "h2", "10.0.20.2", &payload);
+    let routed = netns::tcp_transfer(&hosts.0, &dir, "h1", "h2", "10.0.20.2", &payload);
     assert!(
         routed == payload,
         "routed TCP transfer corrupted ({} of {} bytes)",
         routed.len(),
         payload.len()
     );
-    let bridged = tcp_transfer(&hosts, &dir, "h3", "h1", "10.0.10.2", &payload);
+    let bridged = netns::tcp_transfer(&hosts.0, &dir, "h3", "h1", "10.0.10.2", &payload);
     assert!(
         bridged == payload,
         "bridged TCP transfer corrupted ({} of {} bytes)",

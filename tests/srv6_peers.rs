@@ -6,10 +6,10 @@
 
 mod common;
 
-use common::netns::{self, Namespaces, can_run, sh, start_switch};
+use common::netns::{self, Namespaces, Reaper, can_run, sh, start_switch};
 use common::{TestDir, dpdk_lock, wait_with_timeout};
 use std::net::Ipv6Addr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const ROUTER_MAC: &str = "02:00:00:00:01:00";
@@ -25,10 +25,6 @@ impl Peers {
 
     fn veth(&self, host: &str) -> String {
         self.0.veth(host)
-    }
-
-    fn exec(&self, host: &str, args: &[&str]) -> std::process::Output {
-        self.0.exec(host, args)
     }
 
     fn must(&self, host: &str, args: &[&str]) {
@@ -80,80 +76,8 @@ impl Peers {
     }
 }
 
-/// Stops a child process (tcpdump, the switch) on drop if the test did not.
-struct Reaper(Option<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn ping(peers: &Peers, from: &str, to: &str) {
     netns::ping(&peers.0, from, &["ping", "-6"], to);
-}
-
-fn tcp_transfer(
-    peers: &Peers,
-    dir: &TestDir,
-    from: &str,
-    to: &str,
-    to_ip: &str,
-    bytes: &[u8],
-) -> Vec<u8> {
-    let send = dir.file("send.bin");
-    let recv = dir.file("recv.bin");
-    std::fs::write(&send, bytes).expect("write payload");
-    let server = r#"
-import socket, sys
-s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("::", 5001)); s.listen(1); s.settimeout(30)
-c, _ = s.accept(); c.settimeout(30)
-with open(sys.argv[1], "wb") as f:
-    while True:
-        b = c.recv(65536)
-        if not b: break
-        f.write(b)
-"#;
-    let client = r#"
-import socket, sys, time
-for attempt in range(50):
-    try:
-        s = socket.create_connection((sys.argv[2], 5001), timeout=30); break
-    except OSError:
-        time.sleep(0.2)
-with open(sys.argv[1], "rb") as f: s.sendall(f.read())
-s.close()
-"#;
-    let listener = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &peers.ns(to),
-            "python3",
-            "-c",
-            server,
-            recv.to_str().unwrap(),
-        ])
-        .spawn()
-        .expect("start listener");
-    let mut listener = Reaper(Some(listener));
-    std::thread::sleep(Duration::from_millis(300));
-    let out = peers.exec(
-        from,
-        &["python3", "-c", client, send.to_str().unwrap(), to_ip],
-    );
-    assert!(
-        out.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let status = listener.0.take().unwrap().wait().expect("listener");
-    assert!(status.success(), "listener failed");
-    std::fs::read(&recv).expect("received file")
 }
 
 /// RFC 9800 shift by hand on the address's bits: keep the 32-bit block, move the rest up by
@@ -349,7 +273,7 @@ behavior = "End"
     let mut payload = vec![0u8; 2 * 1024 * 1024];
     let mut rng = common::Rng::new(7);
     payload.iter_mut().for_each(|b| *b = rng.next_u64() as u8);
-    let received = tcp_transfer(&peers, &dir, "a", "b", "2001:db8:b1::2", &payload);
+    let received = netns::tcp_transfer(&peers.0, &dir, "a", "b", "2001:db8:b1::2", &payload);
     assert!(
         received == payload,
         "TCP over SRv6 corrupted ({} of {} bytes)",

@@ -2,7 +2,7 @@
 //! ironclos attaches with net_af_packet (DESIGN.md: link state works there), removed on drop
 //! even when a test fails; and starting the switch up to its ready line.
 
-use super::ironclos;
+use super::{TestDir, ironclos};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -165,4 +165,87 @@ pub fn ping(hosts: &Namespaces, from: &str, ping: &[&str], to: &str) {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+}
+
+/// Stops a child process (tcpdump, a listener, the switch) on drop if the test did not.
+pub struct Reaper(pub Option<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Sends `bytes` over TCP from host `from` to `to_ip` (host `to`, IPv4 or IPv6) with a
+/// Python listener and client, and returns what the listener received.
+pub fn tcp_transfer(
+    hosts: &Namespaces,
+    dir: &TestDir,
+    from: &str,
+    to: &str,
+    to_ip: &str,
+    bytes: &[u8],
+) -> Vec<u8> {
+    let send = dir.file("send.bin");
+    let recv = dir.file("recv.bin");
+    std::fs::write(&send, bytes).expect("write payload");
+    let _ = std::fs::remove_file(&recv);
+    let (family, any) = if to_ip.contains(':') {
+        ("socket.AF_INET6", "::")
+    } else {
+        ("socket.AF_INET", "0.0.0.0")
+    };
+    let server = format!(
+        r#"
+import socket, sys
+s = socket.socket({family}); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("{any}", 5001)); s.listen(1); s.settimeout(30)
+c, _ = s.accept(); c.settimeout(30)
+with open(sys.argv[1], "wb") as f:
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        f.write(b)
+"#
+    );
+    let client = r#"
+import socket, sys, time
+for attempt in range(50):
+    try:
+        s = socket.create_connection((sys.argv[2], 5001), timeout=30); break
+    except OSError:
+        time.sleep(0.2)
+with open(sys.argv[1], "rb") as f: s.sendall(f.read())
+s.close()
+"#;
+    let ns_to = hosts.ns(to);
+    let listener = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns_to,
+            "python3",
+            "-c",
+            &server,
+            recv.to_str().unwrap(),
+        ])
+        .spawn()
+        .expect("start listener");
+    let mut listener = Reaper(Some(listener));
+    std::thread::sleep(Duration::from_millis(300));
+    let out = hosts.exec(
+        from,
+        &["python3", "-c", client, send.to_str().unwrap(), to_ip],
+    );
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = listener.0.take().unwrap().wait().expect("listener");
+    assert!(status.success(), "listener failed");
+    std::fs::read(&recv).expect("received file")
 }
