@@ -141,53 +141,9 @@ struct InFlight {
     end: Picos,
 }
 
-/// Live mode commits at most this much transmission time ahead of now to a port without
-/// going through its queues (like a NIC's TX ring); beyond it frames wait for the scheduler.
+/// Live mode hands a port's TX ring at most this much transmission time ahead of now (frames
+/// there have left the switch's buffer); beyond it frames wait in the queues.
 const COMMIT_HORIZON: Picos = crate::clock::PICOS_PER_MICRO;
-const WIRE_SLOTS: usize = 32;
-
-/// Frames committed to a port's wire, in transmission order: the first is being sent, each
-/// next one starts when the one before ends. Replay commits one at a time; live mode up to
-/// `COMMIT_HORIZON` ahead.
-#[derive(Debug, Clone, Copy, Default)]
-struct Wire {
-    frames: [InFlight; WIRE_SLOTS],
-    head: usize,
-    len: usize,
-}
-
-impl Wire {
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    fn front(&self) -> Option<InFlight> {
-        (self.len > 0).then(|| self.frames[self.head])
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> Option<InFlight> {
-        let front = self.front()?;
-        self.head = (self.head + 1) % WIRE_SLOTS;
-        self.len -= 1;
-        Some(front)
-    }
-
-    /// When the last committed frame ends, if any.
-    #[inline]
-    fn busy_until(&self) -> Option<Picos> {
-        (self.len > 0).then(|| self.frames[(self.head + self.len - 1) % WIRE_SLOTS].end)
-    }
-
-    #[inline]
-    fn push_back(&mut self, frame: InFlight) {
-        debug_assert!(self.len < WIRE_SLOTS);
-        self.frames[(self.head + self.len) % WIRE_SLOTS] = frame;
-        self.len += 1;
-    }
-}
 
 struct TcConfig {
     queue_limit: u64,
@@ -206,7 +162,8 @@ struct EgressPort {
     /// Bytes held per TC, the in-flight frame included.
     depth: [u64; TC_COUNT],
     marking: [bool; TC_COUNT],
-    wire: Wire,
+    /// Replay: the frame being transmitted (one at a time, counted until its last bit leaves).
+    wire: Option<InFlight>,
     /// When the port is idle with frames queued: the instant of its next scheduler choice.
     decision_at: Option<Picos>,
     /// End of the last transmission.
@@ -269,7 +226,7 @@ impl<P> TrafficManager<P> {
                 nonempty: 0,
                 depth: [0; TC_COUNT],
                 marking: [false; TC_COUNT],
-                wire: Wire::default(),
+                wire: None,
                 decision_at: None,
                 free_at: 0,
                 pfc: tm_pfc::PortPfc::new(q),
@@ -342,7 +299,11 @@ impl<P> TrafficManager<P> {
     /// Frames held in queues or on the wire.
     pub fn held_frames(&self) -> usize {
         self.slots.iter().filter(|s| s.packet.is_some()).count()
-            + self.ports.iter().map(|p| p.wire.len).sum::<usize>()
+            + self
+                .ports
+                .iter()
+                .map(|p| usize::from(p.wire.is_some()))
+                .sum::<usize>()
     }
 
     /// Whether any port still has something to send or finish.
@@ -378,16 +339,19 @@ impl<P> TrafficManager<P> {
         })
     }
 
-    /// Live mode: a frame that finds its port idle with nothing queued starts at once
-    /// (`transmit` gets it) instead of waiting for the next `advance`; completions due by
-    /// `now` run first. Exactly what `advance(now, true)` right after `enqueue` would do, minus
-    /// the queue round trip. Replay keeps choices after all arrivals of an instant, so it does
-    /// not use it.
+    /// Live mode: a frame leaves the switch's buffer when it is handed to the port's TX ring,
+    /// which takes at most `COMMIT_HORIZON` of line-rate transmission ahead of now. A frame
+    /// that finds its port's queues empty and the ring short goes there at once (`transmit`
+    /// gets it from `enqueue_or_send`) and never counts in a depth; the others queue, count
+    /// until `advance` hands them to the ring, and the depths ECN and PFC see are those of the
+    /// queues. Replay keeps DESIGN.md's exact contract instead (a frame counts until its last
+    /// bit has left, choices after all arrivals of an instant), so it does not use this.
     pub fn set_immediate(&mut self, immediate: bool) {
         self.immediate = immediate;
     }
 
-    /// As `enqueue`, sending at once in immediate mode when the port is idle.
+    /// As `enqueue`; in immediate (live) mode a frame for an idle port goes to `transmit` at
+    /// once.
     // The two closures are what keeps the traffic manager free of mbufs and TX queues.
     #[allow(clippy::too_many_arguments)]
     #[inline]
@@ -403,39 +367,33 @@ impl<P> TrafficManager<P> {
     ) -> Admission {
         let tc = tc & 7;
         let (e, t) = (usize::from(egress), usize::from(tc));
-        if self.immediate {
-            while self.ports[e].wire.front().is_some_and(|f| f.end <= now) {
-                self.complete(e);
-            }
-        }
         let lossless = self.is_lossless(ingress, tc);
         let ingress = self.ingress_index(ingress);
         let frame = frame_of(&mut packet);
         let len = frame.len() as u32;
-        let marked = match self.admit(now, e, t, ingress, lossless, frame) {
-            Ok(marked) => marked,
-            Err(reason) => return Admission::Dropped(reason),
-        };
-        let port = &mut self.ports[e];
-        let committed_until = port.wire.busy_until();
-        if self.immediate
-            && port.nonempty == 0
-            && port.wire.len < WIRE_SLOTS
-            && committed_until.is_none_or(|end| end <= now + COMMIT_HORIZON)
-            && port.pfc.held_at(now) & (1 << t) == 0
-        {
-            let start = committed_until.unwrap_or(port.free_at).max(now);
-            port.wire.push_back(InFlight {
-                tc,
-                ingress,
-                len,
-                end: start + port.rate.wire_time(len),
-            });
-            port.decision_at = None;
-            self.active |= 1 << e;
+        let port = &self.ports[e];
+        // Nothing queued may go before it: only frames of other, paused TCs may be waiting
+        // (the scheduler would choose this one now anyway).
+        if self.immediate && port.free_at <= now + COMMIT_HORIZON && {
+            let held = port.pfc.held_at(now);
+            (port.nonempty & !held) | (held & 1 << t) == 0
+        } {
+            let marked = match self.admit::<false>(now, e, t, ingress, lossless, frame) {
+                Ok(marked) => marked,
+                Err(reason) => return Admission::Dropped(reason),
+            };
+            let counters = &self.counters.queues[e][t];
+            counters.dequeued_packets.add(1);
+            counters.dequeued_bytes.add(u64::from(len));
+            let port = &mut self.ports[e];
+            port.free_at = port.free_at.max(now) + port.rate.wire_time(len);
             transmit(egress, packet);
             return Admission::Queued { marked };
         }
+        let marked = match self.admit::<true>(now, e, t, ingress, lossless, frame) {
+            Ok(marked) => marked,
+            Err(reason) => return Admission::Dropped(reason),
+        };
         let slot = self
             .take_slot(packet, len, ingress)
             .expect("admit checked for a free slot");
@@ -448,7 +406,9 @@ impl<P> TrafficManager<P> {
         }
         queue.tail = slot;
         port.nonempty |= 1 << t;
-        if port.wire.is_empty() {
+        if self.immediate {
+            self.active |= 1 << e;
+        } else if port.wire.is_none() {
             // An idle port chooses at once, even if it was waiting for a paused queue.
             let at = now.max(port.free_at);
             port.decision_at = Some(port.decision_at.map_or(at, |d| d.min(at)));
@@ -460,8 +420,10 @@ impl<P> TrafficManager<P> {
     /// Admission, and for an admitted frame the accounting (depths, counters, PFC, events):
     /// whether CE was marked. The result is two bytes on purpose: a wider tuple was built
     /// through memory and cost a store-forwarding stall per frame.
+    /// `HOLD` is false for a frame that goes straight to the TX ring (live mode): it is counted
+    /// as enqueued but never held.
     #[inline(always)]
-    fn admit(
+    fn admit<const HOLD: bool>(
         &mut self,
         now: Picos,
         e: usize,
@@ -472,7 +434,7 @@ impl<P> TrafficManager<P> {
     ) -> Result<bool, DropReason> {
         let len = frame.len() as u32;
         let depth = self.ports[e].depth[t];
-        let verdict = if self.free_slot == NIL {
+        let verdict = if HOLD && self.free_slot == NIL {
             Err(DropReason::BufferFull)
         } else {
             self.admission(e, t, usize::from(ingress), lossless, depth, frame)
@@ -487,7 +449,9 @@ impl<P> TrafficManager<P> {
                 return Err(reason);
             }
         };
-        self.hold(now, e, t, usize::from(ingress), u64::from(len));
+        if HOLD {
+            self.hold(now, e, t, usize::from(ingress), u64::from(len));
+        }
         let counters = &self.counters.queues[e][t];
         counters.enqueued_packets.add(1);
         counters.enqueued_bytes.add(u64::from(len));
@@ -672,7 +636,7 @@ impl<P> TrafficManager<P> {
             let e = active.trailing_zeros() as usize;
             active &= active - 1;
             let port = &self.ports[e];
-            let event = match (port.wire.front(), port.decision_at) {
+            let event = match (port.wire, port.decision_at) {
                 (Some(f), _) => Some((f.end, 0, e)),
                 (None, Some(at)) => Some((at, 2, e)),
                 (None, None) => None,
@@ -719,7 +683,8 @@ impl<P> TrafficManager<P> {
     }
 
     /// Live mode: ports are independent (nothing needs a global event order there), so each
-    /// runs its own events up to `until`, choices included, without scanning for the earliest.
+    /// runs its own timers up to `until` and hands queued frames to its TX ring while the ring
+    /// holds less than `COMMIT_HORIZON` of transmission, without scanning for the earliest.
     #[inline]
     fn advance_each_port(&mut self, until: Picos, mut transmit: impl FnMut(u16, P)) {
         let mut active = self.active;
@@ -728,24 +693,80 @@ impl<P> TrafficManager<P> {
             active &= active - 1;
             loop {
                 let port = &self.ports[e];
-                if port.wire.front().is_some_and(|f| f.end <= until) {
-                    self.complete(e);
-                } else if port.pfc.timer_at.is_some_and(|t| t <= until) {
-                    let at = port.pfc.timer_at.unwrap_or(until);
+                if let Some(at) = port.pfc.timer_at.filter(|&at| at <= until) {
                     self.run_timers(e, at);
-                } else if port.wire.is_empty()
-                    && let Some(at) = port.decision_at.filter(|&d| d <= until)
-                {
-                    match self.choose(e, at) {
-                        Some(packet) => transmit(e as u16, packet),
-                        None if self.ports[e].decision_at.is_some_and(|d| d <= at) => break,
-                        None => {}
+                } else if port.nonempty == 0 {
+                    if port.pfc.timer_at.is_none() {
+                        self.active &= !(1 << e);
                     }
-                } else {
                     break;
+                } else if port.free_at > until.saturating_add(COMMIT_HORIZON) {
+                    break;
+                } else {
+                    // Draining (`until` is the end of time) sends each frame when it can.
+                    let start = if until == Picos::MAX {
+                        port.free_at
+                    } else {
+                        port.free_at.max(until)
+                    };
+                    match self.commit_to_ring(e, start) {
+                        Some(packet) => transmit(e as u16, packet),
+                        None if until == Picos::MAX => {
+                            let port = &mut self.ports[e];
+                            match port.pfc.first_resume(port.nonempty) {
+                                Some(resume) if resume > port.free_at => port.free_at = resume,
+                                _ => break,
+                            }
+                        }
+                        // Everything queued is paused; a later call looks again.
+                        None => break,
+                    }
                 }
             }
         }
+    }
+
+    /// Live mode: the scheduler's choice among port `e`'s unpaused queues leaves the buffer for
+    /// the TX ring, starting on the wire at `start`.
+    fn commit_to_ring(&mut self, e: usize, start: Picos) -> Option<P> {
+        let eligible = self.ports[e].nonempty & !self.ports[e].pfc.held_at(start);
+        let (tc, len, ingress, packet) = self.dequeue_choice(e, eligible)?;
+        let port = &mut self.ports[e];
+        port.free_at = start + port.rate.wire_time(len);
+        self.release(
+            start,
+            e,
+            usize::from(tc),
+            usize::from(ingress),
+            u64::from(len),
+        );
+        packet
+    }
+
+    /// Takes the head of the queue the scheduler picks among `eligible`: (tc, len, ingress,
+    /// packet).
+    #[inline]
+    fn dequeue_choice(&mut self, e: usize, eligible: u8) -> Option<(u8, u32, u16, Option<P>)> {
+        let port = &mut self.ports[e];
+        let slots = &self.slots;
+        let queues = &port.queues;
+        let tc = port
+            .scheduler
+            .choose(eligible, |t| slots[queues[t].head as usize].len)?;
+        let t = usize::from(tc);
+        let index = port.queues[t].head;
+        let slot = &mut self.slots[index as usize];
+        port.queues[t].head = slot.next;
+        if slot.next == NIL {
+            port.queues[t].tail = NIL;
+            port.nonempty &= !(1 << t);
+            port.scheduler.queue_emptied(tc);
+        }
+        let packet = slot.packet.take();
+        let (len, ingress) = (slot.len, slot.ingress);
+        slot.next = self.free_slot;
+        self.free_slot = index;
+        Some((tc, len, ingress, packet))
     }
 
     /// Drains every queue: all remaining choices and completions, whatever their time.
@@ -755,13 +776,11 @@ impl<P> TrafficManager<P> {
 
     fn complete(&mut self, e: usize) {
         let port = &mut self.ports[e];
-        let Some(frame) = port.wire.pop_front() else {
+        let Some(frame) = port.wire.take() else {
             return;
         };
         port.free_at = frame.end;
-        if !port.wire.is_empty() {
-            // The next committed frame is already on its way.
-        } else if port.nonempty != 0 {
+        if port.nonempty != 0 {
             port.decision_at = Some(frame.end);
         } else if port.pfc.timer_at.is_none() {
             self.active &= !(1 << e);
@@ -778,34 +797,19 @@ impl<P> TrafficManager<P> {
     fn choose(&mut self, e: usize, at: Picos) -> Option<P> {
         let port = &mut self.ports[e];
         port.decision_at = None;
-        let slots = &self.slots;
-        let queues = &port.queues;
         let eligible = port.nonempty & !port.pfc.held_at(at);
-        let chosen = port
-            .scheduler
-            .choose(eligible, |t| slots[queues[t].head as usize].len);
-        let Some(tc) = chosen else {
+        let Some((tc, len, ingress, packet)) = self.dequeue_choice(e, eligible) else {
             // Everything queued is paused: choose again when the first pause ends.
+            let port = &mut self.ports[e];
             port.decision_at = port.pfc.first_resume(port.nonempty);
             if port.decision_at.is_none() && port.pfc.timer_at.is_none() {
                 self.active &= !(1 << e);
             }
             return None;
         };
-        let t = usize::from(tc);
-        let index = port.queues[t].head;
-        let slot = &mut self.slots[index as usize];
-        port.queues[t].head = slot.next;
-        if slot.next == NIL {
-            port.queues[t].tail = NIL;
-            port.nonempty &= !(1 << t);
-            port.scheduler.queue_emptied(tc);
-        }
-        let packet = slot.packet.take();
-        let (len, ingress) = (slot.len, slot.ingress);
-        slot.next = self.free_slot;
-        self.free_slot = index;
-        port.wire.push_back(InFlight {
+        let port = &mut self.ports[e];
+        debug_assert!(port.wire.is_none());
+        port.wire = Some(InFlight {
             tc,
             ingress,
             len,
@@ -822,7 +826,7 @@ impl<P> TrafficManager<P> {
         for t in 0..TC_COUNT {
             dropped += self.flush_queue(now, e, t);
         }
-        if self.ports[e].wire.is_empty() {
+        if self.ports[e].wire.is_none() {
             self.ports[e].decision_at = None;
             if self.ports[e].pfc.timer_at.is_none() {
                 self.active &= !(1 << e);

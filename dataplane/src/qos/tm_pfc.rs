@@ -29,6 +29,9 @@ pub(super) struct PortPfc {
     refresh_interval: Picos,
     /// Received pauses: egress TC n may not start a frame before `paused_until[n]`.
     paused_until: [Picos; TC_COUNT],
+    /// At or after this instant no TC is paused (the latest `paused_until` ever set): lets
+    /// `held_at` answer in one comparison on a port that is not being paused.
+    pauses_over_at: Picos,
     /// Since when TC n has been paused without a gap (the watchdog's clock).
     pause_started: [Option<Picos>; TC_COUNT],
     last_pause_rx: [Picos; TC_COUNT],
@@ -50,6 +53,7 @@ impl PortPfc {
             refresh_at: None,
             refresh_interval: pfc::pause_time(XOFF_QUANTA, q.speed) / 2,
             paused_until: [0; TC_COUNT],
+            pauses_over_at: 0,
             pause_started: [None; TC_COUNT],
             last_pause_rx: [0; TC_COUNT],
             storm: 0,
@@ -67,6 +71,9 @@ impl PortPfc {
     /// forward action overrides the pause).
     #[inline]
     pub(super) fn held_at(&self, at: Picos) -> u8 {
+        if at >= self.pauses_over_at {
+            return 0;
+        }
         let mut held = 0u8;
         for (t, until) in self.paused_until.iter().enumerate() {
             if *until > at {
@@ -280,6 +287,7 @@ impl<P> TrafficManager<P> {
                     state.pause_started[t] = Some(now);
                 }
                 state.paused_until[t] = now + duration;
+                state.pauses_over_at = state.pauses_over_at.max(now + duration);
                 state.last_pause_rx[t] = now;
             } else {
                 state.paused_until[t] = now;
@@ -290,7 +298,7 @@ impl<P> TrafficManager<P> {
         }
         // A resume (or a pause shorter than the wait) may let a queue send sooner.
         let port_state = &mut self.ports[e];
-        if port_state.wire.is_empty() && port_state.nonempty != 0 {
+        if port_state.wire.is_none() && port_state.nonempty != 0 {
             port_state.decision_at = Some(port_state.decision_at.map_or(now, |d| d.min(now)));
             self.active |= 1 << e;
         }
@@ -337,7 +345,11 @@ impl<P> TrafficManager<P> {
         }
         self.ports[e].pfc.recompute_timer();
         let port = &self.ports[e];
-        if port.pfc.timer_at.is_none() && port.wire.is_empty() && port.decision_at.is_none() {
+        if port.pfc.timer_at.is_none()
+            && port.wire.is_none()
+            && port.decision_at.is_none()
+            && port.nonempty == 0
+        {
             self.active &= !(1 << e);
         }
     }
@@ -358,7 +370,7 @@ impl<P> TrafficManager<P> {
             }
             WatchdogAction::Forward => {
                 let port = &mut self.ports[e];
-                if port.wire.is_empty() && port.nonempty != 0 {
+                if port.wire.is_none() && port.nonempty != 0 {
                     port.decision_at = Some(at);
                     self.active |= 1 << e;
                 }

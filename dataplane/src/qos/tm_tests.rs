@@ -812,14 +812,17 @@ fn a_pause_holds_frames_that_arrive_after_it_one_by_one() {
 
 #[test]
 fn immediate_mode_commits_up_to_the_horizon_then_queues() {
-    // 10G: a 100-byte frame takes 124 * 800 = 99200 ps; frame i starts at i * w and is
-    // committed while its start is within COMMIT_HORIZON of now (0).
+    // 10G: a 100-byte frame takes 124 * 800 = 99200 ps; frame i starts at i * w and goes to
+    // the TX ring while its start is within COMMIT_HORIZON of now. Frames in the ring have
+    // left the buffer; only the queued ones count in the depth.
     let spec = spec(2, |p| p.speed = PortSpeed::Gbps(10));
     let mut tm = tm(&spec);
     tm.set_immediate(true);
     let w = PortSpeed::Gbps(10).wire_time(100);
-    let committed = (super::COMMIT_HORIZON / w + 1) as usize;
-    assert_eq!(committed, 11);
+    let horizon = super::COMMIT_HORIZON;
+    // Frames whose start k * w is at most `until` + horizon, of 20.
+    let committed_by = |until: u64| (((until + horizon) / w + 1) as usize).min(20);
+    assert_eq!(committed_by(0), 11);
     let mut sent = Vec::new();
     for i in 0..20u8 {
         let outcome = tm.enqueue_or_send(
@@ -835,18 +838,15 @@ fn immediate_mode_commits_up_to_the_horizon_then_queues() {
     }
     assert_eq!(
         sent,
-        (0..committed as u8).collect::<Vec<_>>(),
-        "committed to the wire at once"
+        (0..committed_by(0) as u8).collect::<Vec<_>>(),
+        "handed to the TX ring at once"
     );
-    assert_eq!(
-        tm.depth(1, 0),
-        2000,
-        "every frame counts until its last bit leaves"
-    );
-    // The committed frames leave one by one at line rate; then the scheduler sends the rest.
-    tm.advance(committed as u64 * w - 1, true, |_, f| sent.push(f[40]));
-    assert_eq!(sent.len(), committed);
-    assert_eq!(tm.depth(1, 0), 2000 - 100 * (committed as u64 - 1));
+    assert_eq!(tm.depth(1, 0), 100 * (20 - committed_by(0) as u64));
+    // As time passes the ring takes queued frames, in order, one frame time each.
+    let until = 2 * w - 1;
+    tm.advance(until, true, |_, f| sent.push(f[40]));
+    assert_eq!(sent.len(), committed_by(until));
+    assert_eq!(tm.depth(1, 0), 100 * (20 - committed_by(until) as u64));
     tm.drain(|_, f| sent.push(f[40]));
     assert_eq!(sent, (0..20).collect::<Vec<_>>(), "in order");
     let c = &tm.counters().queues[1][0];
@@ -866,4 +866,46 @@ fn immediate_mode_commits_up_to_the_horizon_then_queues() {
         |_, f| sent.push(f[40]),
     );
     assert_eq!(sent.last(), Some(&99));
+}
+
+#[test]
+fn live_mode_holds_a_paused_tc_in_its_queue_until_the_pause_ends() {
+    let spec = spec(2, |_| {});
+    let mut tm = tm(&spec);
+    tm.set_immediate(true);
+    let mut quanta = [0u16; 8];
+    quanta[3] = 1000;
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    let hold = pfc_frame::pause_time(1000, PortSpeed::Gbps(100));
+    let mut sent = Vec::new();
+    for (tc, tag) in [(3u8, 3u8), (0, 0)] {
+        tm.enqueue_or_send(
+            0,
+            1,
+            tc,
+            0,
+            frame(100, 0, tag),
+            |f| f.as_mut_slice(),
+            |_, f| sent.push(f[40]),
+        );
+    }
+    assert_eq!(sent, vec![0], "TC0 goes to the ring at once; TC3 is paused");
+    assert_eq!(
+        tm.depth(1, 3),
+        100,
+        "the paused frame counts while it waits"
+    );
+    tm.advance(hold - 1, true, |_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![0]);
+    tm.advance(hold, true, |_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![0, 3], "TC3 leaves when the pause ends");
+    assert_eq!(tm.depth(1, 3), 0);
+    assert!(!tm.is_busy());
 }
