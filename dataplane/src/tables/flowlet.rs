@@ -36,7 +36,7 @@
 //! Members that go down are never chosen, and a flowlet whose member is down moves at once,
 //! whatever its gap (that packet counts as a new flowlet and a forced move).
 
-use super::ecmp::EcmpGroup;
+use super::ecmp::{EcmpGroup, Member};
 use crate::clock::{PICOS_PER_MICRO, Picos};
 use crate::counters::Counter;
 use crate::qos::{TC_COUNT, TmCounters};
@@ -426,6 +426,10 @@ pub struct GroupBalancer {
     /// reading plus the group's own bytes since, so a burst of new flowlets reads the
     /// counters once and still spreads.
     snapshot_at: Picos,
+    /// Read with the loads: bit i set when member i's port is marking ECN and the group
+    /// avoids such members while others are up; and whether all members weigh the same.
+    avoided: u64,
+    equal_weights: bool,
     /// Member index by nexthop id (`u16::MAX`: not a member), for counting bytes in `hash`
     /// mode where the bucket table names the nexthop.
     index_of: Box<[u16]>,
@@ -479,6 +483,8 @@ impl GroupBalancer {
                 })
                 .collect(),
             snapshot_at: Picos::MAX,
+            avoided: 0,
+            equal_weights: true,
             index_of,
             counters: Arc::new(BalanceCounters::new(members.len())),
             record_events,
@@ -651,19 +657,74 @@ impl GroupBalancer {
             return None;
         }
         if now != self.snapshot_at {
-            self.refresh_loads(now, egress);
+            self.refresh_loads(now, ecmp, egress);
         }
-        let avoid_marking = self.spec.avoid_ecn
-            && members
-                .iter()
-                .zip(&self.loads)
-                .any(|(m, l)| m.up && !l.port.is_some_and(|p| egress.marking(p)));
         // Start at the previous member (ties keep it), else at a member picked by hash bits
         // that the bucket index does not use (multiply-shift: no division on this path).
         let start = match previous {
             Some(p) if (p as usize) < n => p as usize,
             _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
         };
+        // Up or down is read per choice (a link event may land between two choices of an
+        // instant); a marking member is avoided only while some other member is up.
+        let up = members[..n]
+            .iter()
+            .enumerate()
+            .fold(0u64, |mask, (i, m)| mask | u64::from(m.up) << i);
+        let eligible = if up & !self.avoided != 0 {
+            up & !self.avoided
+        } else {
+            up
+        };
+        let best = if self.equal_weights {
+            self.least_loaded_equal(n, start, eligible)
+        } else {
+            self.least_loaded_weighted(members, n, start, eligible)
+        };
+        (best != usize::MAX).then_some(best as u32)
+    }
+
+    /// The first member at or after `start` (wrapping) among the eligible ones with the least
+    /// load. Built from independent comparisons, a minimum and a bit scan: no branch depends
+    /// on the loads and no comparison waits for the one before.
+    #[inline]
+    fn least_loaded_equal(&self, n: usize, start: usize, eligible: u64) -> usize {
+        let loads = &self.loads[..n];
+        let load_of = |i: usize, l: &MemberLoad| {
+            if eligible >> i & 1 != 0 {
+                l.snapshot
+            } else {
+                u64::MAX
+            }
+        };
+        let least = loads
+            .iter()
+            .enumerate()
+            .map(|(i, l)| load_of(i, l))
+            .min()
+            .unwrap_or(u64::MAX);
+        if least == u64::MAX {
+            return usize::MAX;
+        }
+        let at_least = loads.iter().enumerate().fold(0u64, |mask, (i, l)| {
+            mask | u64::from(load_of(i, l) == least) << i
+        });
+        let from_start = at_least >> start;
+        if from_start != 0 {
+            start + from_start.trailing_zeros() as usize
+        } else {
+            at_least.trailing_zeros() as usize
+        }
+    }
+
+    /// As `least_loaded_equal`, comparing load per unit of weight (cross-multiplied).
+    fn least_loaded_weighted(
+        &self,
+        members: &[Member],
+        n: usize,
+        start: usize,
+        eligible: u64,
+    ) -> usize {
         // The argmin is written so the compiler can use conditional moves: which member wins
         // is data, and a mispredicted branch per member cost more than the comparison.
         let (mut best, mut best_bytes, mut best_weight) = (usize::MAX, u64::MAX, 1u64);
@@ -673,10 +734,8 @@ impl GroupBalancer {
             } else {
                 start + k
             };
-            let (member, load) = (&members[i], &self.loads[i]);
-            let eligible =
-                member.up && !(avoid_marking && load.port.is_some_and(|p| egress.marking(p)));
-            let (bytes, weight) = (load.snapshot, u64::from(member.weight));
+            let eligible = eligible >> i & 1 != 0;
+            let (bytes, weight) = (self.loads[i].snapshot, u64::from(members[i].weight));
             // bytes_i / weight_i < bytes_b / weight_b, cross-multiplied; saturating only
             // beyond 2^48 bytes of load, far past any queue.
             let better =
@@ -685,13 +744,23 @@ impl GroupBalancer {
             best_bytes = if better { bytes } else { best_bytes };
             best_weight = if better { weight } else { best_weight };
         }
-        (best != usize::MAX).then_some(best as u32)
+        best
     }
 
     /// Reads every member's load at `now`: its port's queued bytes plus its recent-bytes
     /// estimate, decayed to `now`.
-    fn refresh_loads(&mut self, now: Picos, egress: &EgressLoad) {
+    fn refresh_loads(&mut self, now: Picos, ecmp: &EcmpGroup, egress: &EgressLoad) {
         self.snapshot_at = now;
+        let members = ecmp.members();
+        self.equal_weights = members.iter().all(|m| m.weight == members[0].weight);
+        self.avoided = 0;
+        if self.spec.avoid_ecn {
+            for (i, load) in self.loads.iter().enumerate() {
+                if load.port.is_some_and(|p| egress.marking(p)) {
+                    self.avoided |= 1 << i;
+                }
+            }
+        }
         for (i, load) in self.loads.iter_mut().enumerate() {
             let total = match load.port {
                 Some(port) => egress.transmitted_bytes(port),

@@ -338,3 +338,31 @@ fn new_flowlets_at_one_instant_read_the_loads_once_and_count_their_own_bytes() {
     assert_eq!(fifth, 11, "ties go to the hash's start member");
     assert_eq!(b.select(&ecmp, 6 << 16 | 2, 1000, now + 1, &view), Some(13));
 }
+
+#[test]
+fn equal_weight_argmin_agrees_with_the_cross_multiplied_scan() {
+    // The bit-scan argmin for equal weights must pick exactly what the general weighted scan
+    // picks with all weights 1: the least load among eligible members, ties to the first at
+    // or after `start`, wrapping.
+    let ecmp = group(&[1; 7]);
+    let mut b = balancer(flowlet_spec(PathChoice::LeastLoaded), &ecmp);
+    let mut state = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..20_000 {
+        let n = 1 + (next() % 7) as usize;
+        for load in &mut b.loads[..n] {
+            // Few distinct values, so ties are common.
+            load.snapshot = next() % 4;
+        }
+        let eligible = next() & ((1 << n) - 1);
+        let start = (next() % n as u64) as usize;
+        let fast = b.least_loaded_equal(n, start, eligible);
+        let reference = b.least_loaded_weighted(ecmp.members(), n, start, eligible);
+        assert_eq!(fast, reference, "n {n} start {start} eligible {eligible:b}");
+    }
+}
