@@ -5,6 +5,7 @@
 
 pub mod cred;
 mod eal;
+mod hints;
 mod lcore;
 mod mbuf;
 mod mempool;
@@ -12,6 +13,7 @@ mod port;
 mod signal;
 
 pub use eal::{Eal, RxTimestamp};
+pub use hints::{advise_huge_pages, prefetch};
 pub use lcore::{LaunchError, current_lcore, launch_on_lcore, tsc, tsc_hz, wait_all_workers};
 pub use mbuf::{MAX_BURST, Mbuf, MbufBurst, PacketMut, PacketRef};
 pub use mempool::Mempool;

@@ -254,13 +254,18 @@ impl SwitchWorker {
                 }
                 let now = clock(start);
                 self.note_received(port, &burst, received);
-                let mut touched = 0u32;
                 for index in 0..received {
                     if let Some(packet) = burst.get(index) {
-                        touched ^= self.forwarder.prefetch_route(packet.data(), port as u16);
+                        self.forwarder
+                            .prefetch_route_first(packet.data(), port as u16);
                     }
                 }
-                std::hint::black_box(touched);
+                for index in 0..received {
+                    if let Some(packet) = burst.get(index) {
+                        self.forwarder
+                            .prefetch_route_second(packet.data(), port as u16);
+                    }
+                }
                 for mbuf in burst.drain() {
                     self.handle(mbuf, port as u16, now);
                 }

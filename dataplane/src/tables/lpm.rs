@@ -173,10 +173,13 @@ pub(super) struct Trie {
 
 impl Trie {
     pub(super) fn new(first: u32, max_groups: u32) -> Self {
-        // `vec![0; n]` is calloc-backed: the pages are only committed once written.
+        // `vec![0; n]` is calloc-backed: the pages are only committed once written, so the
+        // huge-page advice comes before any of them is.
+        let top = vec![0u32; 1 << first];
+        crate::dpdk::advise_huge_pages(&top);
         Self {
             first,
-            top: vec![0u32; 1 << first].into_boxed_slice(),
+            top: top.into_boxed_slice(),
             top_depth: vec![0u8; 1 << first].into_boxed_slice(),
             groups: Vec::new(),
             group_depth: Vec::new(),
@@ -285,7 +288,11 @@ impl Trie {
             g
         } else {
             let g = self.groups_allocated() as u32;
+            let capacity = self.groups.capacity();
             self.groups.resize(self.groups.len() + GROUP_SIZE, entry);
+            if self.groups.capacity() != capacity {
+                crate::dpdk::advise_huge_pages(&self.groups);
+            }
             self.group_depth
                 .resize(self.group_depth.len() + GROUP_SIZE, depth);
             self.group_bg.push(depth);

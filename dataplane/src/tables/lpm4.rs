@@ -46,14 +46,29 @@ fn mask(addr: u32, len: u8) -> u32 {
     }
 }
 
-/// Prefetching for burst-staged lookups.
+/// Prefetching for burst-staged lookups: a burst's first-level entries are prefetched, then
+/// its second-level ones (which need the first level), before the lookups read them, so the
+/// cache misses of a whole burst overlap instead of stalling one lookup after another.
 impl Lpm4 {
-    /// Reads the first-level entry `addr` would use and returns it, so a caller can issue the
-    /// reads of a whole burst back to back (their cache misses overlap) before the lookups that
-    /// depend on them.
+    /// Starts fetching the first-level entry `addr` uses.
     #[inline]
-    pub fn touch(&self, addr: u32) -> u32 {
-        self.trie.top[(addr >> 8) as usize]
+    pub fn prefetch_first(&self, addr: u32) {
+        crate::dpdk::prefetch(&self.trie.top[(addr >> 8) as usize]);
+    }
+
+    /// Reads the first-level entry (prefetched before) and starts fetching the second-level
+    /// entry it points to, if any.
+    #[inline]
+    pub fn prefetch_second(&self, addr: u32) {
+        let e = self.trie.top[(addr >> 8) as usize];
+        if e & EXT != 0
+            && let Some(entry) = self
+                .trie
+                .groups
+                .get(((e & !EXT) as usize) * GROUP_SIZE + (addr & 0xff) as usize)
+        {
+            crate::dpdk::prefetch(entry);
+        }
     }
 }
 
