@@ -17,7 +17,7 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
-    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, TagOp, Verdict,
+    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage, TagOp, Verdict,
 };
 use crate::qos::pfc;
 use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
@@ -78,6 +78,8 @@ mod ctl;
 
 pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
+    /// Prefetches and flow hashes of the RX burst being processed (live mode).
+    stage: RouteStage,
     slow: SlowPath,
     rx: Vec<RxQueue>,
     tx: TxStage,
@@ -181,6 +183,7 @@ impl SwitchWorker {
         }
         Ok(SwitchWorker {
             forwarder,
+            stage: RouteStage::default(),
             slow: SlowPath::new(spec),
             rx,
             tx: TxStage {
@@ -254,19 +257,10 @@ impl SwitchWorker {
                 }
                 let now = clock(start);
                 self.note_received(port, &burst, received);
-                for index in 0..received {
-                    if let Some(packet) = burst.get(index) {
-                        self.forwarder
-                            .prefetch_route_first(packet.data(), port as u16);
-                    }
-                }
-                for index in 0..received {
-                    if let Some(packet) = burst.get(index) {
-                        self.forwarder
-                            .prefetch_route_second(packet.data(), port as u16);
-                    }
-                }
-                for mbuf in burst.drain() {
+                self.stage_burst(&burst, received, port as u16);
+                for (index, mbuf) in burst.drain().enumerate() {
+                    self.forwarder
+                        .set_staged_flow_hash(self.stage.flow_hash(index));
                     self.handle(mbuf, port as u16, now);
                 }
                 self.serve_requests(now);
@@ -275,6 +269,27 @@ impl SwitchWorker {
             }
             if self.tm.is_busy() {
                 self.transmit_due(clock(start), true);
+            }
+        }
+    }
+
+    /// The burst passes of `RouteStage`: FIB prefetch in two levels, then flow hashes and
+    /// flowlet slots, each over the whole burst before the next.
+    #[inline]
+    fn stage_burst(&mut self, burst: &MbufBurst, received: usize, port: u16) {
+        for index in 0..received {
+            if let Some(packet) = burst.get(index) {
+                self.stage
+                    .parse_and_prefetch(&self.forwarder, index, packet.data(), port);
+            }
+        }
+        for index in 0..received {
+            self.stage.prefetch_second_level(&self.forwarder, index);
+        }
+        for index in 0..received {
+            if let Some(packet) = burst.get(index) {
+                self.stage
+                    .hash_and_prefetch_flowlet(&self.forwarder, index, packet.data());
             }
         }
     }

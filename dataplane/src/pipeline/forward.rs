@@ -29,6 +29,9 @@ const ICMPV6_NEIGHBOR_ADVERT: u8 = 136;
 const ARP_OP_REQUEST: u16 = 1;
 
 mod srv6;
+// Burst staging: prefetches and flow hashes for a burst ahead of its frames.
+mod stage;
+pub use stage::RouteStage;
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
 
@@ -192,6 +195,9 @@ pub struct Forwarder {
     frame_len: u32,
     macs: MacTable,
     flow_hash_seed: u32,
+    /// The flow hash the burst stage computed for the frame about to be processed, if any
+    /// (`RouteStage`); taken by the first IPv4 route resolution of that frame.
+    staged_flow_hash: Option<u32>,
     glean: [(IpAddr, Picos); GLEAN_SLOTS],
     requests: Vec<ControlRequest>,
     learn_cache: Vec<LearnCacheEntry>,
@@ -292,6 +298,7 @@ impl Forwarder {
                 macs
             },
             flow_hash_seed: spec.flow_hash_seed,
+            staged_flow_hash: None,
             glean: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0); GLEAN_SLOTS],
             requests: Vec::with_capacity(MAX_PENDING_REQUESTS),
             learn_cache: vec![LearnCacheEntry::default(); port_count],
@@ -621,6 +628,14 @@ impl Forwarder {
     /// end. The caller applies the new window (`Frame::start`, `Frame::end`) to its buffer.
     #[inline]
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
+        let verdict = self.process_frame_staged(frame, in_port, now);
+        // A staged hash belongs to this frame only, whether or not its route used it.
+        self.staged_flow_hash = None;
+        verdict
+    }
+
+    #[inline(always)]
+    fn process_frame_staged(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
         self.srv6.local_passes = 0;
         if frame.len() < 14 {
             return Verdict::Drop(DropReason::Truncated);
@@ -903,16 +918,14 @@ impl Forwarder {
             return Verdict::Drop(DropReason::TtlExpired);
         }
         let seed = self.flow_hash_seed;
+        let staged = self.staged_flow_hash.take();
         let hash = || {
-            let ports = l4_ports(ip, ip[9], header_len, ip[6] & 0x3f != 0 || ip[7] != 0);
-            let key = FlowKey::V4 {
-                src: [ip[12], ip[13], ip[14], ip[15]],
-                dst: dst.octets(),
-                proto: ip[9],
-                sport: ports.0,
-                dport: ports.1,
-            };
-            flow_hash(&key, seed)
+            let computed = || flow_hash_ipv4(ip, header_len, seed);
+            debug_assert!(
+                staged.is_none_or(|h| h == computed()),
+                "staged hash differs"
+            );
+            staged.unwrap_or_else(computed)
         };
         let (out_iface, dst_mac) = match self.resolve_target(target, IpAddr::V4(dst), hash, now) {
             Ok(found) => found,
@@ -1188,6 +1201,21 @@ impl Forwarder {
     }
 }
 
+/// The flow hash of an IPv4 packet (`ip` from its header on, `header_len` checked by the
+/// caller to be within `ip`): the ECMP and flowlet key.
+#[inline(always)]
+fn flow_hash_ipv4(ip: &[u8], header_len: usize, seed: u32) -> u32 {
+    let ports = l4_ports(ip, ip[9], header_len, ip[6] & 0x3f != 0 || ip[7] != 0);
+    let key = FlowKey::V4 {
+        src: [ip[12], ip[13], ip[14], ip[15]],
+        dst: [ip[16], ip[17], ip[18], ip[19]],
+        proto: ip[9],
+        sport: ports.0,
+        dport: ports.1,
+    };
+    flow_hash(&key, seed)
+}
+
 /// Source and destination ports of TCP/UDP, or zeros (other protocols, fragments).
 #[inline]
 fn l4_ports(ip: &[u8], protocol: u8, offset: usize, fragment: bool) -> (u16, u16) {
@@ -1225,56 +1253,4 @@ fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
         u128::MAX << (128 - u32::from(len.min(128)))
     };
     Ipv6Addr::from(bits & mask)
-}
-
-/// Burst staging: the engine touches each frame's first-level route entry for a whole burst
-/// before processing the frames, so the cache misses of a large FIB overlap instead of being
-/// paid one frame at a time.
-impl Forwarder {
-    /// The IPv4 FIB and destination a frame to the router MAC would look up (VRF of a routed
-    /// ingress port, else the default VRF: a wrong guess only wastes a prefetch), for the
-    /// burst-staged prefetch of FIB entries.
-    #[inline]
-    fn routed_ipv4_destination(&self, frame: &[u8], in_port: u16) -> Option<(&Lpm4, u32)> {
-        if frame.len() < 34 || frame[0..6] != self.router_mac {
-            return None;
-        }
-        let (ethertype, l3) = match u16::from_be_bytes([frame[12], frame[13]]) {
-            ETHERTYPE_VLAN => (u16::from_be_bytes([frame[16], frame[17]]), 18),
-            other => (other, 14),
-        };
-        if ethertype != ETHERTYPE_IPV4 || frame.len() < l3 + 20 {
-            return None;
-        }
-        let vrf = match self.ports.get(usize::from(in_port)).map(|p| &p.mode) {
-            Some(PortMode::Routed { interface }) => self
-                .interfaces
-                .get(usize::from(*interface))
-                .map_or(0, |i| usize::from(i.vrf)),
-            _ => 0,
-        };
-        let dst = u32::from_be_bytes([
-            frame[l3 + 16],
-            frame[l3 + 17],
-            frame[l3 + 18],
-            frame[l3 + 19],
-        ]);
-        Some((self.fib4.get(vrf)?, dst))
-    }
-
-    /// First stage of a burst's FIB prefetch: the first-level entry of each frame's lookup.
-    #[inline]
-    pub fn prefetch_route_first(&self, frame: &[u8], in_port: u16) {
-        if let Some((fib, dst)) = self.routed_ipv4_destination(frame, in_port) {
-            fib.prefetch_first(dst);
-        }
-    }
-
-    /// Second stage, after the first stage ran over the whole burst: the second-level entry.
-    #[inline]
-    pub fn prefetch_route_second(&self, frame: &[u8], in_port: u16) {
-        if let Some((fib, dst)) = self.routed_ipv4_destination(frame, in_port) {
-            fib.prefetch_second(dst);
-        }
-    }
 }

@@ -937,39 +937,70 @@ fn a_flowlet_group_keeps_flows_within_the_timeout_and_leaves_a_down_port_at_once
 }
 
 #[test]
-fn prefetch_touches_the_fib_entry_of_routed_ipv4_only() {
-    // The read must be the one the lookup will make: the first-level entry of the destination.
+fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() {
     let spec = leaf_spec();
-    let forwarder = Forwarder::new(&spec).unwrap();
-    let mut frame = vec![0u8; 60];
-    frame[0..6].copy_from_slice(&spec.router_mac);
-    frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    frame[14] = 0x45;
-    frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
+    let mut forwarder = Forwarder::new(&spec).unwrap();
     let uplink = spec
         .ports
         .iter()
         .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
         .expect("the leaf has a routed uplink") as u16;
-    assert_ne!(
-        forwarder.prefetch_route(&frame, uplink),
-        0,
-        "10.1.0.0/16 is routed"
-    );
+    let mut frame = vec![0u8; 60];
+    frame[0..6].copy_from_slice(&spec.router_mac);
+    frame[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x42]);
+    frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    frame[14] = 0x45;
+    frame[16..18].copy_from_slice(&46u16.to_be_bytes());
+    frame[22] = 64;
+    frame[23] = 17;
+    frame[26..30].copy_from_slice(&[10, 0, 10, 5]);
+    frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
+    frame[34..36].copy_from_slice(&1234u16.to_be_bytes());
+    frame[36..38].copy_from_slice(&4791u16.to_be_bytes());
+    let csum = !crate::wire::checksum::sum(&frame[14..34]);
+    frame[24..26].copy_from_slice(&csum.to_be_bytes());
+    let stage_of = |forwarder: &Forwarder, frame: &[u8]| {
+        let mut stage = RouteStage::default();
+        stage.parse_and_prefetch(forwarder, 0, frame, uplink);
+        stage.prefetch_second_level(forwarder, 0);
+        stage.hash_and_prefetch_flowlet(forwarder, 0, frame);
+        stage.flow_hash(0)
+    };
+    // 10.1.0.0/16 goes to ECMP group 0: staged with the 5-tuple's MurmurHash3.
+    let key = crate::tables::flowhash::FlowKey::V4 {
+        src: [10, 0, 10, 5],
+        dst: [10, 1, 2, 3],
+        proto: 17,
+        sport: 1234,
+        dport: 4791,
+    };
+    let expected = crate::tables::flowhash::flow_hash(&key, spec.flow_hash_seed);
+    assert_eq!(stage_of(&forwarder, &frame), Some(expected));
+    // The pipeline takes it (debug builds check it against its own hash) and routes the same.
+    let unstaged = forwarder.process(&mut frame.clone(), uplink, T0);
+    forwarder.set_staged_flow_hash(Some(expected));
+    assert_eq!(forwarder.process(&mut frame.clone(), uplink, T0), unstaged);
+    // 10.2.0.0/16 has a single nexthop: nothing to hash.
+    let mut single = frame.clone();
+    single[31] = 2;
+    assert_eq!(stage_of(&forwarder, &single), None);
     let mut bridged = frame.clone();
     bridged[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x77]);
     assert_eq!(
-        forwarder.prefetch_route(&bridged, uplink),
-        0,
+        stage_of(&forwarder, &bridged),
+        None,
         "not to the router MAC"
     );
     let mut arp = frame.clone();
     arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-    assert_eq!(forwarder.prefetch_route(&arp, uplink), 0);
+    assert_eq!(stage_of(&forwarder, &arp), None);
+    assert_eq!(stage_of(&forwarder, &frame[..20]), None, "short frames");
+    let mut bad_ihl = frame.clone();
+    bad_ihl[14] = 0x4f;
     assert_eq!(
-        forwarder.prefetch_route(&frame[..20], uplink),
-        0,
-        "short frames are ignored"
+        stage_of(&forwarder, &bad_ihl),
+        None,
+        "header beyond the frame"
     );
 }
 

@@ -410,6 +410,37 @@ fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
     h ^ (h >> 16)
 }
 
+/// The first index at or after `start` (wrapping) among `0..n` with the least `load_of`
+/// (`u64::MAX`: not eligible), or `usize::MAX` if none is eligible. One pass that keeps the
+/// least load and the set of indices holding it with conditional moves (which index wins is
+/// data, and a mispredicted branch per member cost more than the comparison), then a bit scan
+/// for the first of that set from `start`.
+#[inline(always)]
+fn least_from(n: usize, start: usize, load_of: impl Fn(usize) -> u64) -> usize {
+    let (mut least, mut at_least) = (u64::MAX, 0u64);
+    for i in 0..n {
+        let load = load_of(i);
+        let bit = 1u64 << i;
+        at_least = if load < least {
+            bit
+        } else if load == least {
+            at_least | bit
+        } else {
+            at_least
+        };
+        least = least.min(load);
+    }
+    if least == u64::MAX {
+        return usize::MAX;
+    }
+    let from_start = at_least >> start;
+    if from_start != 0 {
+        start + from_start.trailing_zeros() as usize
+    } else {
+        at_least.trailing_zeros() as usize
+    }
+}
+
 /// The balancing state of one ECMP group.
 #[derive(Debug, Clone)]
 pub struct GroupBalancer {
@@ -510,6 +541,17 @@ impl GroupBalancer {
     /// The flowlet table (for inspection).
     pub fn table(&self) -> &FlowletTable {
         &self.table
+    }
+
+    /// Starts fetching the flowlet slot of flow `hash` (flowlet mode only), for a frame whose
+    /// choice comes a little later.
+    #[inline]
+    pub fn prefetch_slot(&self, hash: u32) {
+        if self.spec.mode == BalanceMode::Flowlet
+            && let Some(entry) = self.table.entries.get((hash & self.table.mask) as usize)
+        {
+            crate::dpdk::prefetch(entry);
+        }
     }
 
     /// The nexthop for a packet of flow `hash` and `len` bytes at `now`, or `None` when no
@@ -667,6 +709,17 @@ impl GroupBalancer {
         };
         // Up or down is read per choice (a link event may land between two choices of an
         // instant); a marking member is avoided only while some other member is up.
+        if self.equal_weights && self.avoided == 0 {
+            let loads = &self.loads[..n];
+            let best = least_from(n, start, |i| {
+                if members[i].up {
+                    loads[i].snapshot
+                } else {
+                    u64::MAX
+                }
+            });
+            return (best != usize::MAX).then_some(best as u32);
+        }
         let up = members[..n]
             .iter()
             .enumerate()
@@ -685,36 +738,17 @@ impl GroupBalancer {
     }
 
     /// The first member at or after `start` (wrapping) among the eligible ones with the least
-    /// load. Built from independent comparisons, a minimum and a bit scan: no branch depends
-    /// on the loads and no comparison waits for the one before.
+    /// load.
     #[inline]
     fn least_loaded_equal(&self, n: usize, start: usize, eligible: u64) -> usize {
         let loads = &self.loads[..n];
-        let load_of = |i: usize, l: &MemberLoad| {
+        least_from(n, start, |i| {
             if eligible >> i & 1 != 0 {
-                l.snapshot
+                loads[i].snapshot
             } else {
                 u64::MAX
             }
-        };
-        let least = loads
-            .iter()
-            .enumerate()
-            .map(|(i, l)| load_of(i, l))
-            .min()
-            .unwrap_or(u64::MAX);
-        if least == u64::MAX {
-            return usize::MAX;
-        }
-        let at_least = loads.iter().enumerate().fold(0u64, |mask, (i, l)| {
-            mask | u64::from(load_of(i, l) == least) << i
-        });
-        let from_start = at_least >> start;
-        if from_start != 0 {
-            start + from_start.trailing_zeros() as usize
-        } else {
-            at_least.trailing_zeros() as usize
-        }
+        })
     }
 
     /// As `least_loaded_equal`, comparing load per unit of weight (cross-multiplied).
