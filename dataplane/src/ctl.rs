@@ -8,15 +8,19 @@
 //! if applying still fails (a table is full) everything applied so far is undone. So a batch
 //! takes effect entirely or not at all.
 
-use crate::pipeline::spec::RouteTarget;
-use crate::qos::EcnProfile;
+use crate::pipeline::spec::{PolicySpec, RouteTarget, SidSpec};
+use crate::qos::{EcnProfile, PfcThresholds};
+use crate::tables::flowlet::BalanceSpec;
 use crossbeam_queue::ArrayQueue;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// Requests waiting for the worker at most (the control plane answers "busy" beyond).
 pub const QUEUE_DEPTH: usize = 64;
 /// Updates in one batch at most.
 pub const MAX_BATCH: usize = 100_000;
+/// Local SIDs and SRv6 policies that may be added at run time beyond those of the config
+/// (their counters are allocated at start, so the control plane can read them at any time).
+pub const RUNTIME_SRV6_SLOTS: usize = 256;
 
 /// Where a route sends packets, in the terms the operator uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +100,48 @@ pub enum Update {
         port: u16,
         tc: u8,
         ecn: Option<EcnProfile>,
+    },
+    /// Adds local SID `spec` (its my-SID entry and behaviour) in slot `slot`: the next slot
+    /// (the table's length) or one a deleted SID left free. The control plane picks the slot
+    /// so a batch can name it; a slot taken meanwhile is refused.
+    AddSid {
+        slot: u32,
+        spec: Box<SidSpec>,
+    },
+    /// Removes the local SID in slot `slot`, which must be `prefix/len` in `vrf`'s my-SID
+    /// table.
+    DelSid {
+        slot: u32,
+        vrf: u16,
+        prefix: Ipv6Addr,
+        len: u8,
+    },
+    /// Creates SRv6 policy `spec` in slot `slot` (next or free, as for SIDs); routes may then
+    /// point at it.
+    AddPolicy {
+        slot: u32,
+        spec: Box<PolicySpec>,
+    },
+    /// Deletes SRv6 policy `slot`; no route may point at it.
+    DelPolicy {
+        slot: u32,
+    },
+    /// Creates ECMP group `slot` (next or free) with members (interface, neighbour, weight);
+    /// nexthops are created as needed.
+    AddGroup {
+        slot: u32,
+        members: Vec<(u16, IpAddr, u32)>,
+        balance: BalanceSpec,
+    },
+    /// Deletes ECMP group `slot`; no route and no End.X/uA SID may point at it.
+    DelGroup {
+        slot: u32,
+    },
+    /// Replaces the PFC thresholds of (port, lossless tc): XON <= XOFF, as the config asks.
+    SetPfc {
+        port: u16,
+        tc: u8,
+        thresholds: PfcThresholds,
     },
 }
 
