@@ -177,6 +177,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                 "PFC_TX",
                 "PFC_RX",
                 "ECN(kmin/kmax/pmax)",
+                "PFC(xoff/xon/headroom)",
             ],
             rows(result)
                 .iter()
@@ -194,6 +195,12 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                         match &q["ecn"] {
                             Value::Null => "off".to_owned(),
                             e => format!("{}/{}/{}", s(&e["kmin"]), s(&e["kmax"]), s(&e["pmax"])),
+                        },
+                        match &q["pfc"] {
+                            Value::Null => "-".to_owned(),
+                            p => {
+                                format!("{}/{}/{}", s(&p["xoff"]), s(&p["xon"]), s(&p["headroom"]))
+                            }
                         },
                     ]
                 })

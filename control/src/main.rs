@@ -150,10 +150,29 @@ enum CtlCommand {
         #[command(subcommand)]
         op: MacOp,
     },
-    /// Give an SRv6 policy a new path: `policy set NAME --segments S1,S2 [--mode M]`.
+    /// Create, change or delete an SRv6 policy: `policy add|set NAME --segments S1,S2
+    /// [--mode M]`, `policy del NAME`.
     Policy {
         #[command(subcommand)]
         op: PolicyOp,
+    },
+    /// Add or delete a local SRv6 SID (End, End.X, End.DT4/DT6/DT46, uN, uA).
+    Sid {
+        #[command(subcommand)]
+        op: SidCmd,
+    },
+    /// Create or delete an ECMP group (`ecmp add|del` change the members of one).
+    Group {
+        #[command(subcommand)]
+        op: GroupCmd,
+    },
+    /// Change the PFC thresholds of one port's lossless traffic class:
+    /// `pfc PORT TC xoff=40KB xon=20KB headroom=50KB` (any of them; bytes or with a unit).
+    Pfc {
+        port: String,
+        tc: u8,
+        #[arg(required = true)]
+        settings: Vec<String>,
     },
     /// Take a port administratively down or up.
     Port {
@@ -297,7 +316,85 @@ enum EcmpOp {
 }
 
 #[derive(Subcommand)]
+enum SidCmd {
+    /// `sid add PREFIX --behavior B [--vrf V] [--flavors psp,usp] [--block-bits N
+    /// --shift-bits N] [--via IP --dev IF | --group G] [--lookup-vrf V]`.
+    Add {
+        prefix: String,
+        /// End, End.X, End.DT4, End.DT6, End.DT46, uN, uA.
+        #[arg(long)]
+        behavior: String,
+        #[arg(long)]
+        vrf: Option<String>,
+        /// psp and/or usp (End, End.X, uN, uA).
+        #[arg(long, value_delimiter = ',')]
+        flavors: Vec<String>,
+        /// uN / uA: Locator-Block bits (default 32).
+        #[arg(long)]
+        block_bits: Option<u8>,
+        /// uN / uA: uSID bits (default 16).
+        #[arg(long)]
+        shift_bits: Option<u8>,
+        /// End.X / uA: the neighbour (with --dev), or --group.
+        #[arg(long, requires = "dev")]
+        via: Option<String>,
+        #[arg(long)]
+        dev: Option<String>,
+        #[arg(long)]
+        group: Option<String>,
+        /// End.DT*: the VRF of the inner lookup (default: the SID's VRF).
+        #[arg(long)]
+        lookup_vrf: Option<String>,
+    },
+    Del {
+        prefix: String,
+        #[arg(long)]
+        vrf: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum GroupCmd {
+    /// `group add NAME --member IP,DEV[,WEIGHT]... [--mode hash|flowlet|per-packet]`.
+    Add {
+        name: String,
+        /// A member: neighbour address, L3 interface, optional weight (repeat the option).
+        #[arg(long = "member", required = true)]
+        members: Vec<String>,
+        #[arg(long)]
+        mode: Option<String>,
+        /// random | least-loaded (flowlet and per-packet modes).
+        #[arg(long)]
+        choice: Option<String>,
+        #[arg(long)]
+        flowlet_timeout_us: Option<u64>,
+        #[arg(long)]
+        flowlet_table_size: Option<u64>,
+    },
+    /// Delete a group no route or SID points at.
+    Del { name: String },
+}
+
+#[derive(Subcommand)]
 enum PolicyOp {
+    /// A new policy; then `route add PREFIX --policy NAME`.
+    Add {
+        name: String,
+        /// The SID list in path order (comma-separated); each may be a uSID container.
+        #[arg(long, required = true, value_delimiter = ',')]
+        segments: Vec<String>,
+        /// encaps | encaps.red (default encaps).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Outer source address (default: a global IPv6 address of the default VRF).
+        #[arg(long)]
+        source: Option<String>,
+        /// Outer hop limit (default 64).
+        #[arg(long)]
+        hop_limit: Option<u8>,
+    },
+    /// Delete a policy no route points at.
+    Del { name: String },
     Set {
         name: String,
         /// The SID list in path order (comma-separated); each may be a uSID container.
@@ -612,19 +709,106 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             }
             MacOp::Del { vlan, mac } => update(json!({"op": "del_mac", "vlan": vlan, "mac": mac})),
         },
-        CtlCommand::Policy {
-            op:
-                PolicyOp::Set {
-                    name,
-                    segments,
-                    mode,
-                    source,
-                    hop_limit,
-                },
-        } => update(json!({
-            "op": "set_policy", "policy": name, "segments": segments, "mode": mode,
-            "source": source, "hop_limit": hop_limit,
-        })),
+        CtlCommand::Policy { op } => match op {
+            PolicyOp::Set {
+                name,
+                segments,
+                mode,
+                source,
+                hop_limit,
+            } => update(json!({
+                "op": "set_policy", "policy": name, "segments": segments, "mode": mode,
+                "source": source, "hop_limit": hop_limit,
+            })),
+            PolicyOp::Add {
+                name,
+                segments,
+                mode,
+                source,
+                hop_limit,
+            } => update(json!({
+                "op": "add_policy", "policy": name, "segments": segments, "mode": mode,
+                "source": source, "hop_limit": hop_limit,
+            })),
+            PolicyOp::Del { name } => update(json!({"op": "del_policy", "policy": name})),
+        },
+        CtlCommand::Sid { op } => match op {
+            SidCmd::Add {
+                prefix,
+                behavior,
+                vrf,
+                flavors,
+                block_bits,
+                shift_bits,
+                via,
+                dev,
+                group,
+                lookup_vrf,
+            } => update(json!({
+                "op": "add_sid", "sid": prefix, "behavior": behavior, "vrf": vrf,
+                "flavors": (!flavors.is_empty()).then_some(flavors),
+                "block_bits": block_bits, "shift_bits": shift_bits, "via": via, "dev": dev,
+                "group": group, "lookup_vrf": lookup_vrf,
+            })),
+            SidCmd::Del { prefix, vrf } => {
+                update(json!({"op": "del_sid", "sid": prefix, "vrf": vrf}))
+            }
+        },
+        CtlCommand::Group { op } => match op {
+            GroupCmd::Add {
+                name,
+                members,
+                mode,
+                choice,
+                flowlet_timeout_us,
+                flowlet_table_size,
+            } => {
+                let members = members
+                    .iter()
+                    .map(|m| {
+                        let parts: Vec<&str> = m.split(',').map(str::trim).collect();
+                        match parts[..] {
+                            [via, dev] => Ok(json!({"via": via, "dev": dev})),
+                            [via, dev, weight] => {
+                                let weight: u64 = weight.parse().map_err(|_| {
+                                    format!("--member {m}: weight `{weight}` is not a number")
+                                })?;
+                                Ok(json!({"via": via, "dev": dev, "weight": weight}))
+                            }
+                            _ => Err(format!(
+                                "--member {m}: give IP,DEV or IP,DEV,WEIGHT (e.g. 10.255.0.2,eth49,2)"
+                            )),
+                        }
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                update(json!({
+                    "op": "add_group", "group": name, "members": members, "mode": mode,
+                    "choice": choice, "flowlet_timeout_us": flowlet_timeout_us,
+                    "flowlet_table_size": flowlet_table_size,
+                }))
+            }
+            GroupCmd::Del { name } => update(json!({"op": "del_group", "group": name})),
+        },
+        CtlCommand::Pfc { port, tc, settings } => {
+            let mut op = json!({"op": "set_pfc", "port": port, "tc": tc});
+            for setting in &settings {
+                let Some((key, value)) = setting.split_once('=') else {
+                    return Err(format!(
+                        "`{setting}`: give KEY=BYTES with KEY xoff, xon or headroom"
+                    ));
+                };
+                let key = key.trim();
+                if !["xoff", "xon", "headroom"].contains(&key) {
+                    return Err(format!("`{setting}`: `{key}` is not xoff, xon or headroom"));
+                }
+                let value = value.trim();
+                op[key] = match value.parse::<u64>() {
+                    Ok(n) => json!(n),
+                    Err(_) => json!(value),
+                };
+            }
+            update(op)
+        }
         CtlCommand::Port { port, state } => {
             ("set_port", object(json!({"port": port, "admin": state})))
         }

@@ -103,10 +103,13 @@ pub enum Update {
     },
     /// Adds local SID `spec` (its my-SID entry and behaviour) in slot `slot`: the next slot
     /// (the table's length) or one a deleted SID left free. The control plane picks the slot
-    /// so a batch can name it; a slot taken meanwhile is refused.
+    /// so a batch can name it; a slot taken meanwhile is refused. With `via` (interface,
+    /// neighbour), an End.X / uA goes to that nexthop (created if new) whatever
+    /// `spec.behavior`'s target says.
     AddSid {
         slot: u32,
         spec: Box<SidSpec>,
+        via: Option<(u16, IpAddr)>,
     },
     /// Removes the local SID in slot `slot`, which must be `prefix/len` in `vrf`'s my-SID
     /// table.
@@ -161,6 +164,8 @@ pub enum DumpKind {
     },
     /// Port forwarding state.
     Ports,
+    /// Local SIDs (the my-SID table and each entry's behaviour).
+    Sids,
 }
 
 /// A request to the worker.
@@ -231,6 +236,21 @@ pub struct PortEntry {
     pub up: bool,
 }
 
+/// One local SID as the worker holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SidEntry {
+    pub slot: u32,
+    pub vrf: u16,
+    pub prefix: Ipv6Addr,
+    pub len: u8,
+    pub behavior: crate::pipeline::spec::SidBehavior,
+    /// NEXT-C-SID (uN, uA): the Locator-Block mask, the argument mask and the shift in bits,
+    /// as the P4 program's `un`/`ua` actions take them.
+    pub csid: Option<(u128, u128, u32)>,
+    pub psp: bool,
+    pub usp: bool,
+}
+
 /// A snapshot of tables.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dump {
@@ -246,6 +266,7 @@ pub enum Dump {
         macs: Vec<MacDumpEntry>,
     },
     Ports(Vec<PortEntry>),
+    Sids(Vec<SidEntry>),
 }
 
 /// The worker's answer.

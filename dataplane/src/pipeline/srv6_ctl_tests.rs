@@ -42,6 +42,7 @@ fn add_sid(slot: u32, s: SidSpec) -> Update {
     Update::AddSid {
         slot,
         spec: Box::new(s),
+        via: None,
     }
 }
 

@@ -437,12 +437,35 @@ impl Forwarder {
                     }
                     policies.live.insert(slot, false);
                 }
-                Update::AddSid { slot, ref spec } => {
+                Update::AddSid {
+                    slot,
+                    ref spec,
+                    via,
+                } => {
                     let used = sids.is_live(slot, |s| self.srv6.sid_used(s));
                     check_slot(slot, sids.len, used, self.srv6.sid_capacity(), "SID")
                         .map_err(|e| (index, e))?;
-                    let nexthop_count = self.nexthops.len() + nexthops.len();
-                    Srv6State::build_sid(spec, self.fib6.len(), nexthop_count, |g| {
+                    let mut nexthop_count = self.nexthops.len() + nexthops.len();
+                    let mut checked = (**spec).clone();
+                    if let Some((interface, ip)) = via {
+                        check_interface(interface)?;
+                        if !matches!(spec.behavior, SidBehavior::EndX { .. }) {
+                            return fail(format!(
+                                "SID {}: only End.X and uA go to a neighbour",
+                                spec.name
+                            ));
+                        }
+                        if self.find_nexthop(interface, ip).is_none()
+                            && !nexthops.contains(&(interface, ip))
+                        {
+                            nexthops.push((interface, ip));
+                        }
+                        nexthop_count = nexthop_count.max(1);
+                        checked.behavior = SidBehavior::EndX {
+                            target: RouteTarget::Nexthop(0),
+                        };
+                    }
+                    Srv6State::build_sid(&checked, self.fib6.len(), nexthop_count, |g| {
                         groups.is_live(g, |g| self.group_live(g))
                     })
                     .map_err(|e| (index, e.0))?;
@@ -858,12 +881,22 @@ impl Forwarder {
                     previous: Box::new(previous),
                 });
             }
-            Update::AddSid { slot, ref spec } => {
-                let sid = Srv6State::build_sid(spec, self.fib6.len(), self.nexthops.len(), |g| {
+            Update::AddSid {
+                slot,
+                ref spec,
+                via,
+            } => {
+                let mut spec = (**spec).clone();
+                if let Some((interface, ip)) = via {
+                    spec.behavior = SidBehavior::EndX {
+                        target: RouteTarget::Nexthop(self.nexthop_logged(interface, ip, undo)),
+                    };
+                }
+                let sid = Srv6State::build_sid(&spec, self.fib6.len(), self.nexthops.len(), |g| {
                     self.group_live(g)
                 })
                 .map_err(|e| e.0)?;
-                let done = self.srv6.add_sid(slot, spec, sid).map_err(|e| e.0)?;
+                let done = self.srv6.add_sid(slot, &spec, sid).map_err(|e| e.0)?;
                 undo.push(Undo::Srv6(Box::new(done)));
             }
             Update::DelSid {
@@ -1103,6 +1136,7 @@ impl Forwarder {
                     macs,
                 }
             }
+            DumpKind::Sids => Dump::Sids(self.srv6.sid_entries()),
             DumpKind::Ports => {
                 Dump::Ports(self.ports.iter().map(|p| PortEntry { up: p.up }).collect())
             }

@@ -60,6 +60,11 @@ impl Csid {
         })
     }
 
+    /// Block mask, argument mask and shift (the P4 `un`/`ua` action parameters).
+    pub(crate) fn masks(&self) -> (u128, u128, u32) {
+        (self.block_mask, self.argument_mask, self.shift)
+    }
+
     /// The new destination per RFC 9800 (argument moved up by the shift, zeros after it), or
     /// `None` when the argument is zero (end of the container).
     #[inline]

@@ -84,6 +84,31 @@ impl Srv6State {
         })
     }
 
+    /// Every local SID, by VRF and prefix.
+    pub(crate) fn sid_entries(&self) -> Vec<crate::ctl::SidEntry> {
+        let mut entries = Vec::new();
+        for (vrf, table) in self.my_sid.iter().enumerate() {
+            let Some(table) = table else { continue };
+            for (prefix, len, slot) in table.iter() {
+                let Some(Some(sid)) = self.sids.get(slot as usize) else {
+                    continue;
+                };
+                entries.push(crate::ctl::SidEntry {
+                    slot,
+                    vrf: vrf as u16,
+                    prefix,
+                    len,
+                    behavior: sid.behavior,
+                    csid: sid.csid.map(|c| c.masks()),
+                    psp: sid.psp,
+                    usp: sid.usp,
+                });
+            }
+        }
+        entries.sort_by_key(|e| (e.vrf, e.prefix, e.len));
+        entries
+    }
+
     /// Local SIDs and policies there is room for (counters are allocated at start).
     pub(crate) fn sid_capacity(&self) -> usize {
         self.counters.sids.len()

@@ -1,0 +1,619 @@
+//! Names to dataplane updates: what the server does with each `update` op before the worker
+//! sees it, and the server's copy of what the worker holds by name (ECMP groups, SRv6 SIDs and
+//! policies, PFC thresholds), kept in step as batches apply.
+//!
+//! SIDs, policies and groups live in slots: a deleted one leaves its slot free (an empty
+//! name here) and the next addition takes the first free slot, or a new one at the end. The
+//! worker refuses a slot that is taken by then (two clients racing), so a route never points
+//! at the wrong object.
+
+use crate::api::{RouteTo, SidOp, UpdateOp};
+use crate::config::{parse_mac, srv6_defaults};
+use crate::ecmp_config::TIMEOUT_US;
+use crate::server::{Names, parse_ip, parse_prefix};
+use dataplane::clock::PICOS_PER_MICRO;
+use dataplane::ctl::{Target, Update};
+use dataplane::pipeline::spec::{
+    CsidFormat, EncapMode, PolicySpec, RouteTarget, SidBehavior, SidSpec,
+};
+use dataplane::qos::{EcnProfile, PfcThresholds};
+use dataplane::tables::flowlet::{BalanceMode, BalanceSpec, MAX_TABLE_SIZE, PathChoice};
+use std::net::{IpAddr, Ipv6Addr};
+
+/// Whether the server's names change when `update` applies.
+pub fn renames(update: &Update) -> bool {
+    matches!(
+        update,
+        Update::AddSid { .. }
+            | Update::DelSid { .. }
+            | Update::AddPolicy { .. }
+            | Update::DelPolicy { .. }
+            | Update::SetPolicy { .. }
+            | Update::AddGroup { .. }
+            | Update::DelGroup { .. }
+            | Update::SetPfc { .. }
+    )
+}
+
+/// The first free slot (an empty name), or the next one.
+fn free_slot<'a>(names: impl Iterator<Item = &'a str>) -> u32 {
+    let mut count = 0;
+    for (i, name) in names.enumerate() {
+        if name.is_empty() {
+            return i as u32;
+        }
+        count = i + 1;
+    }
+    count as u32
+}
+
+fn put<T>(list: &mut Vec<T>, slot: u32, value: T) {
+    let s = slot as usize;
+    if s < list.len() {
+        list[s] = value;
+    } else {
+        list.push(value);
+    }
+}
+
+/// A name for a new policy or group: letters, digits, `-`, `_`, `.`, not in use.
+fn check_new_name(kind: &str, name: &str, taken: bool) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(format!(
+            "{kind} name `{name}`: use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    if taken {
+        return Err(format!("{kind} `{name}` exists already"));
+    }
+    Ok(())
+}
+
+fn parse_v6(what: &str, text: &str) -> Result<Ipv6Addr, String> {
+    match text.trim().parse::<Ipv6Addr>() {
+        Ok(a) if !a.is_multicast() && !a.is_unspecified() => Ok(a),
+        _ => Err(format!("{what} `{text}` is not a unicast IPv6 address")),
+    }
+}
+
+impl Names {
+    /// Mirrors `update` once it applied (or, while a batch is resolved, once the updates
+    /// before it will have): `group_name` names a group it creates.
+    pub fn note(&mut self, update: &Update, group_name: Option<&str>) {
+        match update {
+            Update::AddGroup { slot, .. } => put(
+                &mut self.groups,
+                *slot,
+                group_name.unwrap_or("?").to_owned(),
+            ),
+            Update::DelGroup { slot } => {
+                if let Some(name) = self.groups.get_mut(*slot as usize) {
+                    name.clear();
+                }
+            }
+            _ => {}
+        }
+        let Some(spec) = &mut self.spec else { return };
+        match update {
+            Update::AddSid { slot, spec: s, .. } => put(&mut spec.srv6.sids, *slot, (**s).clone()),
+            Update::DelSid { slot, .. } => {
+                if let Some(sid) = spec.srv6.sids.get_mut(*slot as usize) {
+                    sid.name.clear();
+                }
+            }
+            Update::AddPolicy { slot, spec: p } => {
+                put(&mut spec.srv6.policies, *slot, (**p).clone())
+            }
+            Update::SetPolicy { policy, spec: p } => {
+                put(&mut spec.srv6.policies, *policy, (**p).clone())
+            }
+            Update::DelPolicy { slot } => {
+                if let Some(p) = spec.srv6.policies.get_mut(*slot as usize) {
+                    p.name.clear();
+                }
+            }
+            Update::SetPfc {
+                port,
+                tc,
+                thresholds,
+            } => {
+                if let Some(p) = spec.qos.ports.get_mut(usize::from(*port)) {
+                    p.pfc[usize::from(*tc)] = Some(*thresholds);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The slot of local SID `prefix/len` in `vrf`.
+    pub(crate) fn sid_slot(&self, vrf: u16, prefix: Ipv6Addr, len: u8) -> Option<u32> {
+        let spec = self.spec.as_ref()?;
+        let key = mask6(prefix, len);
+        spec.srv6
+            .sids
+            .iter()
+            .position(|s| {
+                !s.name.is_empty() && s.vrf == vrf && s.len == len && mask6(s.prefix, s.len) == key
+            })
+            .map(|i| i as u32)
+    }
+
+    /// The slot a new SID takes.
+    pub(crate) fn next_sid_slot(&self) -> u32 {
+        self.spec.as_ref().map_or(0, |s| {
+            free_slot(s.srv6.sids.iter().map(|s| s.name.as_str()))
+        })
+    }
+}
+
+fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
+    let mask = if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
+    };
+    Ipv6Addr::from(u128::from(addr) & mask)
+}
+
+/// An IPv6 SID prefix and its VRF.
+pub(crate) fn sid_prefix(
+    names: &Names,
+    vrf: Option<&str>,
+    text: &str,
+) -> Result<(u16, Ipv6Addr, u8), String> {
+    let (prefix, len) = parse_prefix(text)?;
+    let IpAddr::V6(prefix) = prefix else {
+        return Err(format!("`{text}`: a SID is an IPv6 prefix"));
+    };
+    Ok((names.vrf(vrf)?, mask6(prefix, len), len))
+}
+
+/// A local SID from `add_sid`'s keys, with the config's rules and defaults, and the neighbour
+/// an End.X / uA goes to (resolved to a nexthop by the worker).
+fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>), String> {
+    let (vrf, prefix, len) = sid_prefix(names, op.vrf.as_deref(), &op.sid)?;
+    if names.sid_slot(vrf, prefix, len).is_some() {
+        return Err(format!("{prefix}/{len} is already a local SID in this VRF"));
+    }
+    let behavior_text = op.behavior.trim();
+    let (kind, csid) = match behavior_text.to_ascii_lowercase().as_str() {
+        "end" => ("end", false),
+        "end.x" => ("end.x", false),
+        "end.dt4" | "udt4" => ("end.dt4", false),
+        "end.dt6" | "udt6" => ("end.dt6", false),
+        "end.dt46" | "udt46" => ("end.dt46", false),
+        "un" => ("end", true),
+        "ua" => ("end.x", true),
+        _ => {
+            return Err(format!(
+                "`{behavior_text}` is not a behaviour; use End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*)"
+            ));
+        }
+    };
+    let adjacency = kind == "end.x";
+    let decap = kind.starts_with("end.dt");
+    let stray = [
+        (op.block_bits.is_some(), "block_bits", csid),
+        (op.shift_bits.is_some(), "shift_bits", csid),
+        (op.via.is_some(), "via", adjacency),
+        (op.dev.is_some(), "dev", adjacency),
+        (op.group.is_some(), "group", adjacency),
+        (op.lookup_vrf.is_some(), "lookup_vrf", decap),
+        (!op.flavors.is_empty(), "flavors", !decap),
+    ];
+    for (given, key, allowed) in stray {
+        if given && !allowed {
+            return Err(format!(
+                "`{key}` does not apply to behaviour {behavior_text}"
+            ));
+        }
+    }
+    let next_csid = if csid {
+        let block = op.block_bits.map_or(srv6_defaults::BLOCK_BITS, i64::from);
+        let shift = op.shift_bits.map_or(srv6_defaults::SHIFT_BITS, i64::from);
+        if shift == 0 || block + shift >= 128 {
+            return Err(format!(
+                "block_bits {block} + shift_bits {shift} must be below 128 (an argument must remain) and the shift above 0"
+            ));
+        }
+        if i64::from(len) > block + shift {
+            return Err(format!(
+                "/{len} is longer than block + shift ({}): the SID would match part of its own argument",
+                block + shift
+            ));
+        }
+        Some(CsidFormat {
+            block_bits: block as u8,
+            shift_bits: shift as u8,
+        })
+    } else {
+        None
+    };
+    let (mut psp, mut usp) = (false, false);
+    for flavor in &op.flavors {
+        match flavor.to_ascii_lowercase().as_str() {
+            "psp" => psp = true,
+            "usp" => usp = true,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a flavour; use \"psp\" and/or \"usp\""
+                ));
+            }
+        }
+    }
+    let mut via = None;
+    let behavior = match kind {
+        "end" => SidBehavior::End,
+        "end.x" => {
+            let target = match (&op.group, &op.via, &op.dev) {
+                (Some(group), None, None) => RouteTarget::Group(names.group(group)?),
+                (None, Some(ip), Some(dev)) => {
+                    via = Some((names.dev(dev)?, parse_ip(ip)?));
+                    // Resolved by the worker (`via`).
+                    RouteTarget::Nexthop(u32::MAX)
+                }
+                (None, Some(_), None) => {
+                    return Err("`via` needs `dev` (the neighbour's L3 interface)".to_owned());
+                }
+                (Some(_), _, _) => {
+                    return Err("give `group` or `via` with `dev`, not both".to_owned());
+                }
+                _ => {
+                    return Err(format!(
+                        "{behavior_text} forwards to an adjacency: give `group`, or `via` with `dev`"
+                    ));
+                }
+            };
+            SidBehavior::EndX { target }
+        }
+        _ => {
+            let table = match &op.lookup_vrf {
+                Some(v) => names.vrf(Some(v))?,
+                None => vrf,
+            };
+            match kind {
+                "end.dt4" => SidBehavior::EndDt4 { vrf: table },
+                "end.dt6" => SidBehavior::EndDt6 { vrf: table },
+                _ => SidBehavior::EndDt46 { vrf: table },
+            }
+        }
+    };
+    Ok((
+        SidSpec {
+            name: format!("{prefix}/{len}"),
+            vrf,
+            prefix,
+            len,
+            behavior,
+            next_csid,
+            psp,
+            usp,
+        },
+        via,
+    ))
+}
+
+fn encap_mode(text: &str) -> Result<EncapMode, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "encaps" | "h.encaps" | "encap" => Ok(EncapMode::Encaps),
+        "encaps.red" | "h.encaps.red" | "encap.red" => Ok(EncapMode::EncapsRed),
+        other => Err(format!(
+            "mode `{other}` is neither \"encaps\" nor \"encaps.red\""
+        )),
+    }
+}
+
+fn segments(list: &[String], mode: EncapMode) -> Result<Vec<Ipv6Addr>, String> {
+    let segments: Vec<Ipv6Addr> = list
+        .iter()
+        .map(|s| parse_v6("segment", s))
+        .collect::<Result<_, _>>()?;
+    let in_srh = match mode {
+        EncapMode::Encaps => segments.len(),
+        EncapMode::EncapsRed => segments.len().saturating_sub(1),
+    };
+    if segments.is_empty() || in_srh > 4 {
+        return Err(format!(
+            "{} segments: give 1 to {} (the SRH must fit the 128-byte mbuf headroom; pack hops into uSID containers)",
+            segments.len(),
+            if mode == EncapMode::Encaps { 4 } else { 5 }
+        ));
+    }
+    Ok(segments)
+}
+
+/// A group's balancing from `add_group`'s keys, with the config's rules.
+fn balance(
+    mode: Option<&str>,
+    choice: Option<&str>,
+    timeout_us: Option<u64>,
+    table_size: Option<u64>,
+    members: usize,
+) -> Result<BalanceSpec, String> {
+    let mut spec = BalanceSpec::default();
+    if let Some(mode) = mode {
+        spec.mode = match mode {
+            "hash" => BalanceMode::Hash,
+            "flowlet" => BalanceMode::Flowlet,
+            "per-packet" => BalanceMode::PerPacket,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a balancing mode: use \"hash\", \"flowlet\" or \"per-packet\""
+                ));
+            }
+        };
+    }
+    if let Some(choice) = choice {
+        if spec.mode == BalanceMode::Hash {
+            return Err(
+                "`choice` applies to mode \"flowlet\" or \"per-packet\"; with hashing the flow hash chooses"
+                    .to_owned(),
+            );
+        }
+        spec.choice = match choice {
+            "random" => PathChoice::Random,
+            "least-loaded" => PathChoice::LeastLoaded,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a path choice: use \"random\" or \"least-loaded\""
+                ));
+            }
+        };
+    }
+    let flowlet_only = |key: &str| {
+        format!(
+            "`{key}` applies to mode \"flowlet\" only (this group is \"{}\")",
+            spec.mode.as_str()
+        )
+    };
+    if let Some(t) = timeout_us {
+        if spec.mode != BalanceMode::Flowlet {
+            return Err(flowlet_only("flowlet_timeout_us"));
+        }
+        if !TIMEOUT_US.contains(&(t as i64)) {
+            return Err(format!(
+                "flowlet_timeout_us {t} is out of range {}..={}",
+                TIMEOUT_US.start(),
+                TIMEOUT_US.end()
+            ));
+        }
+        spec.timeout = t * PICOS_PER_MICRO;
+    }
+    if let Some(size) = table_size {
+        if spec.mode != BalanceMode::Flowlet {
+            return Err(flowlet_only("flowlet_table_size"));
+        }
+        if !size.is_power_of_two() || size as usize > MAX_TABLE_SIZE {
+            return Err(format!(
+                "flowlet_table_size {size} must be a power of two up to {MAX_TABLE_SIZE}"
+            ));
+        }
+        spec.table_size = size as usize;
+    }
+    let _ = members;
+    Ok(spec)
+}
+
+/// Turns one named update into a dataplane update; for a group it creates, also its name.
+pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), String> {
+    let Some(spec) = n.spec.as_ref() else {
+        return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
+    };
+    let mut group_name = None;
+    let update = match op {
+        UpdateOp::AddRoute { vrf, prefix, to } => {
+            let (prefix, len) = parse_prefix(prefix)?;
+            let target = match to {
+                RouteTo::Via { ip, dev } => Target::Via {
+                    interface: n.dev(dev)?,
+                    ip: parse_ip(ip)?,
+                },
+                RouteTo::Group(g) => Target::Group(n.group(g)?),
+                RouteTo::Policy(p) => Target::Srv6Policy(n.policy(p)?),
+                RouteTo::Blackhole => Target::Blackhole,
+            };
+            Update::AddRoute {
+                vrf: n.vrf(vrf.as_deref())?,
+                prefix,
+                len,
+                target,
+            }
+        }
+        UpdateOp::DelRoute { vrf, prefix } => {
+            let (prefix, len) = parse_prefix(prefix)?;
+            Update::DelRoute {
+                vrf: n.vrf(vrf.as_deref())?,
+                prefix,
+                len,
+            }
+        }
+        UpdateOp::AddNeighbor { ip, dev, mac } => Update::AddNeighbor {
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+            mac: parse_mac(mac)?,
+        },
+        UpdateOp::DelNeighbor { ip, dev } => Update::DelNeighbor {
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+        },
+        UpdateOp::AddEcmpMember {
+            group,
+            ip,
+            dev,
+            weight,
+        } => Update::AddEcmpMember {
+            group: n.group(group)?,
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+            weight: *weight,
+        },
+        UpdateOp::DelEcmpMember { group, ip, dev } => Update::DelEcmpMember {
+            group: n.group(group)?,
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+        },
+        UpdateOp::AddMac { vlan, mac, port } => Update::AddMac {
+            vlan: *vlan,
+            mac: parse_mac(mac)?,
+            port: n.port(port)?,
+        },
+        UpdateOp::DelMac { vlan, mac } => Update::DelMac {
+            vlan: *vlan,
+            mac: parse_mac(mac)?,
+        },
+        UpdateOp::SetPolicy {
+            policy,
+            segments: list,
+            mode,
+            source,
+            hop_limit,
+        } => {
+            let index = n.policy(policy)?;
+            let mut p = spec.srv6.policies[index as usize].clone();
+            if let Some(mode) = mode {
+                p.mode = encap_mode(mode)?;
+            }
+            p.segments = segments(list, p.mode)?;
+            if let Some(source) = source {
+                p.source = parse_v6("source", source)?;
+            }
+            if let Some(h) = hop_limit {
+                p.hop_limit = *h;
+            }
+            Update::SetPolicy {
+                policy: index,
+                spec: Box::new(p),
+            }
+        }
+        UpdateOp::SetEcn { port, tc, ecn } => Update::SetEcn {
+            port: n.port(port)?,
+            tc: *tc,
+            ecn: ecn.map(|(kmin, kmax, pmax)| EcnProfile { kmin, kmax, pmax }),
+        },
+        UpdateOp::AddSid(op) => {
+            let (sid, via) = sid_spec(n, op)?;
+            Update::AddSid {
+                slot: n.next_sid_slot(),
+                spec: Box::new(sid),
+                via,
+            }
+        }
+        UpdateOp::DelSid { sid, vrf } => {
+            let (vrf, prefix, len) = sid_prefix(n, vrf.as_deref(), sid)?;
+            let slot = n
+                .sid_slot(vrf, prefix, len)
+                .ok_or_else(|| format!("no local SID {prefix}/{len} in VRF {}", n.vrf_name(vrf)))?;
+            Update::DelSid {
+                slot,
+                vrf,
+                prefix,
+                len,
+            }
+        }
+        UpdateOp::AddPolicy {
+            policy,
+            segments: list,
+            mode,
+            source,
+            hop_limit,
+        } => {
+            check_new_name("SRv6 policy", policy, n.policy(policy).is_ok())?;
+            let mode = encap_mode(mode.as_deref().unwrap_or("encaps"))?;
+            let source = match source {
+                Some(s) => parse_v6("source", s)?,
+                // As in the config: a global IPv6 address of the default VRF.
+                None => spec
+                    .interfaces
+                    .iter()
+                    .filter(|i| i.vrf == 0)
+                    .flat_map(|i| i.ipv6.iter())
+                    .map(|(a, _)| *a)
+                    .find(|a| a.segments()[0] & 0xffc0 != 0xfe80)
+                    .ok_or("`source` is needed: no interface of the default VRF has a global IPv6 address to use")?,
+            };
+            Update::AddPolicy {
+                slot: free_slot(spec.srv6.policies.iter().map(|p| p.name.as_str())),
+                spec: Box::new(PolicySpec {
+                    name: policy.clone(),
+                    mode,
+                    segments: segments(list, mode)?,
+                    source,
+                    hop_limit: hop_limit.unwrap_or(srv6_defaults::HOP_LIMIT as u8),
+                    outer_vrf: 0,
+                }),
+            }
+        }
+        UpdateOp::DelPolicy { policy } => Update::DelPolicy {
+            slot: n.policy(policy)?,
+        },
+        UpdateOp::AddGroup {
+            group,
+            members,
+            mode,
+            choice,
+            flowlet_timeout_us,
+            flowlet_table_size,
+        } => {
+            check_new_name("ECMP group", group, n.group(group).is_ok())?;
+            let members = members
+                .iter()
+                .map(|(ip, dev, weight)| Ok((n.dev(dev)?, parse_ip(ip)?, *weight)))
+                .collect::<Result<Vec<_>, String>>()?;
+            group_name = Some(group.clone());
+            Update::AddGroup {
+                slot: free_slot(n.groups.iter().map(String::as_str)),
+                balance: balance(
+                    mode.as_deref(),
+                    choice.as_deref(),
+                    *flowlet_timeout_us,
+                    *flowlet_table_size,
+                    members.len(),
+                )?,
+                members,
+            }
+        }
+        UpdateOp::DelGroup { group } => Update::DelGroup {
+            slot: n.group(group)?,
+        },
+        UpdateOp::SetPfc {
+            port,
+            tc,
+            xoff,
+            xon,
+            headroom,
+        } => {
+            let index = n.port(port)?;
+            let current = spec
+                .qos
+                .ports
+                .get(usize::from(index))
+                .and_then(|p| p.pfc[usize::from(*tc)])
+                .ok_or_else(|| {
+                    format!(
+                        "TC {tc} is not lossless on port {port}: PFC thresholds apply to the lossless TCs of the port's QoS profile"
+                    )
+                })?;
+            let thresholds = PfcThresholds {
+                xoff: xoff.unwrap_or(current.xoff),
+                xon: xon.unwrap_or(current.xon),
+                headroom: headroom.unwrap_or(current.headroom),
+            };
+            if thresholds.xon > thresholds.xoff {
+                return Err(format!(
+                    "xon {} is above xoff {}: XON must be at or below XOFF",
+                    thresholds.xon, thresholds.xoff
+                ));
+            }
+            Update::SetPfc {
+                port: index,
+                tc: *tc,
+                thresholds,
+            }
+        }
+    };
+    Ok((update, group_name))
+}
