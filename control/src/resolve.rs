@@ -332,7 +332,6 @@ fn balance(
     choice: Option<&str>,
     timeout_us: Option<u64>,
     table_size: Option<u64>,
-    members: usize,
 ) -> Result<BalanceSpec, String> {
     let mut spec = BalanceSpec::default();
     if let Some(mode) = mode {
@@ -394,7 +393,6 @@ fn balance(
         }
         spec.table_size = size as usize;
     }
-    let _ = members;
     Ok(spec)
 }
 
@@ -571,7 +569,6 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
                     choice.as_deref(),
                     *flowlet_timeout_us,
                     *flowlet_table_size,
-                    members.len(),
                 )?,
                 members,
             }
