@@ -454,3 +454,34 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod my_sid_tests {
+    use super::*;
+
+    #[test]
+    fn un_masks_give_back_the_block_and_shift() {
+        assert_eq!(
+            csid_format("ffff:ffff::", "::ffff:ffff:ffff:ffff:ffff", "16"),
+            Ok(CsidFormat {
+                block_bits: 32,
+                shift_bits: 16
+            })
+        );
+        assert_eq!(
+            csid_format("0xffffffffff000000000000000000000000", "::ffff:ffff:ffff:ffff", "24"),
+            Err("block_mask `0xffffffffff000000000000000000000000` is not an IPv6 address or 0x-hex mask".to_owned()),
+            "more than 128 bits"
+        );
+        let e = csid_format("ffff:0:ffff::", "::ffff", "16").unwrap_err();
+        assert!(e.contains("not a run of leading ones"), "{e}");
+        let e = csid_format("ffff:ffff::", "::ffff", "16").unwrap_err();
+        assert!(e.contains("must be the 80 bits after block + shift"), "{e}");
+        let e = csid_format("ffff:ffff::", "::", "0").unwrap_err();
+        assert!(e.contains("shift `0`"), "{e}");
+        assert!(check("my_sid", Some("ua"), 2, 7).is_ok());
+        assert!(check("my_sid", Some("end_dt46"), 2, 1).is_ok());
+        let e = check("my_sid", Some("end_x"), 2, 2).unwrap_err();
+        assert!(e.contains("takes 4 parameters"), "{e}");
+    }
+}

@@ -614,3 +614,356 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
     };
     Ok((update, group_name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Command, parse_request};
+    use crate::config::Config;
+    use std::path::Path;
+
+    fn names() -> Names {
+        let text = r#"[switch]
+name = "r"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+[qos.rdma]
+lossless = [3]
+[[port]]
+name = "p0"
+devargs = "net_null0"
+ipv4 = ["10.255.0.1/31"]
+ipv6 = ["2001:db8:ff::1/127"]
+speed_gbps = 100
+qos = "rdma"
+[[port]]
+name = "p1"
+devargs = "net_null1"
+ipv4 = ["10.255.0.3/31"]
+[[nexthop_group]]
+name = "up"
+members = [{ port = "p0", via = "10.255.0.0" }]
+[[srv6.sid]]
+prefix = "fcbb:bb00:1::/48"
+behavior = "uN"
+"#;
+        let config = Config::parse(Path::new("r.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        Names::of(&config)
+    }
+
+    fn ops(line: &str) -> Vec<UpdateOp> {
+        let request = format!(r#"{{"v":1,"id":1,"cmd":"update","updates":{line}}}"#);
+        match parse_request(request.as_bytes()) {
+            Ok((_, Command::Update(ops))) => ops,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn op(line: &str) -> UpdateOp {
+        ops(&format!("[{line}]")).remove(0)
+    }
+
+    /// Resolves a batch as the server does: later updates see the names earlier ones made.
+    fn batch(n: &Names, line: &str) -> Result<Vec<Update>, String> {
+        let mut scratch = n.clone();
+        let mut out = Vec::new();
+        for op in ops(line) {
+            let (update, group) = resolve(&scratch, &op)?;
+            scratch.note(&update, group.as_deref());
+            out.push(update);
+        }
+        Ok(out)
+    }
+
+    fn err(n: &Names, line: &str) -> String {
+        resolve(n, &op(line)).unwrap_err()
+    }
+
+    #[test]
+    fn a_policy_or_group_created_in_a_batch_is_named_by_later_updates() {
+        let n = names();
+        let updates = batch(
+            &n,
+            r#"[{"op":"add_policy","policy":"pn","segments":["fcbb:bb00:2::"]},
+                {"op":"add_route","prefix":"10.8.0.0/16","policy":"pn"},
+                {"op":"add_group","group":"g2","members":[{"via":"10.255.0.2","dev":"p1","weight":2}]},
+                {"op":"add_route","prefix":"10.9.0.0/16","group":"g2"}]"#,
+        )
+        .unwrap();
+        let Update::AddPolicy { slot: 0, spec } = &updates[0] else {
+            panic!("{:?}", updates[0]);
+        };
+        // Defaults as in the config: H.Encaps, hop limit 64, the default VRF's global address.
+        assert_eq!(
+            (spec.mode, spec.hop_limit, spec.source),
+            (
+                EncapMode::Encaps,
+                64,
+                "2001:db8:ff::1".parse::<Ipv6Addr>().unwrap()
+            )
+        );
+        assert!(matches!(
+            updates[1],
+            Update::AddRoute {
+                target: Target::Srv6Policy(0),
+                ..
+            }
+        ));
+        let Update::AddGroup {
+            slot: 1,
+            members,
+            balance,
+        } = &updates[2]
+        else {
+            panic!("{:?}", updates[2]);
+        };
+        assert_eq!(members, &vec![(1, "10.255.0.2".parse().unwrap(), 2)]);
+        assert_eq!(*balance, BalanceSpec::default());
+        assert!(matches!(
+            updates[3],
+            Update::AddRoute {
+                target: Target::Group(1),
+                ..
+            }
+        ));
+        // The names themselves are untouched until the worker applied the batch.
+        assert!(n.policy("pn").is_err() && n.group("g2").is_err());
+    }
+
+    #[test]
+    fn deleted_slots_are_taken_again_first() {
+        let mut n = names();
+        let (del, _) = resolve(&n, &op(r#"{"op":"del_group","group":"up"}"#)).unwrap();
+        assert_eq!(del, Update::DelGroup { slot: 0 });
+        n.note(&del, None);
+        assert!(n.group("up").is_err());
+        let (add, name) = resolve(
+            &n,
+            &op(r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}]}"#),
+        )
+        .unwrap();
+        assert!(matches!(add, Update::AddGroup { slot: 0, .. }));
+        n.note(&add, name.as_deref());
+        assert_eq!(n.group("g"), Ok(0));
+        // SIDs: the configured one is slot 0; deleted, its slot takes the next one.
+        let (del, _) = resolve(&n, &op(r#"{"op":"del_sid","sid":"fcbb:bb00:1::/48"}"#)).unwrap();
+        assert!(matches!(
+            del,
+            Update::DelSid {
+                slot: 0,
+                len: 48,
+                ..
+            }
+        ));
+        n.note(&del, None);
+        let (add, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_sid","sid":"fcbb:bb00:9::/48","behavior":"End"}"#),
+        )
+        .unwrap();
+        assert!(matches!(add, Update::AddSid { slot: 0, .. }));
+    }
+
+    #[test]
+    fn sids_follow_the_config_rules() {
+        let n = names();
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"uA","via":"10.255.0.2","dev":"p1","flavors":["psp"]}"#),
+        )
+        .unwrap();
+        let Update::AddSid { slot: 1, spec, via } = update else {
+            panic!("{update:?}");
+        };
+        assert_eq!(via, Some((1, "10.255.0.2".parse().unwrap())));
+        assert_eq!(
+            spec.next_csid,
+            Some(CsidFormat {
+                block_bits: 32,
+                shift_bits: 16
+            })
+        );
+        assert!(spec.psp && !spec.usp);
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_sid","sid":"2001:db8:5::10","behavior":"End.DT46"}"#),
+        )
+        .unwrap();
+        let Update::AddSid { spec, .. } = update else {
+            panic!()
+        };
+        assert_eq!(
+            (spec.len, spec.behavior),
+            (128, SidBehavior::EndDt46 { vrf: 0 })
+        );
+        for (line, message) in [
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:1::/48","behavior":"End"}"#,
+                "already a local SID",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/64","behavior":"uN"}"#,
+                "/64 is longer than block + shift (48)",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End.DT4","flavors":["psp"]}"#,
+                "`flavors` does not apply",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End","group":"up"}"#,
+                "`group` does not apply",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End.X","group":"nosuch"}"#,
+                "no ECMP group `nosuch`",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End","flavors":["xsp"]}"#,
+                "`xsp` is not a flavour",
+            ),
+            (
+                r#"{"op":"del_sid","sid":"fcbb:bb00:2::/48"}"#,
+                "no local SID fcbb:bb00:2::/48 in VRF default",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn policies_and_groups_are_checked_before_the_worker_sees_them() {
+        let n = names();
+        for (line, message) in [
+            (
+                r#"{"op":"add_policy","policy":"bad name","segments":["fc00::1"]}"#,
+                "use letters, digits",
+            ),
+            (
+                r#"{"op":"add_policy","policy":"p","segments":["fc00::1"],"mode":"tunnel"}"#,
+                "mode `tunnel`",
+            ),
+            (
+                r#"{"op":"add_policy","policy":"p","segments":["::1","::2","::3","::4","::5"]}"#,
+                "5 segments: give 1 to 4",
+            ),
+            (r#"{"op":"del_policy","policy":"p"}"#, "no SRv6 policy `p`"),
+            (
+                r#"{"op":"add_group","group":"up","members":[{"via":"10.255.0.0","dev":"p0"}]}"#,
+                "ECMP group `up` exists already",
+            ),
+            (
+                r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"choice":"random"}"#,
+                "with hashing the flow hash chooses",
+            ),
+            (
+                r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","flowlet_table_size":1000}"#,
+                "must be a power of two",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","choice":"least-loaded","flowlet_timeout_us":50}"#),
+        )
+        .unwrap();
+        let Update::AddGroup { balance, .. } = update else {
+            panic!()
+        };
+        assert_eq!(
+            (balance.mode, balance.choice, balance.timeout),
+            (
+                BalanceMode::Flowlet,
+                PathChoice::LeastLoaded,
+                50 * PICOS_PER_MICRO
+            )
+        );
+        // The API refuses a group without members and unknown member fields.
+        let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g","members":[]}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
+                .contains("`members` is missing")
+        );
+        let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g","members":[{"via":"1.2.3.4","dev":"p0","port":1}]}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
+                .contains("unknown field `port`")
+        );
+    }
+
+    #[test]
+    fn pfc_thresholds_keep_what_is_not_given_and_xon_stays_at_or_below_xoff() {
+        let n = names();
+        let current = n.spec.as_ref().unwrap().qos.ports[0].pfc[3].expect("TC 3 is lossless");
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":"40KB","xon":20000}"#),
+        )
+        .unwrap();
+        assert_eq!(
+            update,
+            Update::SetPfc {
+                port: 0,
+                tc: 3,
+                thresholds: PfcThresholds {
+                    xoff: 40_000,
+                    xon: 20_000,
+                    headroom: current.headroom
+                }
+            }
+        );
+        let mut n2 = n.clone();
+        n2.note(&update, None);
+        assert_eq!(
+            n2.spec.as_ref().unwrap().qos.ports[0].pfc[3].unwrap().xoff,
+            40_000
+        );
+        for (line, message) in [
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":1000,"xon":2000}"#,
+                "xon 2000 is above xoff 1000: XON must be at or below XOFF",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":2,"xoff":1000}"#,
+                "TC 2 is not lossless on port p0",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p1","tc":3,"xoff":1000}"#,
+                "TC 3 is not lossless on port p1",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        for (line, message) in [
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3}"#,
+                "at least one of `xoff`, `xon`, `headroom`",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":"1 parsec"}"#,
+                "field `xoff` `1 parsec`: unknown unit",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":-5}"#,
+                "field `xoff` -5 is negative",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":8,"xoff":5}"#,
+                "above the maximum 7",
+            ),
+        ] {
+            let request = format!(r#"{{"v":1,"id":1,"cmd":"update","updates":[{line}]}}"#);
+            let e = parse_request(request.as_bytes()).unwrap_err().1;
+            assert!(e.contains(message), "{line}: {e}");
+        }
+    }
+}

@@ -592,3 +592,76 @@ fn undo_takes_back_sid_policy_and_group_changes() {
     )
     .unwrap();
 }
+
+#[test]
+fn an_end_x_to_a_new_neighbour_creates_its_nexthop_and_the_dump_shows_it() {
+    let mut f = forwarder();
+    let before = f.dump(crate::ctl::DumpKind::Nexthops);
+    let crate::ctl::Dump::Nexthops(nexthops) = &before else {
+        panic!()
+    };
+    let new_id = nexthops.len() as u32;
+    // The placeholder target is replaced by the neighbour's nexthop.
+    let update = Update::AddSid {
+        slot: NEXT_SID,
+        spec: Box::new(SidSpec {
+            psp: true,
+            ..sid(
+                "2001:db8:6::1",
+                128,
+                SidBehavior::EndX {
+                    target: RouteTarget::Nexthop(u32::MAX),
+                },
+            )
+        }),
+        via: Some((0, IpAddr::V6(v6("2001:db8:1::7")))),
+    };
+    // Refused whole with a bad second update: no nexthop is left behind.
+    let (_, e) = refused(
+        &mut f,
+        &[update.clone(), del_sid(NEXT_SID + 1, "2001:db8:9::", 64)],
+    );
+    assert!(e.contains("no local SID"), "{e}");
+    assert_eq!(f.dump(crate::ctl::DumpKind::Nexthops), before);
+    apply(&mut f, &[update]).unwrap();
+    let crate::ctl::Dump::Sids(sids) = f.dump(crate::ctl::DumpKind::Sids) else {
+        panic!()
+    };
+    let entry = sids
+        .iter()
+        .find(|s| s.slot == NEXT_SID)
+        .expect("the new SID");
+    assert_eq!(
+        (
+            entry.vrf,
+            entry.prefix,
+            entry.len,
+            entry.behavior,
+            entry.psp
+        ),
+        (
+            0,
+            v6("2001:db8:6::1"),
+            128,
+            SidBehavior::EndX {
+                target: RouteTarget::Nexthop(new_id)
+            },
+            true
+        )
+    );
+    assert_eq!(sids.len(), 11);
+    // The uN of the spec: block 32, shift 16 as masks.
+    let un = sids.iter().find(|s| s.slot == 0).unwrap();
+    assert_eq!(
+        un.csid,
+        Some((u128::MAX << 96, u128::MAX >> 48, 16)),
+        "block mask, argument mask, shift"
+    );
+    // Its neighbour is not resolved yet: the packet waits for resolution (no MAC to send to).
+    let frame = to_sid("2001:db8:6::1");
+    assert_ne!(run(&mut f, &frame, 0).0, forward(1));
+    f.neighbor_resolved(0, IpAddr::V6(v6("2001:db8:1::7")), N2);
+    let (verdict, out) = run(&mut f, &frame, 0);
+    assert_eq!(verdict, forward(0));
+    assert_eq!(&out[0..6], &N2);
+}
