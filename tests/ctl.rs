@@ -1581,6 +1581,56 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         "refused changes left the thresholds alone"
     );
 
+    // ---- reload adds a group, a SID and routes from the config file, and takes them away ----
+    let config_path = dir.file("switch.toml");
+    let original = std::fs::read_to_string(&config_path).unwrap();
+    let reload = || {
+        let out = Command::new(bin())
+            .args(["reload", "--socket"])
+            .arg(&socket)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    std::fs::write(
+        &config_path,
+        format!(
+            "{original}
+[[nexthop_group]]
+name = \"g3\"
+             members = [{{ port = \"p5\", via = \"10.255.0.8\" }}]
+             [[route]]
+prefix = \"10.9.0.0/16\"
+group = \"g3\"
+             [[srv6.sid]]
+prefix = \"fcbb:bb00:100::/48\"
+behavior = \"uN\"
+"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    assert_eq!(s.group_names(), vec!["g3".to_owned()]);
+    s.wait_tx_growth("p5");
+    s.wait_tx_growth("p1");
+    grows("the reloaded SID counts S", &|| {
+        s.sid_packets("fcbb:bb00:100::/48")
+    });
+    std::fs::write(&config_path, &original).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    s.assert_tx_stopped("p1");
+    s.assert_tx_stopped("p5");
+    assert_eq!(s.group_names(), Vec::<String>::new());
+    assert_eq!(s.sids(), Vec::<Value>::new());
+
     let out = s.stop();
     assert_eq!(
         out.status.code(),

@@ -681,12 +681,17 @@ impl ControlServer {
             Command::Reload => {
                 let new = Config::load(&self.config_path)
                     .map_err(|e| format!("reload: {e}; nothing was applied"))?;
-                let updates = crate::reload::diff(&self.config, &new)?;
+                let (updates, group_names) = crate::reload::diff(&self.config, &new, &self.names)?;
                 if updates.is_empty() {
                     *self.config = new;
                     return Ok(Some(json!({"applied": 0, "config": self.config_path})));
                 }
-                let ecn = batch_changes(&updates);
+                let mut ecn = batch_changes(&updates);
+                for (update, name) in &mut ecn.notes {
+                    if let Update::AddGroup { slot, .. } = update {
+                        *name = group_names.get(slot).cloned();
+                    }
+                }
                 self.submit_to_worker(
                     conn,
                     id,
