@@ -88,8 +88,8 @@ enum Command {
     /// tables while traffic flows. See README.md, "Control plane".
     Ctl(CtlArgs),
     /// Make a running switch re-read its config file and apply the difference (routes,
-    /// neighbours, ECMP members and weights, static MACs, ECN thresholds) without restarting
-    /// DPDK. Other changes are refused with what needs a restart.
+    /// neighbours, ECMP groups and their members, static MACs, ECN thresholds, SRv6 policies
+    /// and SIDs) without restarting DPDK. Other changes are refused with what needs a restart.
     Reload {
         /// The switch's control socket.
         #[arg(long)]
