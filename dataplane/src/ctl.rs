@@ -8,7 +8,7 @@
 //! if applying still fails (a table is full) everything applied so far is undone. So a batch
 //! takes effect entirely or not at all.
 
-use crate::pipeline::spec::{PolicySpec, RouteTarget, SidSpec};
+use crate::pipeline::spec::{PolicySpec, PortRole, RouteTarget, SidSpec};
 use crate::qos::{EcnProfile, PfcThresholds};
 use crate::tables::flowlet::BalanceSpec;
 use crossbeam_queue::ArrayQueue;
@@ -139,6 +139,21 @@ pub enum Update {
     /// Deletes ECMP group `slot`; no route and no End.X/uA SID may point at it.
     DelGroup {
         slot: u32,
+    },
+    /// Declares VLAN `id` (1..=4094): ports may then join it.
+    AddVlan {
+        id: u16,
+    },
+    /// Removes VLAN `id`: no port may be in it and it may have no L3 interface; its MAC
+    /// entries (static ones too) go with it.
+    DelVlan {
+        id: u16,
+    },
+    /// Makes L2 port `port` an access port of a VLAN or a trunk (`PortRole::Access` or
+    /// `Trunk`, declared VLANs only); a routed port stays routed. Its learned MACs are flushed.
+    SetPortVlans {
+        port: u16,
+        role: PortRole,
     },
     /// Replaces the PFC thresholds of (port, lossless tc): XON <= XOFF, as the config asks.
     SetPfc {

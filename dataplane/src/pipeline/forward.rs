@@ -115,8 +115,11 @@ struct PortState {
 
 #[derive(Debug, Clone, Default)]
 struct VlanState {
+    /// Ports in the VLAN, in port order (flood copies go out in this order).
     members: Vec<u16>,
     interface: Option<u16>,
+    /// Declared by the spec (or a port's membership) or at run time; ports may join it.
+    declared: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -276,6 +279,12 @@ impl Forwarder {
                 return err(format!("VLAN {} is not 1..=4094", vlan.id));
             }
             vlans[usize::from(vlan.id)].interface = vlan.interface;
+        }
+        for vlan in vlans.iter_mut() {
+            vlan.declared = !vlan.members.is_empty();
+        }
+        for vlan in &spec.vlans {
+            vlans[usize::from(vlan.id)].declared = true;
         }
 
         let vrfs = usize::from(spec.vrf_count.max(1));

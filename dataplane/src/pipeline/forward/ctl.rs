@@ -1,6 +1,7 @@
 //! Run-time changes to the forwarder's tables (`crate::ctl`): whole-batch validation, apply
 //! with an undo log, and snapshots. Called by the worker between bursts, never per packet.
 
+use super::PortMode;
 use super::route_value;
 use super::srv6::{Srv6State, Srv6Undo};
 use super::{Forwarder, Nexthop, mask4, mask6};
@@ -8,7 +9,7 @@ use crate::ctl::{
     Dump, DumpKind, GroupEntry, GroupMemberEntry, MacDumpEntry, NexthopEntry, PortEntry,
     RouteEntry, Target, Update,
 };
-use crate::pipeline::spec::{Attachment, RouteTarget, SidBehavior};
+use crate::pipeline::spec::{Attachment, PortRole, RouteTarget, SidBehavior};
 use crate::tables::ecmp::{EcmpGroup, Member};
 use crate::tables::flowlet::{BalanceMode, GroupBalancer, MAX_BALANCED_MEMBERS};
 use crate::tables::mac::MacEntry;
@@ -57,6 +58,25 @@ pub enum Undo {
     GroupDeleted {
         slot: u32,
     },
+    /// Whether VLAN `id` was declared.
+    VlanDeclared {
+        id: u16,
+        previous: bool,
+    },
+    /// A port's VLAN membership as it was.
+    PortRole {
+        port: u16,
+        previous: PortRole,
+    },
+}
+
+/// Whether a port in `role` is in `vlan`.
+fn role_has(role: &PortRole, vlan: u16) -> bool {
+    match role {
+        PortRole::Access { vlan: v } => *v == vlan,
+        PortRole::Trunk { allowed, native } => allowed.contains(&vlan) || *native == Some(vlan),
+        PortRole::Routed { .. } => false,
+    }
 }
 
 /// Whether `slot` may take a new entry: the next one (`len`, the table's length as the batch
@@ -165,6 +185,9 @@ impl Forwarder {
         // SIDs the batch added (slot, End.X target) or deleted, and my-SID keys it changed.
         let mut sid_targets: HashMap<u32, Option<RouteTarget>> = HashMap::new();
         let mut sid_keys: HashMap<(u16, Ipv6Addr, u8), Option<u32>> = HashMap::new();
+        // VLANs the batch declared or removed, and ports whose membership it changed.
+        let mut vlans_declared: HashMap<u16, bool> = HashMap::new();
+        let mut port_roles: HashMap<u16, PortRole> = HashMap::new();
         let mut members: HashMap<(u32, u16, IpAddr), bool> = HashMap::new();
         let mut member_counts: HashMap<u32, usize> = HashMap::new();
         let mut macs: HashMap<(u16, [u8; 6]), bool> = HashMap::new();
@@ -586,6 +609,63 @@ impl Forwarder {
                     groups.live.insert(slot, false);
                     new_groups.remove(&slot);
                 }
+                Update::AddVlan { id } => {
+                    if !(1..=4094).contains(&id) {
+                        return fail(format!("VLAN {id} is not 1..=4094"));
+                    }
+                    if self.vlan_declared(&vlans_declared, id) {
+                        return fail(format!("VLAN {id} exists already"));
+                    }
+                    vlans_declared.insert(id, true);
+                }
+                Update::DelVlan { id } => {
+                    if !(1..=4094).contains(&id) || !self.vlan_declared(&vlans_declared, id) {
+                        return fail(format!("VLAN {id} does not exist"));
+                    }
+                    if let Some(i) = self.vlans[usize::from(id)].interface {
+                        return fail(format!(
+                            "VLAN {id} has an L3 interface ({i}): it goes only with a restart"
+                        ));
+                    }
+                    for p in 0..self.ports.len() as u16 {
+                        let role = port_roles
+                            .get(&p)
+                            .cloned()
+                            .unwrap_or_else(|| self.port_role(p));
+                        if role_has(&role, id) {
+                            return fail(format!(
+                                "port {p} is in VLAN {id}: move it to another VLAN first"
+                            ));
+                        }
+                    }
+                    vlans_declared.insert(id, false);
+                }
+                Update::SetPortVlans { port, ref role } => {
+                    if usize::from(port) >= self.ports.len() {
+                        return fail(format!("port {port} does not exist"));
+                    }
+                    if matches!(self.ports[usize::from(port)].mode, PortMode::Routed { .. }) {
+                        return fail(format!(
+                            "port {port} is routed: it becomes an L2 port only with a restart"
+                        ));
+                    }
+                    let vlans: Vec<u16> = match role {
+                        PortRole::Access { vlan } => vec![*vlan],
+                        PortRole::Trunk { allowed, native } => {
+                            allowed.iter().chain(native.iter()).copied().collect()
+                        }
+                        PortRole::Routed { .. } => {
+                            return fail(format!("port {port} becomes routed only with a restart"));
+                        }
+                    };
+                    for vlan in vlans {
+                        if !(1..=4094).contains(&vlan) || !self.vlan_declared(&vlans_declared, vlan)
+                        {
+                            return fail(format!("VLAN {vlan} does not exist (add it first)"));
+                        }
+                    }
+                    port_roles.insert(port, role.clone());
+                }
                 Update::SetPfc {
                     port,
                     tc,
@@ -623,6 +703,64 @@ impl Forwarder {
             }
         }
         Ok(())
+    }
+
+    fn vlan_declared(&self, batch: &HashMap<u16, bool>, id: u16) -> bool {
+        batch
+            .get(&id)
+            .copied()
+            .unwrap_or_else(|| self.vlans.get(usize::from(id)).is_some_and(|v| v.declared))
+    }
+
+    /// Port `port`'s VLAN membership as a role.
+    fn port_role(&self, port: u16) -> PortRole {
+        match &self.ports[usize::from(port)].mode {
+            PortMode::Access { vlan } => PortRole::Access { vlan: *vlan },
+            PortMode::Trunk { allowed, native } => PortRole::Trunk {
+                allowed: (1..4095u16)
+                    .filter(|v| allowed[usize::from(*v) / 64] & (1 << (v % 64)) != 0)
+                    .filter(|v| Some(*v) != *native)
+                    .collect(),
+                native: *native,
+            },
+            PortMode::Routed { interface } => PortRole::Routed {
+                interface: *interface,
+            },
+        }
+    }
+
+    /// Makes L2 port `port` a member of the VLANs of `role` (access or trunk) and of no
+    /// other; its learned MACs are flushed (they are learned again in their new VLAN).
+    fn set_port_role(&mut self, port: u16, role: &PortRole) {
+        for vlan in &mut self.vlans {
+            vlan.members.retain(|&m| m != port);
+        }
+        let join = |vlans: &mut Vec<super::VlanState>, vlan: u16| {
+            let members = &mut vlans[usize::from(vlan)].members;
+            if let Err(at) = members.binary_search(&port) {
+                members.insert(at, port);
+            }
+        };
+        let mode = match role {
+            PortRole::Access { vlan } => {
+                join(&mut self.vlans, *vlan);
+                PortMode::Access { vlan: *vlan }
+            }
+            PortRole::Trunk { allowed, native } => {
+                let mut bitmap = Box::new([0u64; 64]);
+                for &vlan in allowed.iter().chain(native.iter()) {
+                    bitmap[usize::from(vlan) / 64] |= 1 << (vlan % 64);
+                    join(&mut self.vlans, vlan);
+                }
+                PortMode::Trunk {
+                    allowed: bitmap,
+                    native: *native,
+                }
+            }
+            PortRole::Routed { .. } => return,
+        };
+        self.ports[usize::from(port)].mode = mode;
+        self.macs.flush_port(port);
     }
 
     /// A route (`prefix/len in VRF v`) that will point at `target` once the batch's route
@@ -976,6 +1114,43 @@ impl Forwarder {
                 self.group_live[slot as usize] = false;
                 undo.push(Undo::GroupDeleted { slot });
             }
+            Update::AddVlan { id } => {
+                let vlan = &mut self.vlans[usize::from(id)];
+                undo.push(Undo::VlanDeclared {
+                    id,
+                    previous: vlan.declared,
+                });
+                vlan.declared = true;
+            }
+            Update::DelVlan { id } => {
+                let entries: Vec<([u8; 6], MacEntry)> = self
+                    .macs
+                    .iter()
+                    .filter(|(v, _, _)| *v == id)
+                    .map(|(_, mac, e)| (mac, e))
+                    .collect();
+                for (mac, entry) in entries {
+                    self.macs.remove(id, mac);
+                    undo.push(Undo::Mac {
+                        vlan: id,
+                        mac,
+                        previous: Some(entry),
+                    });
+                }
+                let vlan = &mut self.vlans[usize::from(id)];
+                undo.push(Undo::VlanDeclared {
+                    id,
+                    previous: vlan.declared,
+                });
+                vlan.declared = false;
+            }
+            Update::SetPortVlans { port, ref role } => {
+                undo.push(Undo::PortRole {
+                    port,
+                    previous: self.port_role(port),
+                });
+                self.set_port_role(port, role);
+            }
             Update::SetEcn { .. } | Update::SetPfc { .. } => {}
         }
         Ok(())
@@ -1022,6 +1197,10 @@ impl Forwarder {
                     }
                 },
                 Undo::GroupDeleted { slot } => self.group_live[slot as usize] = true,
+                Undo::VlanDeclared { id, previous } => {
+                    self.vlans[usize::from(id)].declared = previous;
+                }
+                Undo::PortRole { port, previous } => self.set_port_role(port, &previous),
                 Undo::Mac {
                     vlan,
                     mac,
