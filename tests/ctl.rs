@@ -1053,6 +1053,9 @@ fn an_unsafe_socket_path_is_refused_at_start() {
 /// - R (p7), 16 flows to 10.9.0.0/16: no route at start; a group created at run time over
 ///   p4 and p5 takes it.
 ///
+/// - L (p9, access VLAN 40, alone) to an unknown MAC: flooded nowhere until p8 (access VLAN
+///   30) and p9 join a VLAN created at run time.
+///
 /// p4 has a QoS profile with lossless TC 3 (PFC thresholds changed at run time).
 fn runtime_config(dir: &TestDir, socket: &Path) -> String {
     let s_frame = ethernet(
@@ -1080,6 +1083,19 @@ fn runtime_config(dir: &TestDir, socket: &Path) -> String {
     );
     let q = trace(dir, "q.pcap", 0x0d, 1, [10, 8, 0, 5]);
     let r = trace(dir, "r.pcap", 0x0f, 16, [10, 9, 0, 9]);
+    // L (p9): to a MAC nobody has, flooded in its VLAN.
+    let l = dir.file("l.pcap");
+    let l_spec = UdpTraceSpec {
+        flows: 1,
+        packets: 64,
+        frame_len: 60,
+        src_mac: [0x02, 0, 0, 0, 0, 0x10],
+        dst_mac: [0x02, 0, 0, 0, 0x99, 0x99],
+        src_ip: [10, 0, 40, 5],
+        dst_ip: [10, 0, 40, 6],
+        ..Default::default()
+    };
+    write_pcap_file(&l, &udp_trace(&l_spec)).expect("write trace");
     let input = |n: usize, p: &Path| {
         format!(
             "devargs = \"net_pcap{n},rx_pcap={},infinite_rx=1\"\nvlan = {{ mode = \"access\", id = 10 }}",
@@ -1106,6 +1122,11 @@ fn runtime_config(dir: &TestDir, socket: &Path) -> String {
         routed(5, "10.255.0.9/31", "2001:db8:ff::9/127"),
         input(1, &q),
         input(2, &r),
+        "devargs = \"net_null8,no-rx=1\"\nvlan = { mode = \"access\", id = 30 }".to_owned(),
+        format!(
+            "devargs = \"net_pcap3,rx_pcap={},infinite_rx=1\"\nvlan = {{ mode = \"access\", id = 40 }}",
+            l.display()
+        ),
     ];
     let mut text = format!(
         r#"[switch]
@@ -1126,6 +1147,12 @@ lossless = [3]
 [[vlan]]
 id = 10
 ipv4 = ["10.0.10.1/24"]
+
+[[vlan]]
+id = 30
+
+[[vlan]]
+id = 40
 
 [[neighbor]]
 ip = "2001:db8:ff::0"
@@ -1478,8 +1505,8 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
 
     // ---- an ECMP group created at run time, and a route pointed at it ----
     s.refused(
-        &["group", "add", "g2", "--member", "10.255.0.6,p9"],
-        "no L3 interface `p9`",
+        &["group", "add", "g2", "--member", "10.255.0.6,p19"],
+        "no L3 interface `p19`",
     );
     s.refused(
         &["group", "add", "g2", "--member", "10.255.0.6,p4,0"],
@@ -1565,7 +1592,7 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
             vec!["pfc", "p5", "3", "xoff=1000"],
             "TC 3 is not lossless on port p5",
         ),
-        (vec!["pfc", "p9", "3", "xoff=1000"], "no port `p9`"),
+        (vec!["pfc", "p19", "3", "xoff=1000"], "no port `p19`"),
         (vec!["pfc", "p4", "3", "xoff=lots"], "unknown unit `lots`"),
         (vec!["pfc", "p4", "9", "xoff=1000"], "above the maximum 7"),
     ] {
@@ -1580,6 +1607,56 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         json!({"xoff": 40_000, "xon": 10_240, "headroom": 50_000}),
         "refused changes left the thresholds alone"
     );
+
+    // ---- VLANs ----
+    let vlans = s.json(&["show", "vlans"]);
+    assert_eq!(
+        vlans,
+        json!([
+            {"vlan": 10, "interface": "vlan10", "ports": [{"port": "p6", "tagged": false}, {"port": "p7", "tagged": false}]},
+            {"vlan": 30, "interface": null, "ports": [{"port": "p8", "tagged": false}]},
+            {"vlan": 40, "interface": null, "ports": [{"port": "p9", "tagged": false}]},
+        ])
+    );
+    assert_eq!(s.tx("p8"), 0, "L floods in VLAN 40, where it is alone");
+    for (args, expected) in [
+        (vec!["vlan", "add", "30"], "VLAN 30 exists already"),
+        (vec!["vlan", "add", "4095"], "VLAN 4095 is not 1..=4094"),
+        (
+            vec!["vlan", "port", "p8", "access", "50"],
+            "VLAN 50 does not exist",
+        ),
+        (
+            vec!["vlan", "port", "p1", "access", "30"],
+            "port p1 is routed",
+        ),
+        (vec!["vlan", "del", "30"], "port p8 is in VLAN 30"),
+        (
+            vec!["vlan", "del", "10"],
+            "VLAN 10 has an L3 interface (vlan10)",
+        ),
+        (vec!["vlan", "del", "50"], "VLAN 50 does not exist"),
+    ] {
+        s.refused(&args, expected);
+    }
+    assert_eq!(s.json(&["show", "vlans"]), vlans, "nothing changed");
+    s.ok(&["vlan", "add", "50"]);
+    s.ok(&["vlan", "port", "p8", "access", "50"]);
+    s.ok(&["vlan", "port", "p9", "access", "50"]);
+    s.wait_tx_growth("p8");
+    s.ok(&["vlan", "port", "p8", "trunk", "--allowed", "30,50"]);
+    s.wait_tx_growth("p8");
+    assert_eq!(
+        s.json(&["show", "vlans"])[3],
+        json!({"vlan": 50, "interface": null, "ports": [{"port": "p8", "tagged": true}, {"port": "p9", "tagged": false}]})
+    );
+    assert!(s.ok(&["show", "vlans"]).contains("p8(tagged)"));
+    s.refused(&["vlan", "del", "50"], "port p8 is in VLAN 50");
+    s.ok(&["vlan", "port", "p8", "access", "30"]);
+    s.ok(&["vlan", "port", "p9", "access", "40"]);
+    s.assert_tx_stopped("p8");
+    s.ok(&["vlan", "del", "50"]);
+    assert_eq!(s.json(&["show", "vlans"]), vlans);
 
     // ---- reload adds a group, a SID and routes from the config file, and takes them away ----
     let config_path = dir.file("switch.toml");
@@ -1630,6 +1707,30 @@ behavior = \"uN\"
     s.assert_tx_stopped("p5");
     assert_eq!(s.group_names(), Vec::<String>::new());
     assert_eq!(s.sids(), Vec::<Value>::new());
+    // An L2 VLAN and two ports moved into it by reload; and back.
+    let moved = original
+        .replace("id = 30 }", "id = 60 }")
+        .replace("id = 40 }", "id = 60 }")
+        .replace(
+            "[[vlan]]\nid = 40\n",
+            "[[vlan]]\nid = 40\n\n[[vlan]]\nid = 60\n",
+        );
+    assert_ne!(moved, original);
+    std::fs::write(&config_path, &moved).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    s.wait_tx_growth("p8");
+    assert_eq!(
+        s.json(&["show", "vlans"])[3],
+        json!({"vlan": 60, "interface": null, "ports": [{"port": "p8", "tagged": false}, {"port": "p9", "tagged": false}]})
+    );
+    std::fs::write(&config_path, &original).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    s.assert_tx_stopped("p8");
+    assert_eq!(s.json(&["show", "vlans"]), vlans);
 
     let out = s.stop();
     assert_eq!(

@@ -40,6 +40,8 @@ pub enum Command {
         limit: usize,
     },
     ShowSrv6,
+    /// VLANs and their ports.
+    ShowVlans,
     /// Updates applied as one atomic batch.
     Update(Vec<UpdateOp>),
     /// Admin state of a port.
@@ -156,6 +158,21 @@ pub enum UpdateOp {
     },
     DelGroup {
         group: String,
+    },
+    /// A new VLAN (ports join it with `SetPortVlan`).
+    AddVlan {
+        vlan: u16,
+    },
+    /// Removes a VLAN no port is in.
+    DelVlan {
+        vlan: u16,
+    },
+    /// An L2 port's membership: access port of `vlan`, or trunk of `allowed` (+ `native`).
+    SetPortVlan {
+        port: String,
+        access: Option<u16>,
+        allowed: Vec<u16>,
+        native: Option<u16>,
     },
     /// PFC thresholds of (port, lossless tc) in bytes; those not given stay as they are.
     SetPfc {
@@ -354,7 +371,7 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// The commands, for messages.
-pub const COMMANDS: [&str; 15] = [
+pub const COMMANDS: [&str; 16] = [
     "reload",
     "hello",
     "show_ports",
@@ -365,6 +382,7 @@ pub const COMMANDS: [&str; 15] = [
     "show_groups",
     "show_macs",
     "show_srv6",
+    "show_vlans",
     "update",
     "set_port",
     "table_add",
@@ -481,6 +499,10 @@ fn parse_general(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
             "show_srv6" => {
                 fields.only(&base)?;
                 Command::ShowSrv6
+            }
+            "show_vlans" => {
+                fields.only(&base)?;
+                Command::ShowVlans
             }
             "update" => {
                 fields.only(&with(&["updates"]))?;
@@ -911,6 +933,85 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                 group: f.string("group")?,
             }
         }
+        "add_vlan" => {
+            f.only(&["op", "vlan"])?;
+            UpdateOp::AddVlan { vlan: vlan(&f)? }
+        }
+        "del_vlan" => {
+            f.only(&["op", "vlan"])?;
+            UpdateOp::DelVlan { vlan: vlan(&f)? }
+        }
+        "set_port_vlan" => {
+            f.only(&["op", "port", "mode", "vlan", "allowed", "native"])?;
+            let mode = f.string("mode")?;
+            let vid = |v: u64, field: &str| -> Result<u16, String> {
+                if (1..=4094).contains(&v) {
+                    Ok(v as u16)
+                } else {
+                    Err(f.err(field, &format!("holds {v}, not a VID 1..=4094")))
+                }
+            };
+            let (access, allowed, native) = match mode.as_str() {
+                "access" => {
+                    let given = |k: &str| f.object.get(k).is_some_and(|v| !v.is_null());
+                    if given("allowed") || given("native") {
+                        return Err(format!(
+                            "{}: `allowed` and `native` are for mode \"trunk\"",
+                            f.context
+                        ));
+                    }
+                    (
+                        Some(vid(f.u64_in("vlan", 4095)?, "vlan")?),
+                        Vec::new(),
+                        None,
+                    )
+                }
+                "trunk" => {
+                    if f.object.get("vlan").is_some_and(|v| !v.is_null()) {
+                        return Err(format!(
+                            "{}: `vlan` is for mode \"access\"; a trunk takes `allowed` and `native`",
+                            f.context
+                        ));
+                    }
+                    let allowed = match f.object.get("allowed") {
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .map(|i| match i.as_u64() {
+                                Some(v) => vid(v, "allowed"),
+                                None => Err(f.err("allowed", "must hold VLAN ids")),
+                            })
+                            .collect::<Result<Vec<u16>, String>>()?,
+                        None | Some(Value::Null) => Vec::new(),
+                        Some(other) => {
+                            return Err(f.err(
+                                "allowed",
+                                &format!("must be an array, not {}", kind(other)),
+                            ));
+                        }
+                    };
+                    let native = f.opt_u64("native")?.map(|v| vid(v, "native")).transpose()?;
+                    if allowed.is_empty() && native.is_none() {
+                        return Err(format!(
+                            "{}: a trunk needs `allowed` VLANs or a `native` one",
+                            f.context
+                        ));
+                    }
+                    (None, allowed, native)
+                }
+                other => {
+                    return Err(f.err(
+                        "mode",
+                        &format!("is \"{other}\", not \"access\" or \"trunk\""),
+                    ));
+                }
+            };
+            UpdateOp::SetPortVlan {
+                port: f.string("port")?,
+                access,
+                allowed,
+                native,
+            }
+        }
         "set_pfc" => {
             f.only(&["op", "port", "tc", "xoff", "xon", "headroom"])?;
             let (xoff, xon, headroom) = (
@@ -936,8 +1037,8 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             return Err(format!(
                 "updates[{index}]: unknown op `{other}` (known: add_route, del_route, \
                  add_neighbor, del_neighbor, add_ecmp_member, del_ecmp_member, add_group, \
-                 del_group, add_mac, del_mac, set_ecn, set_pfc, add_sid, del_sid, add_policy, \
-                 del_policy, set_policy)"
+                 del_group, add_mac, del_mac, add_vlan, del_vlan, set_port_vlan, set_ecn, set_pfc, \
+                 add_sid, del_sid, add_policy, del_policy, set_policy)"
             ));
         }
     })

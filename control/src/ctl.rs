@@ -206,6 +206,32 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                 })
                 .collect(),
         ),
+        "show_vlans" => table(
+            &["VLAN", "INTERFACE", "PORTS"],
+            rows(result)
+                .iter()
+                .map(|v| {
+                    let ports: Vec<String> = rows(&v["ports"])
+                        .iter()
+                        .map(|p| {
+                            if p["tagged"] == true {
+                                format!("{}(tagged)", s(&p["port"]))
+                            } else {
+                                s(&p["port"])
+                            }
+                        })
+                        .collect();
+                    vec![
+                        s(&v["vlan"]),
+                        match &v["interface"] {
+                            Value::Null => "-".to_owned(),
+                            i => s(i),
+                        },
+                        ports.join(" "),
+                    ]
+                })
+                .collect(),
+        ),
         "show_drops" => {
             let mut lines: Vec<Vec<String>> = result["reasons"]
                 .as_object()

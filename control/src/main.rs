@@ -166,6 +166,11 @@ enum CtlCommand {
         #[command(subcommand)]
         op: GroupCmd,
     },
+    /// Add or delete a VLAN, or set an L2 port's VLANs.
+    Vlan {
+        #[command(subcommand)]
+        op: VlanCmd,
+    },
     /// Change the PFC thresholds of one port's lossless traffic class:
     /// `pfc PORT TC xoff=40KB xon=20KB headroom=50KB` (any of them; bytes or with a unit).
     Pfc {
@@ -251,6 +256,8 @@ enum ShowWhat {
     },
     /// SRv6 local SIDs and policies with their counters.
     Srv6,
+    /// VLANs, their L3 interfaces and ports.
+    Vlans,
 }
 
 #[derive(Subcommand)]
@@ -350,6 +357,29 @@ enum SidCmd {
         prefix: String,
         #[arg(long)]
         vrf: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum VlanCmd {
+    /// `vlan add ID`: a new VLAN; ports join it with `vlan port`.
+    Add { id: u16 },
+    /// `vlan del ID`: a VLAN no port is in (its MAC entries go too).
+    Del { id: u16 },
+    /// `vlan port PORT access ID` or `vlan port PORT trunk --allowed 10,20 [--native 10]`.
+    Port {
+        port: String,
+        #[arg(value_parser = ["access", "trunk"])]
+        mode: String,
+        /// The access VLAN.
+        #[arg(required_if_eq("mode", "access"))]
+        vlan: Option<u16>,
+        /// Trunk: the tagged VLANs (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        allowed: Vec<u16>,
+        /// Trunk: the untagged VLAN.
+        #[arg(long)]
+        native: Option<u16>,
     },
 }
 
@@ -664,6 +694,7 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             ShowWhat::Groups => ("show_groups", Map::new()),
             ShowWhat::Macs { limit } => ("show_macs", object(json!({"limit": limit}))),
             ShowWhat::Srv6 => ("show_srv6", Map::new()),
+            ShowWhat::Vlans => ("show_vlans", Map::new()),
         },
         CtlCommand::Route { op } => match op {
             RouteOp::Add {
@@ -788,6 +819,30 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
                 }))
             }
             GroupCmd::Del { name } => update(json!({"op": "del_group", "group": name})),
+        },
+        CtlCommand::Vlan { op } => match op {
+            VlanCmd::Add { id } => update(json!({"op": "add_vlan", "vlan": id})),
+            VlanCmd::Del { id } => update(json!({"op": "del_vlan", "vlan": id})),
+            VlanCmd::Port {
+                port,
+                mode,
+                vlan,
+                allowed,
+                native,
+            } => {
+                if mode == "access" && (!allowed.is_empty() || native.is_some()) {
+                    return Err("--allowed and --native are for trunk ports".to_owned());
+                }
+                if mode == "trunk" && vlan.is_some() {
+                    return Err(
+                        "a trunk takes --allowed and --native, not an access VLAN".to_owned()
+                    );
+                }
+                update(json!({
+                    "op": "set_port_vlan", "port": port, "mode": mode, "vlan": vlan,
+                    "allowed": (mode == "trunk").then_some(allowed), "native": native,
+                }))
+            }
         },
         CtlCommand::Pfc { port, tc, settings } => {
             let mut op = json!({"op": "set_pfc", "port": port, "tc": tc});

@@ -3,8 +3,9 @@
 //!
 //! What can change without a restart: routes, static neighbours, ECMP groups (added, removed,
 //! their members and weights), static MACs, ECN thresholds, SRv6 policies (added, removed,
-//! their paths) and local SIDs (added, removed, changed). Anything else that differs (ports,
-//! VLANs, interfaces, VRFs, a group's balancing, other QoS settings, `[dataplane]`,
+//! their paths), local SIDs (added, removed, changed), VLANs without an L3 interface (added,
+//! removed) and L2 ports' VLANs. Anything else that differs (ports, routed ports, VLAN
+//! interfaces, interfaces, VRFs, a group's balancing, other QoS settings, `[dataplane]`,
 //! `[control]`) is refused with the list of what needs a restart, and nothing is applied.
 //!
 //! Groups and policies are matched by name and SIDs by VRF and prefix; their slots in the
@@ -14,7 +15,9 @@
 use crate::config::Config;
 use crate::server::Names;
 use dataplane::ctl::{Target, Update};
-use dataplane::pipeline::spec::{RouteTarget, SidBehavior, SidSpec, SwitchSpec};
+use dataplane::pipeline::spec::{
+    PortRole, RouteTarget, SidBehavior, SidSpec, SwitchSpec, VlanSpec,
+};
 use dataplane::qos::TC_COUNT;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -66,11 +69,25 @@ pub fn diff(
         };
     };
     check("switch.router_mac", a.router_mac == b.router_mac);
+    // L2 ports may change VLANs and VLANs without an L3 interface may come and go; routed
+    // ports and VLAN interfaces need a restart.
     check(
-        "port roles (VLAN mode, routed addresses)",
-        a.ports == b.ports,
+        "port roles (routed ports, or a port becoming routed or L2)",
+        a.ports.len() == b.ports.len()
+            && a.ports.iter().zip(&b.ports).all(|(x, y)| {
+                x == y
+                    || !(matches!(x, PortRole::Routed { .. })
+                        || matches!(y, PortRole::Routed { .. }))
+            }),
     );
-    check("VLANs", a.vlans == b.vlans);
+    let svis = |s: &SwitchSpec| -> Vec<VlanSpec> {
+        s.vlans
+            .iter()
+            .filter(|v| v.interface.is_some())
+            .cloned()
+            .collect()
+    };
+    check("VLAN interfaces", svis(&a) == svis(&b));
     check(
         "L3 interfaces or their addresses",
         a.interfaces == b.interfaces,
@@ -209,6 +226,22 @@ impl Sides<'_> {
         for (&(interface, ip), &mac) in &nb {
             if na.get(&(interface, ip)) != Some(&mac) {
                 updates.push(Update::AddNeighbor { interface, ip, mac });
+            }
+        }
+
+        // VLANs first (ports join new ones), then L2 ports' membership; VLANs go last.
+        for v in &b.vlans {
+            if !a.vlans.iter().any(|x| x.id == v.id) {
+                updates.push(note(&mut scratch, Update::AddVlan { id: v.id }, None));
+            }
+        }
+        for (port, (ra, rb)) in a.ports.iter().zip(&b.ports).enumerate() {
+            if ra != rb {
+                let update = Update::SetPortVlans {
+                    port: port as u16,
+                    role: rb.clone(),
+                };
+                updates.push(note(&mut scratch, update, None));
             }
         }
 
@@ -424,6 +457,11 @@ impl Sides<'_> {
         }
         for (&(interface, ip), _) in na.iter().filter(|(k, _)| !nb.contains_key(k)) {
             late_removals.push(Update::DelNeighbor { interface, ip });
+        }
+        for v in &a.vlans {
+            if !b.vlans.iter().any(|x| x.id == v.id) {
+                late_removals.push(Update::DelVlan { id: v.id });
+            }
         }
         updates.extend(removals);
         updates.extend(late_removals);
@@ -676,5 +714,67 @@ segments = ["fcbb:bb00:2::"]
             config(&BASE.replace("name = \"up\"\n", "name = \"up\"\nmode = \"flowlet\"\n"));
         let e = diff(&old, &flowlet, &names).unwrap_err();
         assert!(e.contains("balancing"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod vlans {
+    use super::*;
+    use std::path::Path;
+
+    fn config(access: u16, extra: &str) -> Config {
+        let text = format!(
+            r#"[switch]
+name = "r"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+{extra}
+[[port]]
+name = "p0"
+devargs = "net_null0"
+vlan = {{ mode = "access", id = {access} }}
+[[port]]
+name = "p1"
+devargs = "net_null1"
+ipv4 = ["10.255.0.3/31"]
+"#
+        );
+        Config::parse(Path::new("r.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn l2_vlans_and_port_membership_reload_and_vlan_interfaces_need_a_restart() {
+        let old = config(10, "");
+        let new = config(20, "[[vlan]]\nid = 20\n");
+        let (updates, _) = diff(&old, &new, &Names::of(&old)).unwrap();
+        assert_eq!(
+            updates,
+            vec![
+                Update::AddVlan { id: 20 },
+                Update::SetPortVlans {
+                    port: 0,
+                    role: PortRole::Access { vlan: 20 }
+                },
+            ]
+        );
+        let (back, _) = diff(&new, &old, &Names::of(&new)).unwrap();
+        assert_eq!(
+            back,
+            vec![
+                Update::SetPortVlans {
+                    port: 0,
+                    role: PortRole::Access { vlan: 10 }
+                },
+                Update::DelVlan { id: 20 },
+            ]
+        );
+        let svi = config(10, "[[vlan]]\nid = 20\nipv4 = [\"10.0.20.1/24\"]\n");
+        let e = diff(&old, &svi, &Names::of(&old)).unwrap_err();
+        assert!(e.contains("VLAN interfaces"), "{e}");
     }
 }

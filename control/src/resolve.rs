@@ -14,7 +14,7 @@ use crate::server::{Names, parse_ip, parse_prefix};
 use dataplane::clock::PICOS_PER_MICRO;
 use dataplane::ctl::{Target, Update};
 use dataplane::pipeline::spec::{
-    CsidFormat, EncapMode, PolicySpec, RouteTarget, SidBehavior, SidSpec,
+    CsidFormat, EncapMode, PolicySpec, PortRole, RouteTarget, SidBehavior, SidSpec, VlanSpec,
 };
 use dataplane::qos::{EcnProfile, PfcThresholds};
 use dataplane::tables::flowlet::{BalanceMode, BalanceSpec, MAX_TABLE_SIZE, PathChoice};
@@ -32,6 +32,9 @@ pub fn renames(update: &Update) -> bool {
             | Update::AddGroup { .. }
             | Update::DelGroup { .. }
             | Update::SetPfc { .. }
+            | Update::AddVlan { .. }
+            | Update::DelVlan { .. }
+            | Update::SetPortVlans { .. }
     )
 }
 
@@ -123,6 +126,19 @@ impl Names {
             } => {
                 if let Some(p) = spec.qos.ports.get_mut(usize::from(*port)) {
                     p.pfc[usize::from(*tc)] = Some(*thresholds);
+                }
+            }
+            Update::AddVlan { id } => {
+                spec.vlans.push(VlanSpec {
+                    id: *id,
+                    interface: None,
+                });
+                spec.vlans.sort_by_key(|v| v.id);
+            }
+            Update::DelVlan { id } => spec.vlans.retain(|v| v.id != *id),
+            Update::SetPortVlans { port, role } => {
+                if let Some(r) = spec.ports.get_mut(usize::from(*port)) {
+                    *r = role.clone();
                 }
             }
             _ => {}
@@ -576,6 +592,68 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
         UpdateOp::DelGroup { group } => Update::DelGroup {
             slot: n.group(group)?,
         },
+        UpdateOp::AddVlan { vlan } => {
+            if !(1..=4094).contains(vlan) {
+                return Err(format!("VLAN {vlan} is not 1..=4094"));
+            }
+            if spec.vlans.iter().any(|v| v.id == *vlan) {
+                return Err(format!("VLAN {vlan} exists already"));
+            }
+            Update::AddVlan { id: *vlan }
+        }
+        UpdateOp::DelVlan { vlan } => {
+            let Some(declared) = spec.vlans.iter().find(|v| v.id == *vlan) else {
+                return Err(format!("VLAN {vlan} does not exist"));
+            };
+            if let Some(i) = declared.interface {
+                return Err(format!(
+                    "VLAN {vlan} has an L3 interface ({}): it goes only with a restart",
+                    n.dev_name(i)
+                ));
+            }
+            for (i, role) in spec.ports.iter().enumerate() {
+                let member = match role {
+                    PortRole::Access { vlan: v } => v == vlan,
+                    PortRole::Trunk { allowed, native } => {
+                        allowed.contains(vlan) || native == &Some(*vlan)
+                    }
+                    PortRole::Routed { .. } => false,
+                };
+                if member {
+                    return Err(format!(
+                        "port {} is in VLAN {vlan}: move it to another VLAN first",
+                        n.ports[i]
+                    ));
+                }
+            }
+            Update::DelVlan { id: *vlan }
+        }
+        UpdateOp::SetPortVlan {
+            port,
+            access,
+            allowed,
+            native,
+        } => {
+            let index = n.port(port)?;
+            if let Some(PortRole::Routed { .. }) = spec.ports.get(usize::from(index)) {
+                return Err(format!(
+                    "port {port} is routed: it becomes an L2 port only with a restart"
+                ));
+            }
+            for v in access.iter().chain(allowed).chain(native) {
+                if !spec.vlans.iter().any(|d| d.id == *v) {
+                    return Err(format!("VLAN {v} does not exist (add it first)"));
+                }
+            }
+            let role = match access {
+                Some(vlan) => PortRole::Access { vlan: *vlan },
+                None => PortRole::Trunk {
+                    allowed: allowed.clone(),
+                    native: *native,
+                },
+            };
+            Update::SetPortVlans { port: index, role }
+        }
         UpdateOp::SetPfc {
             port,
             tc,
@@ -897,6 +975,61 @@ behavior = "uN"
                 .1
                 .contains("unknown field `port`")
         );
+    }
+
+    #[test]
+    fn vlans_and_port_membership() {
+        let n = names();
+        let updates = batch(
+            &n,
+            r#"[{"op":"add_vlan","vlan":20},
+                {"op":"set_port_vlan","port":"p1","mode":"trunk","allowed":[20],"native":null}]"#,
+        );
+        // p1 is routed in this config.
+        assert!(updates.unwrap_err().contains("port p1 is routed"));
+        for (line, message) in [
+            (r#"{"op":"add_vlan","vlan":0}"#, "VLAN 0 is not 1..=4094"),
+            (r#"{"op":"del_vlan","vlan":20}"#, "VLAN 20 does not exist"),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"access","vlan":20}"#,
+                "port p0 is routed",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        for (line, message) in [
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"trunk"}"#,
+                "a trunk needs `allowed` VLANs or a `native` one",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"access","vlan":5,"native":5}"#,
+                "`allowed` and `native` are for mode \"trunk\"",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"trunk","vlan":5}"#,
+                "`vlan` is for mode \"access\"",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"hybrid","vlan":5}"#,
+                "not \"access\" or \"trunk\"",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"trunk","allowed":[5000]}"#,
+                "holds 5000, not a VID",
+            ),
+        ] {
+            let request = format!(r#"{{"v":1,"id":1,"cmd":"update","updates":[{line}]}}"#);
+            let e = parse_request(request.as_bytes()).unwrap_err().1;
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        let mut n2 = n.clone();
+        let (add, _) = resolve(&n2, &op(r#"{"op":"add_vlan","vlan":20}"#)).unwrap();
+        n2.note(&add, None);
+        assert!(n2.spec.as_ref().unwrap().vlans.iter().any(|v| v.id == 20));
+        let e = err(&n2, r#"{"op":"add_vlan","vlan":20}"#);
+        assert!(e.contains("VLAN 20 exists already"), "{e}");
     }
 
     #[test]

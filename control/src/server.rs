@@ -16,7 +16,7 @@ use dataplane::ctl::{Dump, DumpKind, Reply, Request, Update};
 use dataplane::dpdk::LinkStatus;
 use dataplane::dpdk::cred::{effective_uid, peer_cred};
 use dataplane::engine::{ControlHandle, PortInfo};
-use dataplane::pipeline::spec::{Attachment, RouteTarget, SidBehavior, SwitchSpec};
+use dataplane::pipeline::spec::{Attachment, PortRole, RouteTarget, SidBehavior, SwitchSpec};
 use dataplane::qos::{EcnProfile, TC_COUNT};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -604,6 +604,7 @@ impl ControlServer {
             }
             Command::ShowDrops => Ok(Some(self.drops_json())),
             Command::ShowSrv6 => Ok(Some(self.srv6_json())),
+            Command::ShowVlans => Ok(Some(self.vlans_json())),
             Command::SetPort { port, up } => {
                 let index = self.names.port(&port)?;
                 let handle = self.handle()?;
@@ -1216,6 +1217,39 @@ impl ControlServer {
             })
             .collect();
         json!({"sids": sids, "policies": policies})
+    }
+
+    /// VLANs as the worker has them (config, then applied changes) and their ports.
+    pub(crate) fn vlans_json(&self) -> Value {
+        let Some(spec) = &self.names.spec else {
+            return json!([]);
+        };
+        let vlans: Vec<Value> = spec
+            .vlans
+            .iter()
+            .map(|v| {
+                let ports: Vec<Value> = spec
+                    .ports
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, role)| {
+                        let tagged = match role {
+                            PortRole::Access { vlan } if *vlan == v.id => false,
+                            PortRole::Trunk { native, .. } if *native == Some(v.id) => false,
+                            PortRole::Trunk { allowed, .. } if allowed.contains(&v.id) => true,
+                            _ => return None,
+                        };
+                        Some(json!({"port": self.names.ports[i], "tagged": tagged}))
+                    })
+                    .collect();
+                json!({
+                    "vlan": v.id,
+                    "interface": v.interface.map(|i| self.names.dev_name(i)),
+                    "ports": ports,
+                })
+            })
+            .collect();
+        Value::Array(vlans)
     }
 
     fn metrics_text(&self) -> String {
