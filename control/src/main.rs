@@ -89,7 +89,8 @@ enum Command {
     Ctl(CtlArgs),
     /// Make a running switch re-read its config file and apply the difference (routes,
     /// neighbours, ECMP groups and their members, static MACs, ECN thresholds, SRv6 policies
-    /// and SIDs) without restarting DPDK. Other changes are refused with what needs a restart.
+    /// and SIDs, L2 VLANs and ports' VLANs) without restarting DPDK. Other changes are refused
+    /// with what needs a restart.
     Reload {
         /// The switch's control socket.
         #[arg(long)]
