@@ -1575,6 +1575,35 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         s.ok(&["show", "queues", "p4"])
             .contains("40000/10240/50000")
     );
+    // The traffic manager takes them at once: with XOFF 0 (XON 0) an empty ingress is at
+    // XOFF, so p4's peer is paused right away; back at XOFF 40 KB, XON 10 KiB, it is resumed.
+    let counter = |name: &str| s.json(&["show", "queues", "p4"])[3][name].as_u64().unwrap();
+    let (xoffs, xons) = (counter("xoff_transitions"), counter("xon_transitions"));
+    assert_eq!((xoffs, xons), (0, 0), "nothing reaches p4's ingress");
+    s.assert_tx_stopped("p4");
+    let tx_before = s.tx("p4");
+    s.ok(&["pfc", "p4", "3", "xoff=0", "xon=0"]);
+    wait("XOFF sent at the new threshold", &|| {
+        counter("xoff_transitions") == 1 && counter("pfc_tx_frames") >= 1
+    });
+    // The XOFF and its refreshes leave p4.
+    s.wait_tx_growth("p4");
+    assert_eq!(counter("xon_transitions"), 0);
+    s.ok(&["pfc", "p4", "3", "xoff=40KB", "xon=10KiB"]);
+    wait("XON sent below the new XON", &|| {
+        counter("xon_transitions") == 1
+    });
+    assert_eq!(counter("xoff_transitions"), 1);
+    s.assert_tx_stopped("p4");
+    assert_eq!(
+        s.tx("p4") - tx_before,
+        counter("pfc_tx_frames"),
+        "every pause frame decided, the XON included, left p4"
+    );
+    assert_eq!(
+        s.pfc("p4", 3),
+        json!({"xoff": 40_000, "xon": 10_240, "headroom": 50_000})
+    );
     for (args, expected) in [
         (
             vec!["pfc", "p4", "3", "xon=45KB"],

@@ -18,6 +18,11 @@ impl SwitchWorker {
             Request::Apply(updates) => self.apply_batch(&updates, now),
         };
         self.shared.ctl.answer(id, reply);
+        // New PFC thresholds may have paused or resumed a peer: tell it now, not with the
+        // next burst (an idle switch may not have one).
+        if self.tm.has_pfc_frames() {
+            self.transmit_due(now, true);
+        }
     }
 
     /// Validates the whole batch, then applies it; a failure while applying undoes what was
