@@ -11,7 +11,9 @@
 
 mod common;
 
+use common::frames::{ethernet, ipv6_udp};
 use common::{TestDir, dpdk_lock, ironclos};
+use control::pcap::PcapPacket;
 use control::pcap::write_pcap_file;
 use control::tracegen::{UdpTraceSpec, udp_trace};
 use serde_json::{Value, json};
@@ -275,8 +277,12 @@ impl Switch {
 }
 
 fn start(dir: &TestDir, socket: &Path, metrics_port: u16) -> Switch {
+    start_with(dir, socket, &config(dir, socket, metrics_port))
+}
+
+fn start_with(dir: &TestDir, socket: &Path, config_text: &str) -> Switch {
     let config_path = dir.file("switch.toml");
-    std::fs::write(&config_path, config(dir, socket, metrics_port)).expect("config");
+    std::fs::write(&config_path, config_text).expect("config");
     let child = ironclos()
         .args(["run", "--config"])
         .arg(&config_path)
@@ -653,7 +659,7 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "--segments",
             "fc00::1,fc00::2,fc00::3,fc00::4,fc00::5",
         ],
-        "do not fit the mbuf headroom",
+        "the SRH must fit the 128-byte mbuf headroom",
     );
     s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:100::"]);
     s.wait_tx_growth("p8");
@@ -1036,4 +1042,730 @@ fn an_unsafe_socket_path_is_refused_at_start() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("exists and is not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x", "left alone");
+}
+
+/// A switch for the run-time SIDs, policies, groups and PFC thresholds:
+/// - S (p0, routed) to fcbb:bb00:100:200::: no SID and no route at start (dropped); a uN SID
+///   fcbb:bb00:100::/48 added at run time shifts it to fcbb:bb00:200:: (routed out of p1);
+///   a uA with the same prefix sends it to its adjacency on p2 instead.
+/// - Q (p6) to 10.8.0.5: no route at start; a policy created at run time (segment
+///   fcbb:bb00:300::, routed out of p2) takes it.
+/// - R (p7), 16 flows to 10.9.0.0/16: no route at start; a group created at run time over
+///   p4 and p5 takes it.
+///
+/// - L (p9, access VLAN 40, alone) to an unknown MAC: flooded nowhere until p8 (access VLAN
+///   30) and p9 join a VLAN created at run time.
+///
+/// p4 has a QoS profile with lossless TC 3 (PFC thresholds changed at run time).
+fn runtime_config(dir: &TestDir, socket: &Path) -> String {
+    let s_frame = ethernet(
+        ROUTER,
+        [0x02, 0, 0, 0, 0, 0x0e],
+        None,
+        0x86dd,
+        &ipv6_udp(
+            "2001:db8:a::2".parse().unwrap(),
+            "fcbb:bb00:100:200::".parse().unwrap(),
+            64,
+            1000,
+            2000,
+            &[0; 18],
+        ),
+    );
+    let s_path = dir.write_pcap(
+        "s.pcap",
+        &(0..64)
+            .map(|i| PcapPacket {
+                timestamp_ns: 1_000_000_000 + i * 1000,
+                data: s_frame.clone(),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let q = trace(dir, "q.pcap", 0x0d, 1, [10, 8, 0, 5]);
+    let r = trace(dir, "r.pcap", 0x0f, 16, [10, 9, 0, 9]);
+    // L (p9): to a MAC nobody has, flooded in its VLAN.
+    let l = dir.file("l.pcap");
+    let l_spec = UdpTraceSpec {
+        flows: 1,
+        packets: 64,
+        frame_len: 60,
+        src_mac: [0x02, 0, 0, 0, 0, 0x10],
+        dst_mac: [0x02, 0, 0, 0, 0x99, 0x99],
+        src_ip: [10, 0, 40, 5],
+        dst_ip: [10, 0, 40, 6],
+        ..Default::default()
+    };
+    write_pcap_file(&l, &udp_trace(&l_spec)).expect("write trace");
+    let input = |n: usize, p: &Path| {
+        format!(
+            "devargs = \"net_pcap{n},rx_pcap={},infinite_rx=1\"\nvlan = {{ mode = \"access\", id = 10 }}",
+            p.display()
+        )
+    };
+    let routed = |n: usize, ip: &str, ip6: &str| {
+        format!(
+            "devargs = \"net_null{n},no-rx=1\"\nipv4 = [\"{ip}\"]\nipv6 = [\"{ip6}\"]\nspeed_gbps = 100"
+        )
+    };
+    let ports = [
+        format!(
+            "devargs = \"net_pcap0,rx_pcap={},infinite_rx=1\"\nipv4 = [\"10.254.0.1/31\"]\nipv6 = [\"2001:db8:a::1/64\"]",
+            s_path.display()
+        ),
+        routed(1, "10.255.0.1/31", "2001:db8:ff::1/127"),
+        routed(2, "10.255.0.3/31", "2001:db8:ff::3/127"),
+        routed(3, "10.255.0.5/31", "2001:db8:ff::5/127"),
+        format!(
+            "{}\nqos = \"rdma\"",
+            routed(4, "10.255.0.7/31", "2001:db8:ff::7/127")
+        ),
+        routed(5, "10.255.0.9/31", "2001:db8:ff::9/127"),
+        input(1, &q),
+        input(2, &r),
+        "devargs = \"net_null8,no-rx=1\"\nvlan = { mode = \"access\", id = 30 }".to_owned(),
+        format!(
+            "devargs = \"net_pcap3,rx_pcap={},infinite_rx=1\"\nvlan = {{ mode = \"access\", id = 40 }}",
+            l.display()
+        ),
+    ];
+    let mut text = format!(
+        r#"[switch]
+name = "ctl-runtime"
+router_mac = "02:00:00:00:01:00"
+
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+
+[control]
+socket = "{socket}"
+
+[qos.rdma]
+lossless = [3]
+
+[[vlan]]
+id = 10
+ipv4 = ["10.0.10.1/24"]
+
+[[vlan]]
+id = 30
+
+[[vlan]]
+id = 40
+
+[[neighbor]]
+ip = "2001:db8:ff::0"
+mac = "02:00:00:00:52:01"
+port = "p1"
+
+[[neighbor]]
+ip = "2001:db8:ff::2"
+mac = "02:00:00:00:52:02"
+port = "p2"
+
+[[neighbor]]
+ip = "10.255.0.6"
+mac = "02:00:00:00:52:04"
+port = "p4"
+
+[[neighbor]]
+ip = "10.255.0.8"
+mac = "02:00:00:00:52:05"
+port = "p5"
+
+[[route]]
+prefix = "fcbb:bb00:200::/48"
+via = "2001:db8:ff::0"
+port = "p1"
+
+[[route]]
+prefix = "fcbb:bb00:300::/48"
+via = "2001:db8:ff::2"
+port = "p2"
+"#,
+        eal = dir.eal_toml(),
+        socket = socket.display(),
+    );
+    for (i, body) in ports.iter().enumerate() {
+        text.push_str(&format!("\n[[port]]\nname = \"p{i}\"\n{body}\n"));
+    }
+    text
+}
+
+impl Switch {
+    fn sids(&self) -> Vec<Value> {
+        self.json(&["show", "srv6"])["sids"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    fn sid_packets(&self, prefix: &str) -> u64 {
+        self.sids()
+            .iter()
+            .find(|s| s["prefix"] == prefix)
+            .unwrap_or_else(|| panic!("no SID {prefix}"))["packets"]
+            .as_u64()
+            .unwrap()
+    }
+
+    fn policy_packets(&self, name: &str) -> u64 {
+        self.json(&["show", "srv6"])["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no policy {name}"))["packets"]
+            .as_u64()
+            .unwrap()
+    }
+
+    fn group_names(&self) -> Vec<String> {
+        self.json(&["show", "groups"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn pfc(&self, port: &str, tc: usize) -> Value {
+        self.json(&["show", "queues", port])[tc]["pfc"].clone()
+    }
+}
+
+#[test]
+fn sids_policies_groups_and_pfc_change_at_run_time() {
+    let _lock = dpdk_lock();
+    let dir = TestDir::new("ctl-runtime");
+    let socket = dir.file("ctl.sock");
+    let mut s = start_with(&dir, &socket, &runtime_config(&dir, &socket));
+    let wait = |what: &str, f: &dyn Fn() -> bool| {
+        let started = Instant::now();
+        while !f() {
+            assert!(started.elapsed() < Duration::from_secs(10), "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let grows = |what: &str, f: &dyn Fn() -> u64| {
+        let before = f();
+        wait(what, &|| f() > before);
+    };
+
+    // ---- SIDs ----
+    assert_eq!(s.sids(), Vec::<Value>::new());
+    wait("S arrives and is dropped", &|| s.drops("no_route") > 0);
+    assert_eq!(s.tx("p1"), 0, "no SID: S goes nowhere");
+    // Malformed: refused, nothing added.
+    for (args, expected) in [
+        (
+            vec!["sid", "add", "fcbb:bb00:100::/48", "--behavior", "uX"],
+            "`uX` is not a behaviour",
+        ),
+        (
+            vec![
+                "sid",
+                "add",
+                "fcbb:bb00:100::/48",
+                "--behavior",
+                "uN",
+                "--via",
+                "2001:db8:ff::0",
+                "--dev",
+                "p1",
+            ],
+            "`via` does not apply to behaviour uN",
+        ),
+        (
+            vec!["sid", "add", "10.1.0.0/16", "--behavior", "End"],
+            "a SID is an IPv6 prefix",
+        ),
+        (
+            vec![
+                "sid",
+                "add",
+                "fcbb:bb00:100::/48",
+                "--behavior",
+                "uN",
+                "--shift-bits",
+                "0",
+            ],
+            "the shift above 0",
+        ),
+        (
+            vec!["sid", "add", "fcbb:bb00:100::/48", "--behavior", "End.X"],
+            "forwards to an adjacency",
+        ),
+        (
+            vec![
+                "sid",
+                "add",
+                "fcbb:bb00:100::/48",
+                "--behavior",
+                "End.DT4",
+                "--lookup-vrf",
+                "red",
+            ],
+            "no VRF `red`",
+        ),
+        (
+            vec!["sid", "del", "fcbb:bb00:100::/48"],
+            "no local SID fcbb:bb00:100::/48",
+        ),
+    ] {
+        s.refused(&args, expected);
+    }
+    assert_eq!(s.sids(), Vec::<Value>::new(), "nothing was added");
+
+    // uN: S is shifted to fcbb:bb00:200:: and routed out of p1, counted by the SID.
+    s.ok(&["sid", "add", "fcbb:bb00:100::/48", "--behavior", "uN"]);
+    s.wait_tx_growth("p1");
+    let sids = s.sids();
+    assert_eq!(sids.len(), 1);
+    assert_eq!(
+        (sids[0]["behavior"].clone(), sids[0]["vrf"].clone()),
+        (json!("uN"), json!("default"))
+    );
+    grows("the SID counts S", &|| s.sid_packets("fcbb:bb00:100::/48"));
+    assert!(s.ok(&["show", "srv6"]).contains("uN"));
+    s.refused(
+        &["sid", "add", "fcbb:bb00:100::/48", "--behavior", "End"],
+        "already a local SID",
+    );
+    let dump = s.ok(&["table_dump", "my_sid"]);
+    assert!(
+        dump.contains(
+            "my_sid un 0 fcbb:bb00:100::/48 => 0 0 ffff:ffff:: ::ffff:ffff:ffff:ffff:ffff 16"
+        ),
+        "{dump}"
+    );
+    // Deleted: S stops.
+    s.ok(&["sid", "del", "fcbb:bb00:100::/48"]);
+    s.assert_tx_stopped("p1");
+    assert_eq!(s.sids(), Vec::<Value>::new());
+    // uA to the neighbour on p2 (a nexthop the switch creates): S goes to p2, not the FIB's p1.
+    s.ok(&[
+        "sid",
+        "add",
+        "fcbb:bb00:100::/48",
+        "--behavior",
+        "uA",
+        "--via",
+        "2001:db8:ff::2",
+        "--dev",
+        "p2",
+        "--flavors",
+        "psp",
+    ]);
+    s.wait_tx_growth("p2");
+    s.assert_tx_stopped("p1");
+    let dump = s.json(&["table_dump", "my_sid"]);
+    assert_eq!(dump[0]["action"], "ua", "{dump}");
+    assert_eq!(dump[0]["params"][0], "1", "psp: {dump}");
+    assert_eq!(dump[0]["params"][5], "1", "route kind nexthop: {dump}");
+    // The P4 form: the uA goes, a uN comes back through table_add with the P4 masks.
+    s.ok(&["table_delete", "my_sid", "0", "fcbb:bb00:100::/48"]);
+    s.assert_tx_stopped("p2");
+    s.refused(
+        &[
+            "table_add",
+            "my_sid",
+            "un",
+            "0",
+            "fcbb:bb00:100::/48",
+            "=>",
+            "0",
+            "0",
+            "ffff:ffff::",
+            "::ffff",
+            "16",
+        ],
+        "argument_mask `::ffff` must be the 80 bits after block + shift",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "my_sid",
+            "un",
+            "0",
+            "fcbb:bb00:100::/48",
+            "=>",
+            "0",
+            "0",
+        ],
+        "takes 5 parameters",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "my_sid",
+            "end_dt4",
+            "0",
+            "fcbb:bb00:100::/48",
+            "=>",
+            "7",
+        ],
+        "VRF 7 does not exist",
+    );
+    assert_eq!(s.sids(), Vec::<Value>::new(), "nothing was added");
+    s.ok(&[
+        "table_add",
+        "my_sid",
+        "un",
+        "0",
+        "fcbb:bb00:100::/48",
+        "=>",
+        "0",
+        "0",
+        "ffff:ffff::",
+        "::ffff:ffff:ffff:ffff:ffff",
+        "16",
+    ]);
+    s.wait_tx_growth("p1");
+    s.ok(&["table_delete", "my_sid", "0", "fcbb:bb00:100::/48"]);
+    s.assert_tx_stopped("p1");
+
+    // ---- a policy created at run time, and a route moved onto it ----
+    s.refused(
+        &["policy", "add", "pn", "--segments", "ff02::1"],
+        "not a unicast IPv6 address",
+    );
+    s.refused(
+        &["route", "add", "10.8.0.0/16", "--policy", "pn"],
+        "no SRv6 policy `pn`",
+    );
+    s.ok(&[
+        "policy",
+        "add",
+        "pn",
+        "--segments",
+        "fcbb:bb00:300::",
+        "--mode",
+        "encaps.red",
+    ]);
+    s.refused(
+        &["policy", "add", "pn", "--segments", "fcbb:bb00:300::"],
+        "SRv6 policy `pn` exists already",
+    );
+    let p2 = s.tx("p2");
+    s.ok(&["route", "add", "10.8.0.0/16", "--policy", "pn"]);
+    grows("Q is encapsulated by pn", &|| s.policy_packets("pn"));
+    wait("Q leaves p2", &|| s.tx("p2") > p2);
+    let srv6 = s.json(&["show", "srv6"]);
+    assert_eq!(
+        (
+            srv6["policies"][0]["segments"].clone(),
+            srv6["policies"][0]["source"].clone()
+        ),
+        (json!(["fcbb:bb00:300::"]), json!("2001:db8:a::1")),
+        "the default source is the default VRF's global address"
+    );
+    s.refused(&["policy", "del", "pn"], "is in use by route 10.8.0.0/16");
+    assert_eq!(
+        s.json(&["show", "srv6"])["policies"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Route and policy go in one batch (route first, so the policy is unused when deleted).
+    let batch = dir.file("batch.json");
+    std::fs::write(
+        &batch,
+        r#"[{"op":"del_route","prefix":"10.8.0.0/16"},{"op":"del_policy","policy":"pn"}]"#,
+    )
+    .unwrap();
+    s.ok(&["batch", batch.to_str().unwrap()]);
+    s.assert_tx_stopped("p2");
+    assert_eq!(s.json(&["show", "srv6"])["policies"], json!([]));
+    // A policy and its route in one batch; a bad third update refuses all three.
+    std::fs::write(
+        &batch,
+        r#"[{"op":"add_policy","policy":"pm","segments":["fcbb:bb00:300::"]},
+            {"op":"add_route","prefix":"10.8.0.0/16","policy":"pm"},
+            {"op":"add_route","prefix":"10.8.1.0/24","policy":"nosuch"}]"#,
+    )
+    .unwrap();
+    s.refused(
+        &["batch", batch.to_str().unwrap()],
+        "updates[2]: no SRv6 policy `nosuch`",
+    );
+    assert_eq!(s.json(&["show", "srv6"])["policies"], json!([]));
+    assert!(!routes(&s).contains(&"10.8.0.0/16".to_owned()));
+    std::fs::write(
+        &batch,
+        r#"[{"op":"add_policy","policy":"pm","segments":["fcbb:bb00:300::"]},
+            {"op":"add_route","prefix":"10.8.0.0/16","policy":"pm"}]"#,
+    )
+    .unwrap();
+    s.ok(&["batch", batch.to_str().unwrap()]);
+    grows("Q is encapsulated by pm", &|| s.policy_packets("pm"));
+    s.wait_tx_growth("p2");
+
+    // ---- an ECMP group created at run time, and a route pointed at it ----
+    s.refused(
+        &["group", "add", "g2", "--member", "10.255.0.6,p19"],
+        "no L3 interface `p19`",
+    );
+    s.refused(
+        &["group", "add", "g2", "--member", "10.255.0.6,p4,0"],
+        "field `weight` is 0",
+    );
+    s.refused(
+        &["route", "add", "10.9.0.0/16", "--group", "g2"],
+        "no ECMP group `g2`",
+    );
+    assert_eq!(s.group_names(), Vec::<String>::new());
+    s.ok(&[
+        "group",
+        "add",
+        "g2",
+        "--member",
+        "10.255.0.6,p4",
+        "--member",
+        "10.255.0.8,p5,1",
+    ]);
+    s.refused(
+        &["group", "add", "g2", "--member", "10.255.0.6,p4"],
+        "ECMP group `g2` exists already",
+    );
+    s.ok(&["route", "add", "10.9.0.0/16", "--group", "g2"]);
+    s.wait_tx_growth("p4");
+    s.wait_tx_growth("p5");
+    let groups = s.json(&["show", "groups"]);
+    assert_eq!(groups[0]["name"], "g2");
+    let members = groups[0]["members"].as_array().unwrap();
+    assert_eq!(
+        members
+            .iter()
+            .map(|m| (m["via"].as_str().unwrap(), m["dev"].as_str().unwrap()))
+            .collect::<Vec<_>>(),
+        vec![("10.255.0.6", "p4"), ("10.255.0.8", "p5")]
+    );
+    assert_eq!(
+        members[0]["buckets"].as_u64().unwrap() + members[1]["buckets"].as_u64().unwrap(),
+        256
+    );
+    assert!(s.ok(&["show", "routes"]).contains("group g2"));
+    s.refused(&["group", "del", "g2"], "is in use by route 10.9.0.0/16");
+    s.ok(&["route", "del", "10.9.0.0/16"]);
+    s.ok(&["group", "del", "g2"]);
+    s.assert_tx_stopped("p5");
+    assert_eq!(s.group_names(), Vec::<String>::new());
+    s.refused(&["group", "del", "g2"], "no ECMP group `g2`");
+
+    // ---- PFC thresholds ----
+    let auto = s.pfc("p4", 3);
+    assert!(auto["xoff"].as_u64().unwrap() > 0, "{auto}");
+    assert_eq!(s.pfc("p4", 2), Value::Null, "TC 2 is lossy");
+    assert_eq!(s.pfc("p5", 3), Value::Null, "p5 has no lossless TC");
+    s.ok(&["pfc", "p4", "3", "xoff=40KB", "xon=20000", "headroom=50KB"]);
+    assert_eq!(
+        s.pfc("p4", 3),
+        json!({"xoff": 40_000, "xon": 20_000, "headroom": 50_000})
+    );
+    // Only xon: the others stay.
+    s.ok(&["pfc", "p4", "3", "xon=10KiB"]);
+    assert_eq!(
+        s.pfc("p4", 3),
+        json!({"xoff": 40_000, "xon": 10_240, "headroom": 50_000})
+    );
+    assert!(
+        s.ok(&["show", "queues", "p4"])
+            .contains("40000/10240/50000")
+    );
+    // The traffic manager takes them at once: with XOFF 0 (XON 0) an empty ingress is at
+    // XOFF, so p4's peer is paused right away; back at XOFF 40 KB, XON 10 KiB, it is resumed.
+    let counter = |name: &str| s.json(&["show", "queues", "p4"])[3][name].as_u64().unwrap();
+    let (xoffs, xons) = (counter("xoff_transitions"), counter("xon_transitions"));
+    assert_eq!((xoffs, xons), (0, 0), "nothing reaches p4's ingress");
+    s.assert_tx_stopped("p4");
+    let tx_before = s.tx("p4");
+    s.ok(&["pfc", "p4", "3", "xoff=0", "xon=0"]);
+    wait("XOFF sent at the new threshold", &|| {
+        counter("xoff_transitions") == 1 && counter("pfc_tx_frames") >= 1
+    });
+    // The XOFF and its refreshes leave p4.
+    s.wait_tx_growth("p4");
+    assert_eq!(counter("xon_transitions"), 0);
+    s.ok(&["pfc", "p4", "3", "xoff=40KB", "xon=10KiB"]);
+    wait("XON sent below the new XON", &|| {
+        counter("xon_transitions") == 1
+    });
+    assert_eq!(counter("xoff_transitions"), 1);
+    s.assert_tx_stopped("p4");
+    assert_eq!(
+        s.tx("p4") - tx_before,
+        counter("pfc_tx_frames"),
+        "every pause frame decided, the XON included, left p4"
+    );
+    assert_eq!(
+        s.pfc("p4", 3),
+        json!({"xoff": 40_000, "xon": 10_240, "headroom": 50_000})
+    );
+    for (args, expected) in [
+        (
+            vec!["pfc", "p4", "3", "xon=45KB"],
+            "xon 45000 is above xoff 40000",
+        ),
+        (
+            vec!["pfc", "p4", "3", "xoff=1000", "xon=2000"],
+            "XON must be at or below XOFF",
+        ),
+        (
+            vec!["pfc", "p4", "2", "xoff=1000"],
+            "TC 2 is not lossless on port p4",
+        ),
+        (
+            vec!["pfc", "p5", "3", "xoff=1000"],
+            "TC 3 is not lossless on port p5",
+        ),
+        (vec!["pfc", "p19", "3", "xoff=1000"], "no port `p19`"),
+        (vec!["pfc", "p4", "3", "xoff=lots"], "unknown unit `lots`"),
+        (vec!["pfc", "p4", "9", "xoff=1000"], "above the maximum 7"),
+    ] {
+        s.refused(&args, expected);
+    }
+    // A key the command line does not know: a bad command line (exit 2).
+    let (code, _, err) = ctl_with(&bin(), &socket, &["pfc", "p4", "3", "xof=1000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`xof` is not xoff, xon or headroom"), "{err}");
+    assert_eq!(
+        s.pfc("p4", 3),
+        json!({"xoff": 40_000, "xon": 10_240, "headroom": 50_000}),
+        "refused changes left the thresholds alone"
+    );
+
+    // ---- VLANs ----
+    let vlans = s.json(&["show", "vlans"]);
+    assert_eq!(
+        vlans,
+        json!([
+            {"vlan": 10, "interface": "vlan10", "ports": [{"port": "p6", "tagged": false}, {"port": "p7", "tagged": false}]},
+            {"vlan": 30, "interface": null, "ports": [{"port": "p8", "tagged": false}]},
+            {"vlan": 40, "interface": null, "ports": [{"port": "p9", "tagged": false}]},
+        ])
+    );
+    assert_eq!(s.tx("p8"), 0, "L floods in VLAN 40, where it is alone");
+    for (args, expected) in [
+        (vec!["vlan", "add", "30"], "VLAN 30 exists already"),
+        (vec!["vlan", "add", "4095"], "VLAN 4095 is not 1..=4094"),
+        (
+            vec!["vlan", "port", "p8", "access", "50"],
+            "VLAN 50 does not exist",
+        ),
+        (
+            vec!["vlan", "port", "p1", "access", "30"],
+            "port p1 is routed",
+        ),
+        (vec!["vlan", "del", "30"], "port p8 is in VLAN 30"),
+        (
+            vec!["vlan", "del", "10"],
+            "VLAN 10 has an L3 interface (vlan10)",
+        ),
+        (vec!["vlan", "del", "50"], "VLAN 50 does not exist"),
+    ] {
+        s.refused(&args, expected);
+    }
+    assert_eq!(s.json(&["show", "vlans"]), vlans, "nothing changed");
+    s.ok(&["vlan", "add", "50"]);
+    s.ok(&["vlan", "port", "p8", "access", "50"]);
+    s.ok(&["vlan", "port", "p9", "access", "50"]);
+    s.wait_tx_growth("p8");
+    s.ok(&["vlan", "port", "p8", "trunk", "--allowed", "30,50"]);
+    s.wait_tx_growth("p8");
+    assert_eq!(
+        s.json(&["show", "vlans"])[3],
+        json!({"vlan": 50, "interface": null, "ports": [{"port": "p8", "tagged": true}, {"port": "p9", "tagged": false}]})
+    );
+    assert!(s.ok(&["show", "vlans"]).contains("p8(tagged)"));
+    s.refused(&["vlan", "del", "50"], "port p8 is in VLAN 50");
+    s.ok(&["vlan", "port", "p8", "access", "30"]);
+    s.ok(&["vlan", "port", "p9", "access", "40"]);
+    s.assert_tx_stopped("p8");
+    s.ok(&["vlan", "del", "50"]);
+    assert_eq!(s.json(&["show", "vlans"]), vlans);
+
+    // ---- reload adds a group, a SID and routes from the config file, and takes them away ----
+    let config_path = dir.file("switch.toml");
+    let original = std::fs::read_to_string(&config_path).unwrap();
+    let reload = || {
+        let out = Command::new(bin())
+            .args(["reload", "--socket"])
+            .arg(&socket)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    std::fs::write(
+        &config_path,
+        format!(
+            "{original}
+[[nexthop_group]]
+name = \"g3\"
+             members = [{{ port = \"p5\", via = \"10.255.0.8\" }}]
+             [[route]]
+prefix = \"10.9.0.0/16\"
+group = \"g3\"
+             [[srv6.sid]]
+prefix = \"fcbb:bb00:100::/48\"
+behavior = \"uN\"
+"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    assert_eq!(s.group_names(), vec!["g3".to_owned()]);
+    s.wait_tx_growth("p5");
+    s.wait_tx_growth("p1");
+    grows("the reloaded SID counts S", &|| {
+        s.sid_packets("fcbb:bb00:100::/48")
+    });
+    std::fs::write(&config_path, &original).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    s.assert_tx_stopped("p1");
+    s.assert_tx_stopped("p5");
+    assert_eq!(s.group_names(), Vec::<String>::new());
+    assert_eq!(s.sids(), Vec::<Value>::new());
+    // An L2 VLAN and two ports moved into it by reload; and back.
+    let moved = original
+        .replace("id = 30 }", "id = 60 }")
+        .replace("id = 40 }", "id = 60 }")
+        .replace(
+            "[[vlan]]\nid = 40\n",
+            "[[vlan]]\nid = 40\n\n[[vlan]]\nid = 60\n",
+        );
+    assert_ne!(moved, original);
+    std::fs::write(&config_path, &moved).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    s.wait_tx_growth("p8");
+    assert_eq!(
+        s.json(&["show", "vlans"])[3],
+        json!({"vlan": 60, "interface": null, "ports": [{"port": "p8", "tagged": false}, {"port": "p9", "tagged": false}]})
+    );
+    std::fs::write(&config_path, &original).unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 update(s) applied"), "{out}");
+    s.assert_tx_stopped("p8");
+    assert_eq!(s.json(&["show", "vlans"]), vlans);
+
+    let out = s.stop();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -40,6 +40,8 @@ pub enum Command {
         limit: usize,
     },
     ShowSrv6,
+    /// VLANs and their ports.
+    ShowVlans,
     /// Updates applied as one atomic batch.
     Update(Vec<UpdateOp>),
     /// Admin state of a port.
@@ -128,6 +130,78 @@ pub enum UpdateOp {
         tc: u8,
         ecn: Option<(u64, u64, f64)>,
     },
+    /// A new local SID (the keys of a config `[[srv6.sid]]`, `dev` for its port or VLAN).
+    AddSid(Box<SidOp>),
+    DelSid {
+        sid: String,
+        vrf: Option<String>,
+    },
+    /// A new SRv6 policy; routes point at it by name (`add_route` with `policy`).
+    AddPolicy {
+        policy: String,
+        segments: Vec<String>,
+        mode: Option<String>,
+        source: Option<String>,
+        hop_limit: Option<u8>,
+    },
+    DelPolicy {
+        policy: String,
+    },
+    /// A new ECMP group with its members (neighbour, L3 interface, weight) and balancing.
+    AddGroup {
+        group: String,
+        members: Vec<(String, String, u32)>,
+        mode: Option<String>,
+        choice: Option<String>,
+        flowlet_timeout_us: Option<u64>,
+        flowlet_table_size: Option<u64>,
+    },
+    DelGroup {
+        group: String,
+    },
+    /// A new VLAN (ports join it with `SetPortVlan`).
+    AddVlan {
+        vlan: u16,
+    },
+    /// Removes a VLAN no port is in.
+    DelVlan {
+        vlan: u16,
+    },
+    /// An L2 port's membership: access port of `vlan`, or trunk of `allowed` (+ `native`).
+    SetPortVlan {
+        port: String,
+        access: Option<u16>,
+        allowed: Vec<u16>,
+        native: Option<u16>,
+    },
+    /// PFC thresholds of (port, lossless tc) in bytes; those not given stay as they are.
+    SetPfc {
+        port: String,
+        tc: u8,
+        xoff: Option<u64>,
+        xon: Option<u64>,
+        headroom: Option<u64>,
+    },
+}
+
+/// An `add_sid` update.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SidOp {
+    /// The SID prefix (`fcbb:bb00:9::/48`; a bare address is a /128).
+    pub sid: String,
+    pub vrf: Option<String>,
+    /// End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*).
+    pub behavior: String,
+    pub block_bits: Option<u8>,
+    pub shift_bits: Option<u8>,
+    /// psp, usp.
+    pub flavors: Vec<String>,
+    /// End.X / uA: a neighbour on `dev`, or a group.
+    pub via: Option<String>,
+    pub dev: Option<String>,
+    pub group: Option<String>,
+    /// End.DT*: the VRF of the inner lookup (default: the SID's VRF).
+    pub lookup_vrf: Option<String>,
 }
 
 /// A successful reply line (without the newline).
@@ -193,6 +267,42 @@ impl<'a> Fields<'a> {
             return Err(self.err(field, &format!("is {value}, above the maximum {max}")));
         }
         Ok(value)
+    }
+
+    /// A byte count: an integer, or a string with a unit (`"20KB"`, `"1MiB"`).
+    fn opt_size(&self, field: &str) -> Result<Option<u64>, String> {
+        let raw = match self.object.get(field) {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(i) => crate::qos_config::RawSize::Bytes(i),
+                None => return Err(self.err(field, "must be a whole number of bytes")),
+            },
+            Some(Value::String(t)) => crate::qos_config::RawSize::Text(t.clone()),
+            Some(other) => {
+                return Err(self.err(
+                    field,
+                    &format!("must be bytes (a number or \"20KB\"), not {}", kind(other)),
+                ));
+            }
+        };
+        crate::qos_config::parse_size(&raw)
+            .map(Some)
+            .map_err(|m| self.err(field, &m))
+    }
+
+    fn opt_u8_in(
+        &self,
+        field: &str,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Option<u8>, String> {
+        match self.opt_u64(field)? {
+            None => Ok(None),
+            Some(v) if range.contains(&v) && v <= 255 => Ok(Some(v as u8)),
+            Some(v) => Err(self.err(
+                field,
+                &format!("is {v}, not {}..={}", range.start(), range.end()),
+            )),
+        }
     }
 
     fn opt_f64(&self, field: &str) -> Result<Option<f64>, String> {
@@ -261,7 +371,7 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// The commands, for messages.
-pub const COMMANDS: [&str; 15] = [
+pub const COMMANDS: [&str; 16] = [
     "reload",
     "hello",
     "show_ports",
@@ -272,6 +382,7 @@ pub const COMMANDS: [&str; 15] = [
     "show_groups",
     "show_macs",
     "show_srv6",
+    "show_vlans",
     "update",
     "set_port",
     "table_add",
@@ -388,6 +499,10 @@ fn parse_general(line: &[u8]) -> Result<(Value, Command), (Value, String)> {
             "show_srv6" => {
                 fields.only(&base)?;
                 Command::ShowSrv6
+            }
+            "show_vlans" => {
+                fields.only(&base)?;
+                Command::ShowVlans
             }
             "update" => {
                 fields.only(&with(&["updates"]))?;
@@ -703,11 +818,227 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                 ecn,
             }
         }
+        "add_sid" => {
+            f.only(&[
+                "op",
+                "sid",
+                "vrf",
+                "behavior",
+                "block_bits",
+                "shift_bits",
+                "flavors",
+                "via",
+                "dev",
+                "group",
+                "lookup_vrf",
+            ])?;
+            UpdateOp::AddSid(Box::new(SidOp {
+                sid: f.string("sid")?,
+                vrf: f.opt_string("vrf")?,
+                behavior: f.string("behavior")?,
+                block_bits: f.opt_u8_in("block_bits", 0..=120)?,
+                shift_bits: f.opt_u8_in("shift_bits", 0..=120)?,
+                flavors: f.strings("flavors")?,
+                via: f.opt_string("via")?,
+                dev: f.opt_string("dev")?,
+                group: f.opt_string("group")?,
+                lookup_vrf: f.opt_string("lookup_vrf")?,
+            }))
+        }
+        "del_sid" => {
+            f.only(&["op", "sid", "vrf"])?;
+            UpdateOp::DelSid {
+                sid: f.string("sid")?,
+                vrf: f.opt_string("vrf")?,
+            }
+        }
+        "add_policy" => {
+            f.only(&["op", "policy", "segments", "mode", "source", "hop_limit"])?;
+            let segments = f.strings("segments")?;
+            if segments.is_empty() {
+                return Err(f.err("segments", "is missing (a non-empty array of IPv6 SIDs)"));
+            }
+            UpdateOp::AddPolicy {
+                policy: f.string("policy")?,
+                segments,
+                mode: f.opt_string("mode")?,
+                source: f.opt_string("source")?,
+                hop_limit: f.opt_u8_in("hop_limit", 1..=255)?,
+            }
+        }
+        "del_policy" => {
+            f.only(&["op", "policy"])?;
+            UpdateOp::DelPolicy {
+                policy: f.string("policy")?,
+            }
+        }
+        "add_group" => {
+            f.only(&[
+                "op",
+                "group",
+                "members",
+                "mode",
+                "choice",
+                "flowlet_timeout_us",
+                "flowlet_table_size",
+            ])?;
+            let members = match object.get("members") {
+                Some(Value::Array(items)) if !items.is_empty() => items
+                    .iter()
+                    .enumerate()
+                    .map(|(m, item)| {
+                        let Value::Object(member) = item else {
+                            return Err(f.err(
+                                "members",
+                                &format!("[{m}] must be an object, not {}", kind(item)),
+                            ));
+                        };
+                        let mf = Fields {
+                            object: member,
+                            context: format!("{}: members[{m}]", f.context),
+                        };
+                        mf.only(&["via", "dev", "weight"])?;
+                        let weight = match mf.opt_u64("weight")? {
+                            None => 1,
+                            Some(w) if (1..=u64::from(u32::MAX)).contains(&w) => w as u32,
+                            Some(w) => {
+                                return Err(mf.err("weight", &format!("is {w}, not 1..=2^32-1")));
+                            }
+                        };
+                        Ok((mf.string("via")?, mf.string("dev")?, weight))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?,
+                Some(Value::Array(_)) | None | Some(Value::Null) => {
+                    return Err(f.err(
+                        "members",
+                        "is missing (a non-empty array of {\"via\", \"dev\", \"weight\"})",
+                    ));
+                }
+                Some(other) => {
+                    return Err(f.err("members", &format!("must be an array, not {}", kind(other))));
+                }
+            };
+            UpdateOp::AddGroup {
+                group: f.string("group")?,
+                members,
+                mode: f.opt_string("mode")?,
+                choice: f.opt_string("choice")?,
+                flowlet_timeout_us: f.opt_u64("flowlet_timeout_us")?,
+                flowlet_table_size: f.opt_u64("flowlet_table_size")?,
+            }
+        }
+        "del_group" => {
+            f.only(&["op", "group"])?;
+            UpdateOp::DelGroup {
+                group: f.string("group")?,
+            }
+        }
+        "add_vlan" => {
+            f.only(&["op", "vlan"])?;
+            UpdateOp::AddVlan { vlan: vlan(&f)? }
+        }
+        "del_vlan" => {
+            f.only(&["op", "vlan"])?;
+            UpdateOp::DelVlan { vlan: vlan(&f)? }
+        }
+        "set_port_vlan" => {
+            f.only(&["op", "port", "mode", "vlan", "allowed", "native"])?;
+            let mode = f.string("mode")?;
+            let vid = |v: u64, field: &str| -> Result<u16, String> {
+                if (1..=4094).contains(&v) {
+                    Ok(v as u16)
+                } else {
+                    Err(f.err(field, &format!("holds {v}, not a VID 1..=4094")))
+                }
+            };
+            let (access, allowed, native) = match mode.as_str() {
+                "access" => {
+                    let given = |k: &str| f.object.get(k).is_some_and(|v| !v.is_null());
+                    if given("allowed") || given("native") {
+                        return Err(format!(
+                            "{}: `allowed` and `native` are for mode \"trunk\"",
+                            f.context
+                        ));
+                    }
+                    (
+                        Some(vid(f.u64_in("vlan", 4095)?, "vlan")?),
+                        Vec::new(),
+                        None,
+                    )
+                }
+                "trunk" => {
+                    if f.object.get("vlan").is_some_and(|v| !v.is_null()) {
+                        return Err(format!(
+                            "{}: `vlan` is for mode \"access\"; a trunk takes `allowed` and `native`",
+                            f.context
+                        ));
+                    }
+                    let allowed = match f.object.get("allowed") {
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .map(|i| match i.as_u64() {
+                                Some(v) => vid(v, "allowed"),
+                                None => Err(f.err("allowed", "must hold VLAN ids")),
+                            })
+                            .collect::<Result<Vec<u16>, String>>()?,
+                        None | Some(Value::Null) => Vec::new(),
+                        Some(other) => {
+                            return Err(f.err(
+                                "allowed",
+                                &format!("must be an array, not {}", kind(other)),
+                            ));
+                        }
+                    };
+                    let native = f.opt_u64("native")?.map(|v| vid(v, "native")).transpose()?;
+                    if allowed.is_empty() && native.is_none() {
+                        return Err(format!(
+                            "{}: a trunk needs `allowed` VLANs or a `native` one",
+                            f.context
+                        ));
+                    }
+                    (None, allowed, native)
+                }
+                other => {
+                    return Err(f.err(
+                        "mode",
+                        &format!("is \"{other}\", not \"access\" or \"trunk\""),
+                    ));
+                }
+            };
+            UpdateOp::SetPortVlan {
+                port: f.string("port")?,
+                access,
+                allowed,
+                native,
+            }
+        }
+        "set_pfc" => {
+            f.only(&["op", "port", "tc", "xoff", "xon", "headroom"])?;
+            let (xoff, xon, headroom) = (
+                f.opt_size("xoff")?,
+                f.opt_size("xon")?,
+                f.opt_size("headroom")?,
+            );
+            if xoff.is_none() && xon.is_none() && headroom.is_none() {
+                return Err(format!(
+                    "{}: give at least one of `xoff`, `xon`, `headroom` (bytes)",
+                    f.context
+                ));
+            }
+            UpdateOp::SetPfc {
+                port: f.string("port")?,
+                tc: f.u64_in("tc", 7)? as u8,
+                xoff,
+                xon,
+                headroom,
+            }
+        }
         other => {
             return Err(format!(
                 "updates[{index}]: unknown op `{other}` (known: add_route, del_route, \
-                 add_neighbor, del_neighbor, add_ecmp_member, del_ecmp_member, add_mac, del_mac, \
-                 set_ecn, set_policy)"
+                 add_neighbor, del_neighbor, add_ecmp_member, del_ecmp_member, add_group, \
+                 del_group, add_mac, del_mac, add_vlan, del_vlan, set_port_vlan, set_ecn, set_pfc, \
+                 add_sid, del_sid, add_policy, del_policy, set_policy)"
             ));
         }
     })

@@ -177,6 +177,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                 "PFC_TX",
                 "PFC_RX",
                 "ECN(kmin/kmax/pmax)",
+                "PFC(xoff/xon/headroom)",
             ],
             rows(result)
                 .iter()
@@ -195,6 +196,38 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                             Value::Null => "off".to_owned(),
                             e => format!("{}/{}/{}", s(&e["kmin"]), s(&e["kmax"]), s(&e["pmax"])),
                         },
+                        match &q["pfc"] {
+                            Value::Null => "-".to_owned(),
+                            p => {
+                                format!("{}/{}/{}", s(&p["xoff"]), s(&p["xon"]), s(&p["headroom"]))
+                            }
+                        },
+                    ]
+                })
+                .collect(),
+        ),
+        "show_vlans" => table(
+            &["VLAN", "INTERFACE", "PORTS"],
+            rows(result)
+                .iter()
+                .map(|v| {
+                    let ports: Vec<String> = rows(&v["ports"])
+                        .iter()
+                        .map(|p| {
+                            if p["tagged"] == true {
+                                format!("{}(tagged)", s(&p["port"]))
+                            } else {
+                                s(&p["port"])
+                            }
+                        })
+                        .collect();
+                    vec![
+                        s(&v["vlan"]),
+                        match &v["interface"] {
+                            Value::Null => "-".to_owned(),
+                            i => s(i),
+                        },
+                        ports.join(" "),
                     ]
                 })
                 .collect(),

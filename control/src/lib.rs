@@ -14,6 +14,7 @@ pub mod pcap;
 pub mod qos_config;
 pub mod reload;
 pub mod report;
+pub mod resolve;
 pub mod schedule;
 pub mod server;
 pub mod tracegen;

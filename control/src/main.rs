@@ -88,8 +88,9 @@ enum Command {
     /// tables while traffic flows. See README.md, "Control plane".
     Ctl(CtlArgs),
     /// Make a running switch re-read its config file and apply the difference (routes,
-    /// neighbours, ECMP members and weights, static MACs, ECN thresholds) without restarting
-    /// DPDK. Other changes are refused with what needs a restart.
+    /// neighbours, ECMP groups and their members, static MACs, ECN thresholds, SRv6 policies
+    /// and SIDs, L2 VLANs and ports' VLANs) without restarting DPDK. Other changes are refused
+    /// with what needs a restart.
     Reload {
         /// The switch's control socket.
         #[arg(long)]
@@ -150,10 +151,34 @@ enum CtlCommand {
         #[command(subcommand)]
         op: MacOp,
     },
-    /// Give an SRv6 policy a new path: `policy set NAME --segments S1,S2 [--mode M]`.
+    /// Create, change or delete an SRv6 policy: `policy add|set NAME --segments S1,S2
+    /// [--mode M]`, `policy del NAME`.
     Policy {
         #[command(subcommand)]
         op: PolicyOp,
+    },
+    /// Add or delete a local SRv6 SID (End, End.X, End.DT4/DT6/DT46, uN, uA).
+    Sid {
+        #[command(subcommand)]
+        op: SidCmd,
+    },
+    /// Create or delete an ECMP group (`ecmp add|del` change the members of one).
+    Group {
+        #[command(subcommand)]
+        op: GroupCmd,
+    },
+    /// Add or delete a VLAN, or set an L2 port's VLANs.
+    Vlan {
+        #[command(subcommand)]
+        op: VlanCmd,
+    },
+    /// Change the PFC thresholds of one port's lossless traffic class:
+    /// `pfc PORT TC xoff=40KB xon=20KB headroom=50KB` (any of them; bytes or with a unit).
+    Pfc {
+        port: String,
+        tc: u8,
+        #[arg(required = true)]
+        settings: Vec<String>,
     },
     /// Take a port administratively down or up.
     Port {
@@ -232,6 +257,8 @@ enum ShowWhat {
     },
     /// SRv6 local SIDs and policies with their counters.
     Srv6,
+    /// VLANs, their L3 interfaces and ports.
+    Vlans,
 }
 
 #[derive(Subcommand)]
@@ -297,7 +324,108 @@ enum EcmpOp {
 }
 
 #[derive(Subcommand)]
+enum SidCmd {
+    /// `sid add PREFIX --behavior B [--vrf V] [--flavors psp,usp] [--block-bits N
+    /// --shift-bits N] [--via IP --dev IF | --group G] [--lookup-vrf V]`.
+    Add {
+        prefix: String,
+        /// End, End.X, End.DT4, End.DT6, End.DT46, uN, uA.
+        #[arg(long)]
+        behavior: String,
+        #[arg(long)]
+        vrf: Option<String>,
+        /// psp and/or usp (End, End.X, uN, uA).
+        #[arg(long, value_delimiter = ',')]
+        flavors: Vec<String>,
+        /// uN / uA: Locator-Block bits (default 32).
+        #[arg(long)]
+        block_bits: Option<u8>,
+        /// uN / uA: uSID bits (default 16).
+        #[arg(long)]
+        shift_bits: Option<u8>,
+        /// End.X / uA: the neighbour (with --dev), or --group.
+        #[arg(long, requires = "dev")]
+        via: Option<String>,
+        #[arg(long)]
+        dev: Option<String>,
+        #[arg(long)]
+        group: Option<String>,
+        /// End.DT*: the VRF of the inner lookup (default: the SID's VRF).
+        #[arg(long)]
+        lookup_vrf: Option<String>,
+    },
+    Del {
+        prefix: String,
+        #[arg(long)]
+        vrf: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum VlanCmd {
+    /// `vlan add ID`: a new VLAN; ports join it with `vlan port`.
+    Add { id: u16 },
+    /// `vlan del ID`: a VLAN no port is in (its MAC entries go too).
+    Del { id: u16 },
+    /// `vlan port PORT access ID` or `vlan port PORT trunk --allowed 10,20 [--native 10]`.
+    Port {
+        port: String,
+        #[arg(value_parser = ["access", "trunk"])]
+        mode: String,
+        /// The access VLAN.
+        #[arg(required_if_eq("mode", "access"))]
+        vlan: Option<u16>,
+        /// Trunk: the tagged VLANs (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        allowed: Vec<u16>,
+        /// Trunk: the untagged VLAN.
+        #[arg(long)]
+        native: Option<u16>,
+    },
+}
+
+#[derive(Subcommand)]
+enum GroupCmd {
+    /// `group add NAME --member IP,DEV[,WEIGHT]... [--mode hash|flowlet|per-packet]`.
+    Add {
+        name: String,
+        /// A member: neighbour address, L3 interface, optional weight (repeat the option).
+        #[arg(long = "member", required = true)]
+        members: Vec<String>,
+        #[arg(long)]
+        mode: Option<String>,
+        /// random | least-loaded (flowlet and per-packet modes).
+        #[arg(long)]
+        choice: Option<String>,
+        #[arg(long)]
+        flowlet_timeout_us: Option<u64>,
+        #[arg(long)]
+        flowlet_table_size: Option<u64>,
+    },
+    /// Delete a group no route or SID points at.
+    Del { name: String },
+}
+
+#[derive(Subcommand)]
 enum PolicyOp {
+    /// A new policy; then `route add PREFIX --policy NAME`.
+    Add {
+        name: String,
+        /// The SID list in path order (comma-separated); each may be a uSID container.
+        #[arg(long, required = true, value_delimiter = ',')]
+        segments: Vec<String>,
+        /// encaps | encaps.red (default encaps).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Outer source address (default: a global IPv6 address of the default VRF).
+        #[arg(long)]
+        source: Option<String>,
+        /// Outer hop limit (default 64).
+        #[arg(long)]
+        hop_limit: Option<u8>,
+    },
+    /// Delete a policy no route points at.
+    Del { name: String },
     Set {
         name: String,
         /// The SID list in path order (comma-separated); each may be a uSID container.
@@ -567,6 +695,7 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             ShowWhat::Groups => ("show_groups", Map::new()),
             ShowWhat::Macs { limit } => ("show_macs", object(json!({"limit": limit}))),
             ShowWhat::Srv6 => ("show_srv6", Map::new()),
+            ShowWhat::Vlans => ("show_vlans", Map::new()),
         },
         CtlCommand::Route { op } => match op {
             RouteOp::Add {
@@ -612,19 +741,130 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             }
             MacOp::Del { vlan, mac } => update(json!({"op": "del_mac", "vlan": vlan, "mac": mac})),
         },
-        CtlCommand::Policy {
-            op:
-                PolicyOp::Set {
-                    name,
-                    segments,
-                    mode,
-                    source,
-                    hop_limit,
-                },
-        } => update(json!({
-            "op": "set_policy", "policy": name, "segments": segments, "mode": mode,
-            "source": source, "hop_limit": hop_limit,
-        })),
+        CtlCommand::Policy { op } => match op {
+            PolicyOp::Set {
+                name,
+                segments,
+                mode,
+                source,
+                hop_limit,
+            } => update(json!({
+                "op": "set_policy", "policy": name, "segments": segments, "mode": mode,
+                "source": source, "hop_limit": hop_limit,
+            })),
+            PolicyOp::Add {
+                name,
+                segments,
+                mode,
+                source,
+                hop_limit,
+            } => update(json!({
+                "op": "add_policy", "policy": name, "segments": segments, "mode": mode,
+                "source": source, "hop_limit": hop_limit,
+            })),
+            PolicyOp::Del { name } => update(json!({"op": "del_policy", "policy": name})),
+        },
+        CtlCommand::Sid { op } => match op {
+            SidCmd::Add {
+                prefix,
+                behavior,
+                vrf,
+                flavors,
+                block_bits,
+                shift_bits,
+                via,
+                dev,
+                group,
+                lookup_vrf,
+            } => update(json!({
+                "op": "add_sid", "sid": prefix, "behavior": behavior, "vrf": vrf,
+                "flavors": (!flavors.is_empty()).then_some(flavors),
+                "block_bits": block_bits, "shift_bits": shift_bits, "via": via, "dev": dev,
+                "group": group, "lookup_vrf": lookup_vrf,
+            })),
+            SidCmd::Del { prefix, vrf } => {
+                update(json!({"op": "del_sid", "sid": prefix, "vrf": vrf}))
+            }
+        },
+        CtlCommand::Group { op } => match op {
+            GroupCmd::Add {
+                name,
+                members,
+                mode,
+                choice,
+                flowlet_timeout_us,
+                flowlet_table_size,
+            } => {
+                let members = members
+                    .iter()
+                    .map(|m| {
+                        let parts: Vec<&str> = m.split(',').map(str::trim).collect();
+                        match parts[..] {
+                            [via, dev] => Ok(json!({"via": via, "dev": dev})),
+                            [via, dev, weight] => {
+                                let weight: u64 = weight.parse().map_err(|_| {
+                                    format!("--member {m}: weight `{weight}` is not a number")
+                                })?;
+                                Ok(json!({"via": via, "dev": dev, "weight": weight}))
+                            }
+                            _ => Err(format!(
+                                "--member {m}: give IP,DEV or IP,DEV,WEIGHT (e.g. 10.255.0.2,eth49,2)"
+                            )),
+                        }
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                update(json!({
+                    "op": "add_group", "group": name, "members": members, "mode": mode,
+                    "choice": choice, "flowlet_timeout_us": flowlet_timeout_us,
+                    "flowlet_table_size": flowlet_table_size,
+                }))
+            }
+            GroupCmd::Del { name } => update(json!({"op": "del_group", "group": name})),
+        },
+        CtlCommand::Vlan { op } => match op {
+            VlanCmd::Add { id } => update(json!({"op": "add_vlan", "vlan": id})),
+            VlanCmd::Del { id } => update(json!({"op": "del_vlan", "vlan": id})),
+            VlanCmd::Port {
+                port,
+                mode,
+                vlan,
+                allowed,
+                native,
+            } => {
+                if mode == "access" && (!allowed.is_empty() || native.is_some()) {
+                    return Err("--allowed and --native are for trunk ports".to_owned());
+                }
+                if mode == "trunk" && vlan.is_some() {
+                    return Err(
+                        "a trunk takes --allowed and --native, not an access VLAN".to_owned()
+                    );
+                }
+                update(json!({
+                    "op": "set_port_vlan", "port": port, "mode": mode, "vlan": vlan,
+                    "allowed": (mode == "trunk").then_some(allowed), "native": native,
+                }))
+            }
+        },
+        CtlCommand::Pfc { port, tc, settings } => {
+            let mut op = json!({"op": "set_pfc", "port": port, "tc": tc});
+            for setting in &settings {
+                let Some((key, value)) = setting.split_once('=') else {
+                    return Err(format!(
+                        "`{setting}`: give KEY=BYTES with KEY xoff, xon or headroom"
+                    ));
+                };
+                let key = key.trim();
+                if !["xoff", "xon", "headroom"].contains(&key) {
+                    return Err(format!("`{setting}`: `{key}` is not xoff, xon or headroom"));
+                }
+                let value = value.trim();
+                op[key] = match value.parse::<u64>() {
+                    Ok(n) => json!(n),
+                    Err(_) => json!(value),
+                };
+            }
+            update(op)
+        }
         CtlCommand::Port { port, state } => {
             ("set_port", object(json!({"port": port, "admin": state})))
         }

@@ -1,16 +1,22 @@
 //! The P4-style entry form: `table_add TABLE ACTION MATCH... => PARAMS...`, `table_delete`,
 //! `table_dump`, with table and action names checked against `p4/ironclos.p4`
-//! (`p4::schema()`). Writable: `ipv4_lpm`, `ipv6_lpm` (match: VRF, prefix) and `mac_table`
-//! (match: VID, MAC).
+//! (`p4::schema()`). Writable: `ipv4_lpm`, `ipv6_lpm` (match: VRF, prefix), `mac_table`
+//! (match: VID, MAC) and `my_sid` (match: VRF, SID prefix; actions `end`, `end_x`, `un`, `ua`,
+//! `end_dt4`, `end_dt6`, `end_dt46` with the P4 program's parameters).
 
 use crate::config::{format_mac, parse_mac};
 use crate::server::{Names, parse_prefix};
-use dataplane::ctl::{DumpKind, MacDumpEntry, RouteEntry, Target, Update};
-use dataplane::pipeline::spec::RouteTarget;
+use dataplane::ctl::{DumpKind, MacDumpEntry, RouteEntry, SidEntry, Target, Update};
+use dataplane::pipeline::spec::{CsidFormat, RouteTarget, SidBehavior, SidSpec};
 use serde_json::{Value, json};
+use std::net::Ipv6Addr;
 
 /// Tables this form writes.
-pub const WRITABLE: [&str; 3] = ["ipv4_lpm", "ipv6_lpm", "mac_table"];
+pub const WRITABLE: [&str; 4] = ["ipv4_lpm", "ipv6_lpm", "mac_table", "my_sid"];
+
+/// The P4 program's route kinds (`ROUTE_NEXTHOP`, `ROUTE_GROUP`) for End.X / uA targets.
+const ROUTE_NEXTHOP: u32 = 1;
+const ROUTE_GROUP: u32 = 2;
 
 /// Checks the table, the action and the number of match fields and parameters against the
 /// P4 program.
@@ -155,8 +161,140 @@ pub fn table_add(
                 port,
             })
         }
+        "my_sid" => my_sid_add(names, action, matches, params),
         _ => unreachable!("check() admits writable tables only"),
     }
+}
+
+fn bit(text: &str, name: &str) -> Result<bool, String> {
+    match text {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(format!("{name} `{text}` is not a bit (0 or 1)")),
+    }
+}
+
+/// A 128-bit mask: an IPv6 address (`ffff:ffff::`) or hex (`0xffffffff000...`).
+fn mask(text: &str, name: &str) -> Result<u128, String> {
+    if let Ok(a) = text.parse::<Ipv6Addr>() {
+        return Ok(u128::from(a));
+    }
+    text.strip_prefix("0x")
+        .and_then(|h| u128::from_str_radix(h, 16).ok())
+        .ok_or_else(|| format!("{name} `{text}` is not an IPv6 address or 0x-hex mask"))
+}
+
+/// The NEXT-C-SID format the `un`/`ua` masks describe: the block mask must be leading ones,
+/// the argument mask the bits after block + shift (as Rust's `Csid` computes them).
+fn csid_format(block: &str, argument: &str, shift: &str) -> Result<CsidFormat, String> {
+    let block_mask = mask(block, "block_mask")?;
+    let argument_mask = mask(argument, "argument_mask")?;
+    let block_bits = block_mask.leading_ones();
+    if block_mask.checked_shl(block_bits).unwrap_or(0) != 0 {
+        return Err(format!("block_mask `{block}` is not a run of leading ones"));
+    }
+    let shift_bits: u32 = shift
+        .parse()
+        .ok()
+        .filter(|s| (1..128).contains(s))
+        .ok_or_else(|| format!("shift `{shift}` is not 1..=127"))?;
+    if block_bits + shift_bits >= 128 {
+        return Err(format!(
+            "block {block_bits} + shift {shift_bits} bits must leave an argument (< 128)"
+        ));
+    }
+    let expected = u128::MAX >> (block_bits + shift_bits);
+    if argument_mask != expected {
+        return Err(format!(
+            "argument_mask `{argument}` must be the {} bits after block + shift ({})",
+            128 - block_bits - shift_bits,
+            Ipv6Addr::from(expected)
+        ));
+    }
+    Ok(CsidFormat {
+        block_bits: block_bits as u8,
+        shift_bits: shift_bits as u8,
+    })
+}
+
+/// End.X / uA target: route kind 1 (nexthop index) or 2 (group index or name).
+fn adjacency(names: &Names, kind: &str, target: &str) -> Result<RouteTarget, String> {
+    match kind.parse::<u32>() {
+        Ok(ROUTE_NEXTHOP) => Ok(RouteTarget::Nexthop(target.parse().map_err(|_| {
+            format!("nexthop `{target}` is not an index (see show nexthops)")
+        })?)),
+        Ok(ROUTE_GROUP) => Ok(RouteTarget::Group(index_or_name(target, |n| {
+            names.group(n)
+        })?)),
+        _ => Err(format!(
+            "route_kind `{kind}`: an adjacency is {ROUTE_NEXTHOP} (nexthop) or {ROUTE_GROUP} (ECMP group)"
+        )),
+    }
+}
+
+fn my_sid_add(
+    names: &Names,
+    action: &str,
+    matches: &[String],
+    params: &[String],
+) -> Result<Update, String> {
+    let (vrf, prefix, len) = my_sid_match(names, matches)?;
+    if names.sid_slot(vrf, prefix, len).is_some() {
+        return Err(format!(
+            "{prefix}/{len} is already a local SID in VRF {vrf}"
+        ));
+    }
+    let (mut psp, mut usp, mut next_csid) = (false, false, None);
+    let behavior = match action {
+        "end" | "end_x" | "un" | "ua" => {
+            psp = bit(&params[0], "psp")?;
+            usp = bit(&params[1], "usp")?;
+            if matches!(action, "un" | "ua") {
+                next_csid = Some(csid_format(&params[2], &params[3], &params[4])?);
+            }
+            match action {
+                "end" | "un" => SidBehavior::End,
+                "end_x" => SidBehavior::EndX {
+                    target: adjacency(names, &params[2], &params[3])?,
+                },
+                _ => SidBehavior::EndX {
+                    target: adjacency(names, &params[5], &params[6])?,
+                },
+            }
+        }
+        _ => {
+            let table = vrf_param(names, &params[0])?;
+            match action {
+                "end_dt4" => SidBehavior::EndDt4 { vrf: table },
+                "end_dt6" => SidBehavior::EndDt6 { vrf: table },
+                _ => SidBehavior::EndDt46 { vrf: table },
+            }
+        }
+    };
+    Ok(Update::AddSid {
+        slot: names.next_sid_slot(),
+        spec: Box::new(SidSpec {
+            name: format!("{prefix}/{len}"),
+            vrf,
+            prefix,
+            len,
+            behavior,
+            next_csid,
+            psp,
+            usp,
+        }),
+        via: None,
+    })
+}
+
+fn vrf_param(names: &Names, text: &str) -> Result<u16, String> {
+    vrf(names, text)
+}
+
+fn my_sid_match(names: &Names, matches: &[String]) -> Result<(u16, Ipv6Addr, u8), String> {
+    let vrf = vrf(names, &matches[0])?;
+    let (_, prefix, len) = crate::resolve::sid_prefix(names, None, &matches[1])?;
+    Ok((vrf, prefix, len))
 }
 
 pub fn table_delete(names: &Names, table: &str, matches: &[String]) -> Result<Update, String> {
@@ -170,6 +308,18 @@ pub fn table_delete(names: &Names, table: &str, matches: &[String]) -> Result<Up
             vlan: vid(&matches[0])?,
             mac: parse_mac(&matches[1])?,
         }),
+        "my_sid" => {
+            let (vrf, prefix, len) = my_sid_match(names, matches)?;
+            let slot = names
+                .sid_slot(vrf, prefix, len)
+                .ok_or_else(|| format!("no local SID {prefix}/{len} in VRF {vrf}"))?;
+            Ok(Update::DelSid {
+                slot,
+                vrf,
+                prefix,
+                len,
+            })
+        }
         _ => unreachable!("check() admits writable tables only"),
     }
 }
@@ -180,6 +330,7 @@ pub fn dump_kinds(table: &str) -> Result<Vec<DumpKind>, String> {
     check(table, None, keys, 0)?;
     Ok(match table {
         "mac_table" => vec![DumpKind::Macs { limit: usize::MAX }],
+        "my_sid" => vec![DumpKind::Sids],
         _ => vec![DumpKind::Routes {
             vrf: None,
             limit: usize::MAX,
@@ -208,6 +359,57 @@ pub fn dump_routes(names: &Names, table: &str, routes: &[RouteEntry]) -> Value {
                     RouteTarget::Srv6Policy(p) => ("set_srv6_policy", vec![p.to_string()]),
                 };
                 let _ = names;
+                entry(table, action, matches, params)
+            })
+            .collect(),
+    )
+}
+
+pub fn dump_sids(names: &Names, table: &str, sids: &[SidEntry]) -> Value {
+    let _ = names;
+    let bit = |b: bool| if b { "1" } else { "0" }.to_owned();
+    let target = |t: RouteTarget| match t {
+        RouteTarget::Group(g) => vec![ROUTE_GROUP.to_string(), g.to_string()],
+        RouteTarget::Nexthop(n) => vec![ROUTE_NEXTHOP.to_string(), n.to_string()],
+        other => vec!["0".to_owned(), format!("{other:?}")],
+    };
+    Value::Array(
+        sids.iter()
+            .map(|s| {
+                let matches = vec![s.vrf.to_string(), format!("{}/{}", s.prefix, s.len)];
+                let mut params = Vec::new();
+                let action = match (s.behavior, s.csid) {
+                    (SidBehavior::End | SidBehavior::EndX { .. }, csid) => {
+                        params.push(bit(s.psp));
+                        params.push(bit(s.usp));
+                        if let Some((block, argument, shift)) = csid {
+                            params.push(Ipv6Addr::from(block).to_string());
+                            params.push(Ipv6Addr::from(argument).to_string());
+                            params.push(shift.to_string());
+                        }
+                        if let SidBehavior::EndX { target: t } = s.behavior {
+                            params.extend(target(t));
+                        }
+                        match (s.behavior, csid.is_some()) {
+                            (SidBehavior::End, false) => "end",
+                            (SidBehavior::End, true) => "un",
+                            (_, false) => "end_x",
+                            (_, true) => "ua",
+                        }
+                    }
+                    (SidBehavior::EndDt4 { vrf }, _) => {
+                        params.push(vrf.to_string());
+                        "end_dt4"
+                    }
+                    (SidBehavior::EndDt6 { vrf }, _) => {
+                        params.push(vrf.to_string());
+                        "end_dt6"
+                    }
+                    (SidBehavior::EndDt46 { vrf }, _) => {
+                        params.push(vrf.to_string());
+                        "end_dt46"
+                    }
+                };
                 entry(table, action, matches, params)
             })
             .collect(),
@@ -250,5 +452,36 @@ mod tests {
         for t in WRITABLE {
             assert!(p4::schema().table(t).is_some(), "{t}");
         }
+    }
+}
+
+#[cfg(test)]
+mod my_sid_tests {
+    use super::*;
+
+    #[test]
+    fn un_masks_give_back_the_block_and_shift() {
+        assert_eq!(
+            csid_format("ffff:ffff::", "::ffff:ffff:ffff:ffff:ffff", "16"),
+            Ok(CsidFormat {
+                block_bits: 32,
+                shift_bits: 16
+            })
+        );
+        assert_eq!(
+            csid_format("0xffffffffff000000000000000000000000", "::ffff:ffff:ffff:ffff", "24"),
+            Err("block_mask `0xffffffffff000000000000000000000000` is not an IPv6 address or 0x-hex mask".to_owned()),
+            "more than 128 bits"
+        );
+        let e = csid_format("ffff:0:ffff::", "::ffff", "16").unwrap_err();
+        assert!(e.contains("not a run of leading ones"), "{e}");
+        let e = csid_format("ffff:ffff::", "::ffff", "16").unwrap_err();
+        assert!(e.contains("must be the 80 bits after block + shift"), "{e}");
+        let e = csid_format("ffff:ffff::", "::", "0").unwrap_err();
+        assert!(e.contains("shift `0`"), "{e}");
+        assert!(check("my_sid", Some("ua"), 2, 7).is_ok());
+        assert!(check("my_sid", Some("end_dt46"), 2, 1).is_ok());
+        let e = check("my_sid", Some("end_x"), 2, 2).unwrap_err();
+        assert!(e.contains("takes 4 parameters"), "{e}");
     }
 }

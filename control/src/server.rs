@@ -8,17 +8,15 @@
 //! (else the switch refuses to start), and every connection's peer credentials (SO_PEERCRED)
 //! must be the switch's own uid or root, else it gets one error line and is closed.
 
-use crate::api::{self, Command, RouteTo, UpdateOp};
-use crate::config::{Config, format_mac, parse_mac};
+use crate::api::{self, Command};
+use crate::config::{Config, format_mac};
 use crate::metrics::MetricsServer;
 use dataplane::counters::{CounterSnapshot, DropReason};
-use dataplane::ctl::{Dump, DumpKind, Reply, Request, Target, Update};
+use dataplane::ctl::{Dump, DumpKind, Reply, Request, Update};
 use dataplane::dpdk::LinkStatus;
 use dataplane::dpdk::cred::{effective_uid, peer_cred};
 use dataplane::engine::{ControlHandle, PortInfo};
-use dataplane::pipeline::spec::{
-    Attachment, EncapMode, PolicySpec, RouteTarget, SidBehavior, SwitchSpec,
-};
+use dataplane::pipeline::spec::{Attachment, PortRole, RouteTarget, SidBehavior, SwitchSpec};
 use dataplane::qos::{EcnProfile, TC_COUNT};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -105,14 +103,14 @@ impl Names {
         }
     }
 
-    fn vrf_name(&self, vrf: u16) -> String {
+    pub(crate) fn vrf_name(&self, vrf: u16) -> String {
         self.vrfs
             .get(usize::from(vrf))
             .cloned()
             .unwrap_or_else(|| vrf.to_string())
     }
 
-    fn dev(&self, name: &str) -> Result<u16, String> {
+    pub(crate) fn dev(&self, name: &str) -> Result<u16, String> {
         self.interfaces
             .iter()
             .position(|i| i == name)
@@ -125,7 +123,7 @@ impl Names {
             })
     }
 
-    fn dev_name(&self, interface: u16) -> String {
+    pub(crate) fn dev_name(&self, interface: u16) -> String {
         self.interfaces
             .get(usize::from(interface))
             .cloned()
@@ -135,19 +133,19 @@ impl Names {
     pub(crate) fn group(&self, name: &str) -> Result<u32, String> {
         self.groups
             .iter()
-            .position(|g| g == name)
+            .position(|g| g == name && !name.is_empty())
             .map(|i| i as u32)
             .ok_or_else(|| format!("no ECMP group `{name}`"))
     }
 
-    fn group_name(&self, id: u32) -> String {
+    pub(crate) fn group_name(&self, id: u32) -> String {
         self.groups
             .get(id as usize)
             .cloned()
             .unwrap_or_else(|| id.to_string())
     }
 
-    fn policies(&self) -> Vec<String> {
+    pub(crate) fn policies(&self) -> Vec<String> {
         self.spec.as_ref().map_or(Vec::new(), |s| {
             s.srv6.policies.iter().map(|p| p.name.clone()).collect()
         })
@@ -156,7 +154,7 @@ impl Names {
     pub(crate) fn policy(&self, name: &str) -> Result<u32, String> {
         self.policies()
             .iter()
-            .position(|p| p == name)
+            .position(|p| p == name && !name.is_empty())
             .map(|i| i as u32)
             .ok_or_else(|| format!("no SRv6 policy `{name}`"))
     }
@@ -185,7 +183,7 @@ pub fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
     Ok((ip, len))
 }
 
-fn parse_ip(text: &str) -> Result<IpAddr, String> {
+pub(crate) fn parse_ip(text: &str) -> Result<IpAddr, String> {
     text.trim()
         .parse()
         .map_err(|_| format!("`{text}` is not an IP address"))
@@ -606,6 +604,7 @@ impl ControlServer {
             }
             Command::ShowDrops => Ok(Some(self.drops_json())),
             Command::ShowSrv6 => Ok(Some(self.srv6_json())),
+            Command::ShowVlans => Ok(Some(self.vlans_json())),
             Command::SetPort { port, up } => {
                 let index = self.names.port(&port)?;
                 let handle = self.handle()?;
@@ -645,14 +644,26 @@ impl ControlServer {
                 Then::Macs,
             ),
             Command::Update(ops) => {
+                // Later updates see the names earlier ones create or delete (a policy added,
+                // then a route to it), in a copy of the names taken at the first such update.
                 let mut updates = Vec::with_capacity(ops.len());
+                let mut scratch: Option<Names> = None;
+                let mut notes = Vec::new();
                 for (i, op) in ops.iter().enumerate() {
-                    updates.push(
-                        self.resolve(op)
-                            .map_err(|e| format!("updates[{i}]: {e}; nothing was applied"))?,
-                    );
+                    let names = scratch.as_ref().unwrap_or(&self.names);
+                    let (update, group_name) = crate::resolve::resolve(names, op)
+                        .map_err(|e| format!("updates[{i}]: {e}; nothing was applied"))?;
+                    if crate::resolve::renames(&update) {
+                        scratch
+                            .get_or_insert_with(|| self.names.clone())
+                            .note(&update, group_name.as_deref());
+                        notes.push((update.clone(), group_name));
+                    }
+                    updates.push(update);
                 }
-                self.apply(conn, id, updates)
+                let mut changes = batch_changes(&updates);
+                changes.notes = notes;
+                self.submit_to_worker(conn, id, Request::Apply(updates), Then::Updated(changes))
             }
             Command::TableAdd {
                 table,
@@ -671,12 +682,17 @@ impl ControlServer {
             Command::Reload => {
                 let new = Config::load(&self.config_path)
                     .map_err(|e| format!("reload: {e}; nothing was applied"))?;
-                let updates = crate::reload::diff(&self.config, &new)?;
+                let (updates, group_names) = crate::reload::diff(&self.config, &new, &self.names)?;
                 if updates.is_empty() {
                     *self.config = new;
                     return Ok(Some(json!({"applied": 0, "config": self.config_path})));
                 }
-                let ecn = batch_changes(&updates);
+                let mut ecn = batch_changes(&updates);
+                for (update, name) in &mut ecn.notes {
+                    if let Update::AddGroup { slot, .. } = update {
+                        *name = group_names.get(slot).cloned();
+                    }
+                }
                 self.submit_to_worker(
                     conn,
                     id,
@@ -858,124 +874,6 @@ impl ControlServer {
         }
     }
 
-    /// Turns names into a dataplane update.
-    fn resolve(&self, op: &UpdateOp) -> Result<Update, String> {
-        let n = &self.names;
-        if n.spec.is_none() {
-            return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
-        }
-        Ok(match op {
-            UpdateOp::AddRoute { vrf, prefix, to } => {
-                let (prefix, len) = parse_prefix(prefix)?;
-                let target = match to {
-                    RouteTo::Via { ip, dev } => Target::Via {
-                        interface: n.dev(dev)?,
-                        ip: parse_ip(ip)?,
-                    },
-                    RouteTo::Group(g) => Target::Group(n.group(g)?),
-                    RouteTo::Policy(p) => Target::Srv6Policy(n.policy(p)?),
-                    RouteTo::Blackhole => Target::Blackhole,
-                };
-                Update::AddRoute {
-                    vrf: n.vrf(vrf.as_deref())?,
-                    prefix,
-                    len,
-                    target,
-                }
-            }
-            UpdateOp::DelRoute { vrf, prefix } => {
-                let (prefix, len) = parse_prefix(prefix)?;
-                Update::DelRoute {
-                    vrf: n.vrf(vrf.as_deref())?,
-                    prefix,
-                    len,
-                }
-            }
-            UpdateOp::AddNeighbor { ip, dev, mac } => Update::AddNeighbor {
-                interface: n.dev(dev)?,
-                ip: parse_ip(ip)?,
-                mac: parse_mac(mac)?,
-            },
-            UpdateOp::DelNeighbor { ip, dev } => Update::DelNeighbor {
-                interface: n.dev(dev)?,
-                ip: parse_ip(ip)?,
-            },
-            UpdateOp::AddEcmpMember {
-                group,
-                ip,
-                dev,
-                weight,
-            } => Update::AddEcmpMember {
-                group: n.group(group)?,
-                interface: n.dev(dev)?,
-                ip: parse_ip(ip)?,
-                weight: *weight,
-            },
-            UpdateOp::DelEcmpMember { group, ip, dev } => Update::DelEcmpMember {
-                group: n.group(group)?,
-                interface: n.dev(dev)?,
-                ip: parse_ip(ip)?,
-            },
-            UpdateOp::AddMac { vlan, mac, port } => Update::AddMac {
-                vlan: *vlan,
-                mac: parse_mac(mac)?,
-                port: n.port(port)?,
-            },
-            UpdateOp::DelMac { vlan, mac } => Update::DelMac {
-                vlan: *vlan,
-                mac: parse_mac(mac)?,
-            },
-            UpdateOp::SetPolicy {
-                policy,
-                segments,
-                mode,
-                source,
-                hop_limit,
-            } => {
-                let index = n.policy(policy)?;
-                let spec = n.spec.as_ref().expect("switch mode checked above");
-                let mut p = spec.srv6.policies[index as usize].clone();
-                p.segments = segments
-                    .iter()
-                    .map(|s| {
-                        s.trim()
-                            .parse()
-                            .map_err(|_| format!("segment `{s}` is not an IPv6 address"))
-                    })
-                    .collect::<Result<_, _>>()?;
-                if let Some(mode) = mode {
-                    p.mode = match mode.as_str() {
-                        "encaps" => EncapMode::Encaps,
-                        "encaps.red" => EncapMode::EncapsRed,
-                        other => {
-                            return Err(format!(
-                                "mode `{other}` is neither \"encaps\" nor \"encaps.red\""
-                            ));
-                        }
-                    };
-                }
-                if let Some(source) = source {
-                    p.source = source
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("source `{source}` is not an IPv6 address"))?;
-                }
-                if let Some(h) = hop_limit {
-                    p.hop_limit = *h;
-                }
-                Update::SetPolicy {
-                    policy: index,
-                    spec: Box::new(p),
-                }
-            }
-            UpdateOp::SetEcn { port, tc, ecn } => Update::SetEcn {
-                port: n.port(port)?,
-                tc: *tc,
-                ecn: ecn.map(|(kmin, kmax, pmax)| EcnProfile { kmin, kmax, pmax }),
-            },
-        })
-    }
-
     /// Turns the worker's answer into the reply's result.
     fn finish(&mut self, then: Then, reply: Reply) -> Result<Value, String> {
         let dumps = match reply {
@@ -995,10 +893,8 @@ impl ControlServer {
                 for (port, tc, profile) in changes.ecn {
                     self.ecn[usize::from(port)][usize::from(tc)] = profile;
                 }
-                if let Some(spec) = &mut self.names.spec {
-                    for (index, policy) in changes.policies {
-                        spec.srv6.policies[index as usize] = policy;
-                    }
+                for (update, group_name) in &changes.notes {
+                    self.names.note(update, group_name.as_deref());
                 }
                 return Ok(json!({"applied": count}));
             }
@@ -1089,6 +985,11 @@ impl ControlServer {
                             })
                             .collect();
                         result = json!({"total": total, "shown": list.len(), "macs": list});
+                    }
+                }
+                Dump::Sids(sids) => {
+                    if let Then::TableDump(table) = &then {
+                        result = crate::p4ctl::dump_sids(&self.names, table, &sids);
                     }
                 }
                 Dump::Ports(_) => {}
@@ -1195,6 +1096,11 @@ impl ControlServer {
             return json!([]);
         };
         let mut list = Vec::new();
+        let pfc = self
+            .names
+            .spec
+            .as_ref()
+            .map_or(&[][..], |s| &s.qos.ports[..]);
         for (p, tcs) in queues.queues.iter().enumerate() {
             if only.is_some_and(|o| usize::from(o) != p) {
                 continue;
@@ -1221,6 +1127,7 @@ impl ControlServer {
                     "watchdog_storms": q.watchdog_storms.get(),
                     "headroom_drops": q.headroom_drops.get(),
                     "ecn": ecn.map(|e| json!({"kmin": e.kmin, "kmax": e.kmax, "pmax": e.pmax})),
+                    "pfc": pfc.get(p).and_then(|t| t.pfc[tc]).map(|t| json!({"xoff": t.xoff, "xon": t.xon, "headroom": t.headroom})),
                 }));
             }
         }
@@ -1258,11 +1165,13 @@ impl ControlServer {
                 .collect();
             (s.packets, s.bytes, drops)
         };
+        // A deleted SID or policy leaves an empty name in its slot.
         let sids: Vec<Value> = spec
             .srv6
             .sids
             .iter()
             .enumerate()
+            .filter(|(_, sid)| !sid.name.is_empty())
             .map(|(i, sid)| {
                 let (packets, bytes, drops) = object(counters.and_then(|c| c.sids.get(i)));
                 let behavior = match (sid.behavior, sid.next_csid.is_some()) {
@@ -1290,6 +1199,7 @@ impl ControlServer {
             .policies
             .iter()
             .enumerate()
+            .filter(|(_, p)| !p.name.is_empty())
             .map(|(i, p)| {
                 let (packets, bytes, drops) = object(counters.and_then(|c| c.policies.get(i)));
                 json!({
@@ -1307,6 +1217,39 @@ impl ControlServer {
             })
             .collect();
         json!({"sids": sids, "policies": policies})
+    }
+
+    /// VLANs as the worker has them (config, then applied changes) and their ports.
+    pub(crate) fn vlans_json(&self) -> Value {
+        let Some(spec) = &self.names.spec else {
+            return json!([]);
+        };
+        let vlans: Vec<Value> = spec
+            .vlans
+            .iter()
+            .map(|v| {
+                let ports: Vec<Value> = spec
+                    .ports
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, role)| {
+                        let tagged = match role {
+                            PortRole::Access { vlan } if *vlan == v.id => false,
+                            PortRole::Trunk { native, .. } if *native == Some(v.id) => false,
+                            PortRole::Trunk { allowed, .. } if allowed.contains(&v.id) => true,
+                            _ => return None,
+                        };
+                        Some(json!({"port": self.names.ports[i], "tagged": tagged}))
+                    })
+                    .collect();
+                json!({
+                    "vlan": v.id,
+                    "interface": v.interface.map(|i| self.names.dev_name(i)),
+                    "ports": ports,
+                })
+            })
+            .collect();
+        Value::Array(vlans)
     }
 
     fn metrics_text(&self) -> String {
@@ -1341,22 +1284,23 @@ impl ControlServer {
     }
 }
 
-/// What a batch changes that the server keeps a copy of (for `show queues` and `show srv6`).
+/// What a batch changes that the server keeps a copy of (for `show queues`, `show srv6` and
+/// names): ECN profiles, and the updates that change names, SIDs, policies, groups or PFC
+/// thresholds (with a new group's name).
 #[derive(Debug, Default)]
 struct Changes {
     ecn: Vec<(u16, u8, Option<EcnProfile>)>,
-    policies: Vec<(u32, PolicySpec)>,
+    notes: Vec<(Update, Option<String>)>,
 }
 
 fn batch_changes(updates: &[Update]) -> Changes {
     let mut changes = Changes::default();
     for u in updates {
-        match u {
-            Update::SetEcn { port, tc, ecn } => changes.ecn.push((*port, *tc, *ecn)),
-            Update::SetPolicy { policy, spec } => {
-                changes.policies.push((*policy, (**spec).clone()))
-            }
-            _ => {}
+        if let Update::SetEcn { port, tc, ecn } = u {
+            changes.ecn.push((*port, *tc, *ecn));
+        }
+        if crate::resolve::renames(u) {
+            changes.notes.push((u.clone(), None));
         }
     }
     changes

@@ -333,6 +333,16 @@ impl Default for ObjectCounters {
 }
 
 impl ObjectCounters {
+    /// Starts again from zero (a run-time SID or policy reusing a deleted one's slot). Only
+    /// the writer calls it.
+    pub fn reset(&self) {
+        self.packets.set(0);
+        self.bytes.set(0);
+        for c in &self.drops {
+            c.set(0);
+        }
+    }
+
     #[inline]
     pub fn count(&self, bytes: usize, dropped: Option<DropReason>) {
         self.packets.add(1);

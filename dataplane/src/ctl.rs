@@ -8,15 +8,19 @@
 //! if applying still fails (a table is full) everything applied so far is undone. So a batch
 //! takes effect entirely or not at all.
 
-use crate::pipeline::spec::RouteTarget;
-use crate::qos::EcnProfile;
+use crate::pipeline::spec::{PolicySpec, PortRole, RouteTarget, SidSpec};
+use crate::qos::{EcnProfile, PfcThresholds};
+use crate::tables::flowlet::BalanceSpec;
 use crossbeam_queue::ArrayQueue;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// Requests waiting for the worker at most (the control plane answers "busy" beyond).
 pub const QUEUE_DEPTH: usize = 64;
 /// Updates in one batch at most.
 pub const MAX_BATCH: usize = 100_000;
+/// Local SIDs and SRv6 policies that may be added at run time beyond those of the config
+/// (their counters are allocated at start, so the control plane can read them at any time).
+pub const RUNTIME_SRV6_SLOTS: usize = 256;
 
 /// Where a route sends packets, in the terms the operator uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +101,66 @@ pub enum Update {
         tc: u8,
         ecn: Option<EcnProfile>,
     },
+    /// Adds local SID `spec` (its my-SID entry and behaviour) in slot `slot`: the next slot
+    /// (the table's length) or one a deleted SID left free. The control plane picks the slot
+    /// so a batch can name it; a slot taken meanwhile is refused. With `via` (interface,
+    /// neighbour), an End.X / uA goes to that nexthop (created if new) whatever
+    /// `spec.behavior`'s target says.
+    AddSid {
+        slot: u32,
+        spec: Box<SidSpec>,
+        via: Option<(u16, IpAddr)>,
+    },
+    /// Removes the local SID in slot `slot`, which must be `prefix/len` in `vrf`'s my-SID
+    /// table.
+    DelSid {
+        slot: u32,
+        vrf: u16,
+        prefix: Ipv6Addr,
+        len: u8,
+    },
+    /// Creates SRv6 policy `spec` in slot `slot` (next or free, as for SIDs); routes may then
+    /// point at it.
+    AddPolicy {
+        slot: u32,
+        spec: Box<PolicySpec>,
+    },
+    /// Deletes SRv6 policy `slot`; no route may point at it.
+    DelPolicy {
+        slot: u32,
+    },
+    /// Creates ECMP group `slot` (next or free) with members (interface, neighbour, weight);
+    /// nexthops are created as needed.
+    AddGroup {
+        slot: u32,
+        members: Vec<(u16, IpAddr, u32)>,
+        balance: BalanceSpec,
+    },
+    /// Deletes ECMP group `slot`; no route and no End.X/uA SID may point at it.
+    DelGroup {
+        slot: u32,
+    },
+    /// Declares VLAN `id` (1..=4094): ports may then join it.
+    AddVlan {
+        id: u16,
+    },
+    /// Removes VLAN `id`: no port may be in it and it may have no L3 interface; its MAC
+    /// entries (static ones too) go with it.
+    DelVlan {
+        id: u16,
+    },
+    /// Makes L2 port `port` an access port of a VLAN or a trunk (`PortRole::Access` or
+    /// `Trunk`, declared VLANs only); a routed port stays routed. Its learned MACs are flushed.
+    SetPortVlans {
+        port: u16,
+        role: PortRole,
+    },
+    /// Replaces the PFC thresholds of (port, lossless tc): XON <= XOFF, as the config asks.
+    SetPfc {
+        port: u16,
+        tc: u8,
+        thresholds: PfcThresholds,
+    },
 }
 
 /// What a snapshot covers.
@@ -115,6 +179,8 @@ pub enum DumpKind {
     },
     /// Port forwarding state.
     Ports,
+    /// Local SIDs (the my-SID table and each entry's behaviour).
+    Sids,
 }
 
 /// A request to the worker.
@@ -185,6 +251,21 @@ pub struct PortEntry {
     pub up: bool,
 }
 
+/// One local SID as the worker holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SidEntry {
+    pub slot: u32,
+    pub vrf: u16,
+    pub prefix: Ipv6Addr,
+    pub len: u8,
+    pub behavior: crate::pipeline::spec::SidBehavior,
+    /// NEXT-C-SID (uN, uA): the Locator-Block mask, the argument mask and the shift in bits,
+    /// as the P4 program's `un`/`ua` actions take them.
+    pub csid: Option<(u128, u128, u32)>,
+    pub psp: bool,
+    pub usp: bool,
+}
+
 /// A snapshot of tables.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dump {
@@ -200,6 +281,7 @@ pub enum Dump {
         macs: Vec<MacDumpEntry>,
     },
     Ports(Vec<PortEntry>),
+    Sids(Vec<SidEntry>),
 }
 
 /// The worker's answer.

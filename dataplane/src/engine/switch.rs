@@ -249,7 +249,7 @@ impl SwitchWorker {
         while !self.stop.is_requested() {
             let now = clock(start);
             self.poll_links(now);
-            self.serve_control();
+            self.serve_control(now);
             for port in 0..self.rx.len() {
                 let received = self.rx[port].rx_burst(&mut burst, self.burst);
                 if received == 0 {

@@ -1,13 +1,13 @@
 //! The switch worker's side of `crate::ctl`: one request served per poll loop, between bursts.
 
 use super::SwitchWorker;
+use crate::clock::Picos;
 use crate::ctl::{Reply, Request, Update};
-use crate::qos::ecn::EcnCurve;
 
 impl SwitchWorker {
     /// Serves the next control request, if one is waiting (one atomic load when none is).
     #[inline]
-    pub(super) fn serve_control(&mut self) {
+    pub(super) fn serve_control(&mut self, now: Picos) {
         let Some((id, request)) = self.shared.ctl.next_request() else {
             return;
         };
@@ -15,33 +15,56 @@ impl SwitchWorker {
             Request::Dump(kinds) => {
                 Reply::Dump(kinds.into_iter().map(|k| self.forwarder.dump(k)).collect())
             }
-            Request::Apply(updates) => self.apply_batch(&updates),
+            Request::Apply(updates) => self.apply_batch(&updates, now),
         };
         self.shared.ctl.answer(id, reply);
+        // New PFC thresholds may have paused or resumed a peer: tell it now, not with the
+        // next burst (an idle switch may not have one).
+        if self.tm.has_pfc_frames() {
+            self.transmit_due(now, true);
+        }
     }
 
     /// Validates the whole batch, then applies it; a failure while applying undoes what was
-    /// applied, so the batch takes effect entirely or not at all.
-    fn apply_batch(&mut self, updates: &[Update]) -> Reply {
+    /// applied, so the batch takes effect entirely or not at all. The traffic manager's
+    /// changes (ECN, PFC), which cannot fail once validated, apply last, when the tables'
+    /// changes have all taken: a PFC frame they cause is never taken back.
+    fn apply_batch(&mut self, updates: &[Update], now: Picos) -> Reply {
         if let Err((index, error)) = self.forwarder.validate_updates(updates) {
             return Reply::Rejected { index, error };
         }
-        let mut undo = Vec::new();
-        let mut ecn_undo: Vec<(u16, u8, Option<EcnCurve>)> = Vec::new();
         for (index, update) in updates.iter().enumerate() {
-            let result = match *update {
-                Update::SetEcn { port, tc, ecn } => {
-                    ecn_undo.push((port, tc, self.tm.set_ecn(port, tc, ecn)));
-                    Ok(())
-                }
-                _ => self.forwarder.apply_update(update, &mut undo),
-            };
-            if let Err(error) = result {
-                self.forwarder.undo_updates(undo);
-                for (port, tc, curve) in ecn_undo.into_iter().rev() {
-                    self.tm.restore_ecn_curve(port, tc, curve);
-                }
+            if let Update::SetPfc {
+                port,
+                tc,
+                thresholds,
+            } = *update
+                && let Err(error) = self.tm.check_pfc(port, tc, thresholds)
+            {
                 return Reply::Rejected { index, error };
+            }
+        }
+        let mut undo = Vec::new();
+        for (index, update) in updates.iter().enumerate() {
+            if matches!(update, Update::SetEcn { .. } | Update::SetPfc { .. }) {
+                continue;
+            }
+            if let Err(error) = self.forwarder.apply_update(update, &mut undo) {
+                self.forwarder.undo_updates(undo);
+                return Reply::Rejected { index, error };
+            }
+        }
+        for update in updates {
+            match *update {
+                Update::SetEcn { port, tc, ecn } => {
+                    self.tm.set_ecn(port, tc, ecn);
+                }
+                Update::SetPfc {
+                    port,
+                    tc,
+                    thresholds,
+                } => self.tm.set_pfc(now, port, tc, thresholds),
+                _ => {}
             }
         }
         Reply::Applied {

@@ -401,3 +401,151 @@ fn a_flowlet_group_changed_at_run_time_forwards_to_its_new_members_only() {
         .collect();
     assert!(later.contains(&5) && later.contains(&6), "{later:?}");
 }
+
+#[test]
+fn a_vlan_added_at_run_time_takes_ports_and_goes_when_empty() {
+    use crate::pipeline::spec::PortRole;
+    let mut f = forwarder();
+    let access = |vlan| PortRole::Access { vlan };
+    // Refused: an unknown VLAN, a routed port, VLAN 10 (members, an interface), VLAN 0.
+    for (bad, message) in [
+        (
+            Update::SetPortVlans {
+                port: 2,
+                role: access(31),
+            },
+            "VLAN 31 does not exist",
+        ),
+        (
+            Update::SetPortVlans {
+                port: 5,
+                role: access(10),
+            },
+            "port 5 is routed",
+        ),
+        (
+            Update::SetPortVlans {
+                port: 2,
+                role: PortRole::Routed { interface: 0 },
+            },
+            "becomes routed only with a restart",
+        ),
+        (Update::DelVlan { id: 10 }, "has an L3 interface"),
+        (Update::DelVlan { id: 31 }, "VLAN 31 does not exist"),
+        (Update::AddVlan { id: 0 }, "VLAN 0 is not 1..=4094"),
+        (Update::AddVlan { id: 20 }, "VLAN 20 exists already"),
+    ] {
+        let (_, e) = apply(&mut f, &[Update::AddVlan { id: 30 }, bad.clone()])
+            .expect_err(&format!("{bad:?}"));
+        assert!(e.contains(message), "{bad:?}: {e}");
+    }
+    assert_eq!(f.vlan_members(30), &[] as &[u16]);
+    // VLAN 30 with ports 2 (access) and 4 (trunk, also 10 and 20) in one batch.
+    apply(
+        &mut f,
+        &[
+            Update::AddVlan { id: 30 },
+            Update::SetPortVlans {
+                port: 2,
+                role: access(30),
+            },
+            Update::SetPortVlans {
+                port: 4,
+                role: PortRole::Trunk {
+                    allowed: vec![10, 20, 30],
+                    native: None,
+                },
+            },
+        ],
+    )
+    .unwrap();
+    assert_eq!(f.vlan_members(30), &[2, 4]);
+    assert_eq!(f.vlan_members(10), &[0, 1, 4], "port 2 left VLAN 10");
+    assert!(f.egress_tagged(4, 30) && !f.egress_tagged(2, 30));
+    // An unknown destination from port 2 floods in VLAN 30 now.
+    let mut frame = eth(B, A, None, 0x0800, &[0; 46]);
+    assert_eq!(
+        f.process(&mut frame, 2, T0),
+        Verdict::Flood {
+            vlan: 30,
+            ingress_tagged: false
+        }
+    );
+    // A static MAC in VLAN 30; the VLAN cannot go while ports are in it.
+    apply(
+        &mut f,
+        &[Update::AddMac {
+            vlan: 30,
+            mac: C,
+            port: 4,
+        }],
+    )
+    .unwrap();
+    let (_, e) = apply(&mut f, &[Update::DelVlan { id: 30 }]).unwrap_err();
+    assert!(e.contains("port 2 is in VLAN 30"), "{e}");
+    // Undo puts membership and the VLAN back as they were.
+    let before = (f.vlan_members(10).to_vec(), f.vlan_members(30).to_vec());
+    let batch = [
+        Update::SetPortVlans {
+            port: 2,
+            role: access(10),
+        },
+        Update::SetPortVlans {
+            port: 4,
+            role: PortRole::Trunk {
+                allowed: vec![10, 20],
+                native: None,
+            },
+        },
+        Update::DelVlan { id: 30 },
+    ];
+    f.validate_updates(&batch).unwrap();
+    let mut undo = Vec::new();
+    for u in &batch {
+        f.apply_update(u, &mut undo).unwrap();
+    }
+    assert_eq!(f.vlan_members(30), &[] as &[u16]);
+    let Dump::Macs { macs, .. } = f.dump(DumpKind::Macs { limit: 100 }) else {
+        panic!()
+    };
+    assert!(
+        macs.iter().all(|m| m.vlan != 30),
+        "VLAN 30's MACs went with it"
+    );
+    f.undo_updates(undo);
+    assert_eq!(
+        (f.vlan_members(10).to_vec(), f.vlan_members(30).to_vec()),
+        before
+    );
+    let Dump::Macs { macs, .. } = f.dump(DumpKind::Macs { limit: 100 }) else {
+        panic!()
+    };
+    assert!(
+        macs.iter()
+            .any(|m| m.vlan == 30 && m.mac == C && m.is_static)
+    );
+    // Now for real: the ports move back, VLAN 30 and its static MAC go.
+    apply(&mut f, &batch).unwrap();
+    let Dump::Macs { macs, .. } = f.dump(DumpKind::Macs { limit: 100 }) else {
+        panic!()
+    };
+    assert!(macs.iter().all(|m| m.vlan != 30));
+    assert_eq!(f.vlan_members(10), &[0, 1, 2, 4]);
+    let mut frame = eth(B, A, None, 0x0800, &[0; 46]);
+    assert_eq!(
+        f.process(&mut frame, 2, T0),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        }
+    );
+    let (_, e) = apply(
+        &mut f,
+        &[Update::SetPortVlans {
+            port: 2,
+            role: access(30),
+        }],
+    )
+    .unwrap_err();
+    assert!(e.contains("VLAN 30 does not exist"), "{e}");
+}

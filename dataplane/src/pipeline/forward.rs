@@ -118,8 +118,11 @@ struct PortState {
 
 #[derive(Debug, Clone, Default)]
 struct VlanState {
+    /// Ports in the VLAN, in port order (flood copies go out in this order).
     members: Vec<u16>,
     interface: Option<u16>,
+    /// Declared by the spec (or a port's membership) or at run time; ports may join it.
+    declared: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -189,6 +192,11 @@ pub struct Forwarder {
     /// Per group, parallel to `groups`: hash, flowlet or per-packet member choice and its
     /// counters (`tables::flowlet`).
     balancers: Vec<GroupBalancer>,
+    /// Parallel to `groups`: false where a group was deleted at run time (its slot is free
+    /// for the next group created; nothing points at it).
+    group_live: Vec<bool>,
+    /// Buckets of every ECMP group (groups created at run time get as many).
+    ecmp_buckets: usize,
     /// Egress queue depths and transmitted bytes for least-loaded choice.
     egress_load: EgressLoad,
     /// Length of the frame being processed (per-member byte counters of the groups).
@@ -278,6 +286,12 @@ impl Forwarder {
             }
             vlans[usize::from(vlan.id)].interface = vlan.interface;
         }
+        for vlan in vlans.iter_mut() {
+            vlan.declared = !vlan.members.is_empty();
+        }
+        for vlan in &spec.vlans {
+            vlans[usize::from(vlan.id)].declared = true;
+        }
 
         let vrfs = usize::from(spec.vrf_count.max(1));
         let mut forwarder = Forwarder {
@@ -290,6 +304,8 @@ impl Forwarder {
             nexthops: Vec::with_capacity(spec.nexthops.len()),
             groups: Vec::with_capacity(spec.groups.len()),
             balancers: Vec::with_capacity(spec.groups.len()),
+            group_live: Vec::with_capacity(spec.groups.len()),
+            ecmp_buckets: spec.ecmp_buckets,
             egress_load: EgressLoad::default(),
             frame_len: 0,
             macs: {
@@ -387,6 +403,7 @@ impl Forwarder {
             let balancer = forwarder.balancer_for(id as u32, &group.balance, &built, spec)?;
             forwarder.groups.push(built);
             forwarder.balancers.push(balancer);
+            forwarder.group_live.push(true);
         }
         forwarder.srv6 = srv6::Srv6State::new(&spec.srv6, &forwarder)?;
         for route in &spec.routes {
@@ -433,16 +450,14 @@ impl Forwarder {
             {
                 return Err(ForwarderError(format!("nexthop {i} does not exist")));
             }
-            RouteTarget::Group(i)
-                if i as usize >= self.groups.len() || i > route_value::MAX_INDEX =>
-            {
+            RouteTarget::Group(i) if !self.group_live(i) || i > route_value::MAX_INDEX => {
                 return Err(ForwarderError(format!("ECMP group {i} does not exist")));
             }
             RouteTarget::Connected(i) if usize::from(i) >= self.interfaces.len() => {
                 return Err(ForwarderError(format!("interface {i} does not exist")));
             }
             RouteTarget::Srv6Policy(i)
-                if i as usize >= self.srv6.policy_count() || i > route_value::MAX_INDEX =>
+                if !self.srv6.policy_live(i) || i > route_value::MAX_INDEX =>
             {
                 return Err(ForwarderError(format!("SRv6 policy {i} does not exist")));
             }
@@ -458,6 +473,11 @@ impl Forwarder {
                 .map(drop)?,
         }
         Ok(())
+    }
+
+    /// Whether ECMP group `g` exists (routes may point at it).
+    pub(crate) fn group_live(&self, g: u32) -> bool {
+        self.group_live.get(g as usize).copied().unwrap_or(false)
     }
 
     /// Removes a route; true if it existed.

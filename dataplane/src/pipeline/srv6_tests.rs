@@ -956,3 +956,6 @@ fn mutated_and_truncated_srv6_frames_never_panic() {
         }
     }
 }
+
+#[path = "srv6_ctl_tests.rs"]
+mod srv6_ctl_tests;

@@ -114,6 +114,56 @@ impl PortPfc {
 }
 
 impl<P> TrafficManager<P> {
+    /// The PFC thresholds of (port, tc), if the TC is lossless there.
+    pub fn pfc_thresholds(&self, port: u16, tc: u8) -> Option<PfcThresholds> {
+        *self
+            .ports
+            .get(usize::from(port))?
+            .pfc
+            .thresholds
+            .get(usize::from(tc))?
+    }
+
+    /// Why `thresholds` cannot be (port, tc)'s, if they cannot: the TC must be lossless on the
+    /// port (PFC is configured per lossless TC) and XON at or below XOFF.
+    pub fn check_pfc(&self, port: u16, tc: u8, thresholds: PfcThresholds) -> Result<(), String> {
+        if usize::from(port) >= self.ports.len() {
+            return Err(format!("port {port} does not exist"));
+        }
+        if self.pfc_thresholds(port, tc).is_none() {
+            return Err(format!(
+                "TC {tc} is not lossless on port {port}: PFC thresholds apply to lossless TCs"
+            ));
+        }
+        if thresholds.xon > thresholds.xoff {
+            return Err(format!(
+                "xon {} is above xoff {}: XON must be at or below XOFF",
+                thresholds.xon, thresholds.xoff
+            ));
+        }
+        Ok(())
+    }
+
+    /// Replaces the PFC thresholds of (port, lossless tc) (checked with `check_pfc`) at `now`:
+    /// an occupancy already at the new XOFF pauses the peer, one below the new XON of a paused
+    /// TC resumes it, and the headroom check uses the new XOFF + headroom from the next frame.
+    pub fn set_pfc(&mut self, now: Picos, port: u16, tc: u8, thresholds: PfcThresholds) {
+        let (p, t) = (usize::from(port), usize::from(tc));
+        let Some(slot) = self
+            .ports
+            .get_mut(p)
+            .and_then(|e| e.pfc.thresholds.get_mut(t))
+        else {
+            return;
+        };
+        if slot.is_none() {
+            return;
+        }
+        *slot = Some(thresholds);
+        self.check_xoff(now, p, t);
+        self.check_xon(now, p, t);
+    }
+
     /// Takes the pause frames decided since the last call, oldest first.
     pub fn take_pfc_frames(&mut self, mut send: impl FnMut(&PfcFrame)) {
         for frame in &self.pfc_out {

@@ -909,3 +909,50 @@ fn live_mode_holds_a_paused_tc_in_its_queue_until_the_pause_ends() {
     assert_eq!(tm.depth(1, 3), 0);
     assert!(!tm.is_busy());
 }
+
+#[test]
+fn pfc_thresholds_changed_at_run_time_pause_and_resume_at_the_new_levels() {
+    let spec = lossless_spec(2, 5_000, 2_000, 20_000);
+    let mut tm = tm(&spec);
+    // 3000 bytes from port 0 in TC3: below XOFF 5000.
+    for i in 0..3 {
+        enqueue(&mut tm, 0, 1, 3, 0, frame(1000, 0, i));
+    }
+    assert_eq!(tm.xoff_state(0), 0);
+    assert!(frames(&mut tm).is_empty());
+    // XOFF lowered to 3000 (XON 1000): the occupancy is at XOFF, so the peer is paused now.
+    let th = |xoff, xon, headroom| PfcThresholds {
+        xoff,
+        xon,
+        headroom,
+    };
+    tm.check_pfc(0, 3, th(3_000, 1_000, 500)).unwrap();
+    tm.set_pfc(7, 0, 3, th(3_000, 1_000, 500));
+    assert_eq!(tm.pfc_thresholds(0, 3), Some(th(3_000, 1_000, 500)));
+    assert_eq!(tm.xoff_state(0), 1 << 3);
+    let sent = frames(&mut tm);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].at, sent[0].enable, sent[0].quanta[3]),
+        (7, 1 << 3, 0xffff)
+    );
+    // The headroom is now 500 above XOFF 3000: a 1000-byte frame (3000 + 1000 > 3500) is a
+    // headroom drop, a 500-byte one fits.
+    assert_ne!(
+        enqueue(&mut tm, 8, 1, 3, 0, frame(1000, 0, 9)),
+        Admission::Queued { marked: false }
+    );
+    assert_eq!(tm.counters().queues[0][3].headroom_drops.get(), 1);
+    // XON raised to 4000 (XOFF 6000): 3000 held is below XON, so the peer resumes now.
+    tm.set_pfc(9, 0, 3, th(6_000, 4_000, 500));
+    assert_eq!(tm.xoff_state(0), 0);
+    let sent = frames(&mut tm);
+    assert_eq!((sent.len(), sent[0].at, sent[0].quanta[3]), (1, 9, 0));
+    // Refused: XON above XOFF, a lossy TC, a port that does not exist.
+    let e = tm.check_pfc(0, 3, th(1_000, 2_000, 0)).unwrap_err();
+    assert!(e.contains("xon 2000 is above xoff 1000"), "{e}");
+    let e = tm.check_pfc(0, 2, th(2_000, 1_000, 0)).unwrap_err();
+    assert!(e.contains("TC 2 is not lossless on port 0"), "{e}");
+    assert!(tm.check_pfc(5, 3, th(2_000, 1_000, 0)).is_err());
+    assert_eq!(tm.pfc_thresholds(0, 3), Some(th(6_000, 4_000, 500)));
+}

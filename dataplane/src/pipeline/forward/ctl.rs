@@ -1,18 +1,20 @@
 //! Run-time changes to the forwarder's tables (`crate::ctl`): whole-batch validation, apply
 //! with an undo log, and snapshots. Called by the worker between bursts, never per packet.
 
+use super::PortMode;
 use super::route_value;
+use super::srv6::{Srv6State, Srv6Undo};
 use super::{Forwarder, Nexthop, mask4, mask6};
 use crate::ctl::{
     Dump, DumpKind, GroupEntry, GroupMemberEntry, MacDumpEntry, NexthopEntry, PortEntry,
     RouteEntry, Target, Update,
 };
-use crate::pipeline::spec::{Attachment, RouteTarget};
+use crate::pipeline::spec::{Attachment, PortRole, RouteTarget, SidBehavior};
 use crate::tables::ecmp::{EcmpGroup, Member};
-use crate::tables::flowlet::GroupBalancer;
+use crate::tables::flowlet::{BalanceMode, GroupBalancer, MAX_BALANCED_MEMBERS};
 use crate::tables::mac::MacEntry;
-use std::collections::HashMap;
-use std::net::IpAddr;
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv6Addr};
 
 /// How to take back one applied change.
 #[derive(Debug, Clone)]
@@ -45,6 +47,85 @@ pub enum Undo {
         index: u32,
         previous: Box<super::srv6::PolicyBackup>,
     },
+    /// A SID or policy added or deleted.
+    Srv6(Box<Srv6Undo>),
+    /// A group created in `slot`; `previous` is the deleted group it replaced (`None`: the
+    /// table grew by it).
+    GroupAdded {
+        slot: u32,
+        previous: Option<Box<(EcmpGroup, GroupBalancer)>>,
+    },
+    GroupDeleted {
+        slot: u32,
+    },
+    /// Whether VLAN `id` was declared.
+    VlanDeclared {
+        id: u16,
+        previous: bool,
+    },
+    /// A port's VLAN membership as it was.
+    PortRole {
+        port: u16,
+        previous: PortRole,
+    },
+}
+
+/// Whether a port in `role` is in `vlan`.
+fn role_has(role: &PortRole, vlan: u16) -> bool {
+    match role {
+        PortRole::Access { vlan: v } => *v == vlan,
+        PortRole::Trunk { allowed, native } => allowed.contains(&vlan) || *native == Some(vlan),
+        PortRole::Routed { .. } => false,
+    }
+}
+
+/// Whether `slot` may take a new entry: the next one (`len`, the table's length as the batch
+/// left it so far) or one that is free, within `capacity`.
+fn check_slot(
+    slot: u32,
+    len: usize,
+    used: bool,
+    capacity: usize,
+    what: &str,
+) -> Result<(), String> {
+    let s = slot as usize;
+    if s >= capacity {
+        return Err(format!("{what} slot {slot}: there is room for {capacity}"));
+    }
+    if s > len || (s < len && used) {
+        return Err(format!(
+            "{what} slot {slot} is taken (another update raced this one); retry"
+        ));
+    }
+    Ok(())
+}
+
+/// What a batch has changed so far in the slot tables (groups, SIDs, policies), for
+/// validation: `live[slot]` overrides the table, `len` is its length after the batch's pushes.
+struct Slots {
+    live: HashMap<u32, bool>,
+    len: usize,
+}
+
+impl Slots {
+    fn new(len: usize) -> Slots {
+        Slots {
+            live: HashMap::new(),
+            len,
+        }
+    }
+
+    fn is_live(&self, slot: u32, current: impl Fn(u32) -> bool) -> bool {
+        self.live
+            .get(&slot)
+            .copied()
+            .unwrap_or_else(|| current(slot))
+    }
+
+    fn take(&mut self, slot: u32) {
+        self.live.insert(slot, true);
+        self.len = self.len.max(slot as usize + 1);
+    }
 }
 
 fn host_len(ip: IpAddr) -> u8 {
@@ -94,8 +175,19 @@ impl Forwarder {
     /// before it have applied. `Err((index, message))` names the first refused update.
     /// `SetEcn` is the traffic manager's and only checked for shape here.
     pub fn validate_updates(&self, updates: &[Update]) -> Result<(), (usize, String)> {
-        let mut routes: HashMap<(u16, IpAddr, u8), bool> = HashMap::new();
+        // Routes the batch added (with their target) or deleted (`None`).
+        let mut routes: HashMap<(u16, IpAddr, u8), Option<Target>> = HashMap::new();
         let mut nexthops: Vec<(u16, IpAddr)> = Vec::new();
+        let mut groups = Slots::new(self.groups.len());
+        let mut new_groups: HashSet<u32> = HashSet::new();
+        let mut policies = Slots::new(self.srv6.policy_slots());
+        let mut sids = Slots::new(self.srv6.sid_slots());
+        // SIDs the batch added (slot, End.X target) or deleted, and my-SID keys it changed.
+        let mut sid_targets: HashMap<u32, Option<RouteTarget>> = HashMap::new();
+        let mut sid_keys: HashMap<(u16, Ipv6Addr, u8), Option<u32>> = HashMap::new();
+        // VLANs the batch declared or removed, and ports whose membership it changed.
+        let mut vlans_declared: HashMap<u16, bool> = HashMap::new();
+        let mut port_roles: HashMap<u16, PortRole> = HashMap::new();
         let mut members: HashMap<(u32, u16, IpAddr), bool> = HashMap::new();
         let mut member_counts: HashMap<u32, usize> = HashMap::new();
         let mut macs: HashMap<(u16, [u8; 6]), bool> = HashMap::new();
@@ -158,21 +250,23 @@ impl Forwarder {
                         Target::Nexthop(n) if n as usize >= self.nexthops.len() => {
                             return fail(format!("nexthop {n} does not exist"));
                         }
-                        Target::Group(g) if g as usize >= self.groups.len() => {
+                        Target::Group(g) if !groups.is_live(g, |g| self.group_live(g)) => {
                             return fail(format!("ECMP group {g} does not exist"));
                         }
-                        Target::Srv6Policy(p) if p as usize >= self.srv6.policy_count() => {
+                        Target::Srv6Policy(p)
+                            if !policies.is_live(p, |p| self.srv6.policy_live(p)) =>
+                        {
                             return fail(format!("SRv6 policy {p} does not exist"));
                         }
                         _ => {}
                     }
-                    routes.insert(key, true);
+                    routes.insert(key, Some(target));
                 }
                 Update::DelRoute { vrf, prefix, len } => {
                     check_route(vrf, prefix, len)?;
                     let key = (vrf, masked(prefix, len), len);
                     let current = self.raw_route(vrf, prefix, len);
-                    let exists = routes.get(&key).copied().unwrap_or(current.is_some());
+                    let exists = routes.get(&key).map_or(current.is_some(), |t| t.is_some());
                     if !exists {
                         return fail(format!("no route {}/{len} in VRF {vrf}", key.1));
                     }
@@ -187,7 +281,7 @@ impl Forwarder {
                             key.1
                         ));
                     }
-                    routes.insert(key, false);
+                    routes.insert(key, None);
                 }
                 Update::AddNeighbor { interface, ip, mac } => {
                     check_interface(interface)?;
@@ -215,8 +309,14 @@ impl Forwarder {
                     weight,
                 } => {
                     check_interface(interface)?;
-                    let Some(g) = self.groups.get(group as usize) else {
-                        return fail(format!("ECMP group {group} does not exist"));
+                    if new_groups.contains(&group) {
+                        return fail(format!(
+                            "ECMP group {group} is created by this batch: give its members there"
+                        ));
+                    }
+                    let g = match self.groups.get(group as usize) {
+                        Some(g) if groups.is_live(group, |g| self.group_live(g)) => g,
+                        _ => return fail(format!("ECMP group {group} does not exist")),
                     };
                     if weight == 0 {
                         return fail("weight must be at least 1".to_owned());
@@ -241,8 +341,14 @@ impl Forwarder {
                     interface,
                     ip,
                 } => {
-                    let Some(g) = self.groups.get(group as usize) else {
-                        return fail(format!("ECMP group {group} does not exist"));
+                    if new_groups.contains(&group) {
+                        return fail(format!(
+                            "ECMP group {group} is created by this batch: give its members there"
+                        ));
+                    }
+                    let g = match self.groups.get(group as usize) {
+                        Some(g) if groups.is_live(group, |g| self.group_live(g)) => g,
+                        _ => return fail(format!("ECMP group {group} does not exist")),
                     };
                     let current = self
                         .find_nexthop(interface, ip)
@@ -266,8 +372,14 @@ impl Forwarder {
                     ip,
                     weight,
                 } => {
-                    let Some(g) = self.groups.get(group as usize) else {
-                        return fail(format!("ECMP group {group} does not exist"));
+                    if new_groups.contains(&group) {
+                        return fail(format!(
+                            "ECMP group {group} is created by this batch: give its members there"
+                        ));
+                    }
+                    let g = match self.groups.get(group as usize) {
+                        Some(g) if groups.is_live(group, |g| self.group_live(g)) => g,
+                        _ => return fail(format!("ECMP group {group} does not exist")),
                     };
                     if weight == 0 {
                         return fail("weight must be at least 1".to_owned());
@@ -317,9 +429,260 @@ impl Forwarder {
                     macs.insert((vlan, mac), false);
                 }
                 Update::SetPolicy { policy, ref spec } => {
-                    self.srv6
-                        .check_policy(policy, spec, self.fib6.len())
-                        .map_err(|e| (index, e.0))?;
+                    if !policies.is_live(policy, |p| self.srv6.policy_live(p)) {
+                        return fail(format!("SRv6 policy {policy} does not exist"));
+                    }
+                    Srv6State::build_policy(spec, self.fib6.len()).map_err(|e| (index, e.0))?;
+                }
+                Update::AddPolicy { slot, ref spec } => {
+                    let used = policies.is_live(slot, |p| self.srv6.policy_live(p));
+                    check_slot(
+                        slot,
+                        policies.len,
+                        used,
+                        self.srv6
+                            .policy_capacity()
+                            .min(route_value::MAX_INDEX as usize + 1),
+                        "SRv6 policy",
+                    )
+                    .map_err(|e| (index, e))?;
+                    Srv6State::build_policy(spec, self.fib6.len()).map_err(|e| (index, e.0))?;
+                    policies.take(slot);
+                }
+                Update::DelPolicy { slot } => {
+                    if !policies.is_live(slot, |p| self.srv6.policy_live(p)) {
+                        return fail(format!("SRv6 policy {slot} does not exist"));
+                    }
+                    if let Some(route) = self.route_pointing_at(&routes, Target::Srv6Policy(slot)) {
+                        return fail(format!(
+                            "SRv6 policy {slot} is in use by route {route}: move or delete its routes first"
+                        ));
+                    }
+                    policies.live.insert(slot, false);
+                }
+                Update::AddSid {
+                    slot,
+                    ref spec,
+                    via,
+                } => {
+                    let used = sids.is_live(slot, |s| self.srv6.sid_used(s));
+                    check_slot(slot, sids.len, used, self.srv6.sid_capacity(), "SID")
+                        .map_err(|e| (index, e))?;
+                    let mut nexthop_count = self.nexthops.len() + nexthops.len();
+                    let mut checked = (**spec).clone();
+                    if let Some((interface, ip)) = via {
+                        check_interface(interface)?;
+                        if !matches!(spec.behavior, SidBehavior::EndX { .. }) {
+                            return fail(format!(
+                                "SID {}: only End.X and uA go to a neighbour",
+                                spec.name
+                            ));
+                        }
+                        if self.find_nexthop(interface, ip).is_none()
+                            && !nexthops.contains(&(interface, ip))
+                        {
+                            nexthops.push((interface, ip));
+                        }
+                        nexthop_count = nexthop_count.max(1);
+                        checked.behavior = SidBehavior::EndX {
+                            target: RouteTarget::Nexthop(0),
+                        };
+                    }
+                    Srv6State::build_sid(&checked, self.fib6.len(), nexthop_count, |g| {
+                        groups.is_live(g, |g| self.group_live(g))
+                    })
+                    .map_err(|e| (index, e.0))?;
+                    let key = (spec.vrf, mask6(spec.prefix, spec.len), spec.len);
+                    let taken = sid_keys
+                        .get(&key)
+                        .copied()
+                        .unwrap_or_else(|| self.srv6.sid_at(key.0, key.1, key.2))
+                        .is_some();
+                    if taken {
+                        return fail(format!(
+                            "{}/{} is already a local SID in VRF {}",
+                            key.1, key.2, key.0
+                        ));
+                    }
+                    sid_keys.insert(key, Some(slot));
+                    let target = match spec.behavior {
+                        SidBehavior::EndX { target } => Some(target),
+                        _ => None,
+                    };
+                    sid_targets.insert(slot, target);
+                    sids.take(slot);
+                }
+                Update::DelSid {
+                    slot,
+                    vrf,
+                    prefix,
+                    len,
+                } => {
+                    if len > 128 {
+                        return fail(format!("prefix length {len} is longer than 128"));
+                    }
+                    let key = (vrf, mask6(prefix, len), len);
+                    let at = sid_keys
+                        .get(&key)
+                        .copied()
+                        .unwrap_or_else(|| self.srv6.sid_at(vrf, key.1, len));
+                    if at != Some(slot) {
+                        return fail(format!(
+                            "no local SID {}/{len} in VRF {vrf} at slot {slot}",
+                            key.1
+                        ));
+                    }
+                    sid_keys.insert(key, None);
+                    sid_targets.insert(slot, None);
+                    sids.live.insert(slot, false);
+                }
+                Update::AddGroup {
+                    slot,
+                    ref members,
+                    balance,
+                } => {
+                    let used = groups.is_live(slot, |g| self.group_live(g));
+                    check_slot(
+                        slot,
+                        groups.len,
+                        used,
+                        route_value::MAX_INDEX as usize + 1,
+                        "ECMP group",
+                    )
+                    .map_err(|e| (index, e))?;
+                    if members.is_empty() {
+                        return fail(format!("ECMP group {slot} needs at least one member"));
+                    }
+                    if balance.mode != BalanceMode::Hash && members.len() > MAX_BALANCED_MEMBERS {
+                        return fail(format!(
+                            "{} members: a {} group balances at most {MAX_BALANCED_MEMBERS}",
+                            members.len(),
+                            balance.mode.as_str()
+                        ));
+                    }
+                    let mut seen = HashSet::new();
+                    for &(interface, ip, weight) in members {
+                        check_interface(interface)?;
+                        if weight == 0 {
+                            return fail(format!("member {ip}: weight must be at least 1"));
+                        }
+                        if !seen.insert((interface, ip)) {
+                            return fail(format!("member {ip} is given twice"));
+                        }
+                        if self.find_nexthop(interface, ip).is_none()
+                            && !nexthops.contains(&(interface, ip))
+                        {
+                            if self.nexthops.len() + nexthops.len()
+                                > route_value::MAX_INDEX as usize
+                            {
+                                return fail("too many nexthops".to_owned());
+                            }
+                            nexthops.push((interface, ip));
+                        }
+                    }
+                    groups.take(slot);
+                    new_groups.insert(slot);
+                }
+                Update::DelGroup { slot } => {
+                    if !groups.is_live(slot, |g| self.group_live(g)) {
+                        return fail(format!("ECMP group {slot} does not exist"));
+                    }
+                    if let Some(route) = self.route_pointing_at(&routes, Target::Group(slot)) {
+                        return fail(format!(
+                            "ECMP group {slot} is in use by route {route}: move or delete its routes first"
+                        ));
+                    }
+                    let current_sids = self
+                        .srv6
+                        .sids_pointing_at(RouteTarget::Group(slot))
+                        .into_iter()
+                        .filter(|s| !sid_targets.contains_key(s));
+                    let batch_sids = sid_targets
+                        .iter()
+                        .filter(|(_, t)| **t == Some(RouteTarget::Group(slot)))
+                        .map(|(s, _)| *s);
+                    if let Some(sid) = current_sids.chain(batch_sids).next() {
+                        return fail(format!(
+                            "ECMP group {slot} is the adjacency of SID slot {sid}: delete that SID first"
+                        ));
+                    }
+                    groups.live.insert(slot, false);
+                    new_groups.remove(&slot);
+                }
+                Update::AddVlan { id } => {
+                    if !(1..=4094).contains(&id) {
+                        return fail(format!("VLAN {id} is not 1..=4094"));
+                    }
+                    if self.vlan_declared(&vlans_declared, id) {
+                        return fail(format!("VLAN {id} exists already"));
+                    }
+                    vlans_declared.insert(id, true);
+                }
+                Update::DelVlan { id } => {
+                    if !(1..=4094).contains(&id) || !self.vlan_declared(&vlans_declared, id) {
+                        return fail(format!("VLAN {id} does not exist"));
+                    }
+                    if let Some(i) = self.vlans[usize::from(id)].interface {
+                        return fail(format!(
+                            "VLAN {id} has an L3 interface ({i}): it goes only with a restart"
+                        ));
+                    }
+                    for p in 0..self.ports.len() as u16 {
+                        let role = port_roles
+                            .get(&p)
+                            .cloned()
+                            .unwrap_or_else(|| self.port_role(p));
+                        if role_has(&role, id) {
+                            return fail(format!(
+                                "port {p} is in VLAN {id}: move it to another VLAN first"
+                            ));
+                        }
+                    }
+                    vlans_declared.insert(id, false);
+                }
+                Update::SetPortVlans { port, ref role } => {
+                    if usize::from(port) >= self.ports.len() {
+                        return fail(format!("port {port} does not exist"));
+                    }
+                    if matches!(self.ports[usize::from(port)].mode, PortMode::Routed { .. }) {
+                        return fail(format!(
+                            "port {port} is routed: it becomes an L2 port only with a restart"
+                        ));
+                    }
+                    let vlans: Vec<u16> = match role {
+                        PortRole::Access { vlan } => vec![*vlan],
+                        PortRole::Trunk { allowed, native } => {
+                            allowed.iter().chain(native.iter()).copied().collect()
+                        }
+                        PortRole::Routed { .. } => {
+                            return fail(format!("port {port} becomes routed only with a restart"));
+                        }
+                    };
+                    for vlan in vlans {
+                        if !(1..=4094).contains(&vlan) || !self.vlan_declared(&vlans_declared, vlan)
+                        {
+                            return fail(format!("VLAN {vlan} does not exist (add it first)"));
+                        }
+                    }
+                    port_roles.insert(port, role.clone());
+                }
+                Update::SetPfc {
+                    port,
+                    tc,
+                    thresholds,
+                } => {
+                    if usize::from(port) >= self.ports.len() {
+                        return fail(format!("port {port} does not exist"));
+                    }
+                    if usize::from(tc) >= crate::qos::TC_COUNT {
+                        return fail(format!("TC {tc} is not 0..=7"));
+                    }
+                    if thresholds.xon > thresholds.xoff {
+                        return fail(format!(
+                            "xon {} is above xoff {}: XON must be at or below XOFF",
+                            thresholds.xon, thresholds.xoff
+                        ));
+                    }
                 }
                 Update::SetEcn { port, tc, ecn } => {
                     if usize::from(port) >= self.ports.len() {
@@ -340,6 +703,95 @@ impl Forwarder {
             }
         }
         Ok(())
+    }
+
+    fn vlan_declared(&self, batch: &HashMap<u16, bool>, id: u16) -> bool {
+        batch
+            .get(&id)
+            .copied()
+            .unwrap_or_else(|| self.vlans.get(usize::from(id)).is_some_and(|v| v.declared))
+    }
+
+    /// Port `port`'s VLAN membership as a role.
+    fn port_role(&self, port: u16) -> PortRole {
+        match &self.ports[usize::from(port)].mode {
+            PortMode::Access { vlan } => PortRole::Access { vlan: *vlan },
+            PortMode::Trunk { allowed, native } => PortRole::Trunk {
+                allowed: (1..4095u16)
+                    .filter(|v| allowed[usize::from(*v) / 64] & (1 << (v % 64)) != 0)
+                    .filter(|v| Some(*v) != *native)
+                    .collect(),
+                native: *native,
+            },
+            PortMode::Routed { interface } => PortRole::Routed {
+                interface: *interface,
+            },
+        }
+    }
+
+    /// Makes L2 port `port` a member of the VLANs of `role` (access or trunk) and of no
+    /// other; its learned MACs are flushed (they are learned again in their new VLAN).
+    fn set_port_role(&mut self, port: u16, role: &PortRole) {
+        for vlan in &mut self.vlans {
+            vlan.members.retain(|&m| m != port);
+        }
+        let join = |vlans: &mut Vec<super::VlanState>, vlan: u16| {
+            let members = &mut vlans[usize::from(vlan)].members;
+            if let Err(at) = members.binary_search(&port) {
+                members.insert(at, port);
+            }
+        };
+        let mode = match role {
+            PortRole::Access { vlan } => {
+                join(&mut self.vlans, *vlan);
+                PortMode::Access { vlan: *vlan }
+            }
+            PortRole::Trunk { allowed, native } => {
+                let mut bitmap = Box::new([0u64; 64]);
+                for &vlan in allowed.iter().chain(native.iter()) {
+                    bitmap[usize::from(vlan) / 64] |= 1 << (vlan % 64);
+                    join(&mut self.vlans, vlan);
+                }
+                PortMode::Trunk {
+                    allowed: bitmap,
+                    native: *native,
+                }
+            }
+            PortRole::Routed { .. } => return,
+        };
+        self.ports[usize::from(port)].mode = mode;
+        self.macs.flush_port(port);
+    }
+
+    /// A route (`prefix/len in VRF v`) that will point at `target` once the batch's route
+    /// changes so far (`batch`) apply: one of the batch's, or a current one it left alone.
+    /// Scans the FIB: a deletion costs a pass over the routes.
+    fn route_pointing_at(
+        &self,
+        batch: &HashMap<(u16, IpAddr, u8), Option<Target>>,
+        target: Target,
+    ) -> Option<String> {
+        let text = |(vrf, prefix, len): (u16, IpAddr, u8)| format!("{prefix}/{len} in VRF {vrf}");
+        if let Some((key, _)) = batch.iter().find(|(_, t)| **t == Some(target)) {
+            return Some(text(*key));
+        }
+        let wanted = match target {
+            Target::Group(g) => RouteTarget::Group(g),
+            Target::Srv6Policy(p) => RouteTarget::Srv6Policy(p),
+            _ => return None,
+        };
+        for vrf in 0..self.fib4.len() {
+            let v16 = vrf as u16;
+            let v4 = self.fib4[vrf].iter().map(|(p, l, x)| (IpAddr::V4(p), l, x));
+            let v6 = self.fib6[vrf].iter().map(|(p, l, x)| (IpAddr::V6(p), l, x));
+            for (prefix, len, value) in v4.chain(v6) {
+                if route_value::decode(value) == wanted && !batch.contains_key(&(v16, prefix, len))
+                {
+                    return Some(text((v16, prefix, len)));
+                }
+            }
+        }
+        None
     }
 
     fn set_raw_route(&mut self, vrf: u16, prefix: IpAddr, len: u8, value: Option<u32>) {
@@ -405,7 +857,7 @@ impl Forwarder {
         Ok(())
     }
 
-    /// Applies one validated update (not `SetEcn`), logging how to undo it. An error (a
+    /// Applies one validated update (not `SetEcn` or `SetPfc`), logging how to undo it. An error (a
     /// table ran out of room) leaves the log complete for what did apply.
     pub fn apply_update(&mut self, update: &Update, undo: &mut Vec<Undo>) -> Result<(), String> {
         match *update {
@@ -567,7 +1019,139 @@ impl Forwarder {
                     previous: Box::new(previous),
                 });
             }
-            Update::SetEcn { .. } => {}
+            Update::AddSid {
+                slot,
+                ref spec,
+                via,
+            } => {
+                let mut spec = (**spec).clone();
+                if let Some((interface, ip)) = via {
+                    spec.behavior = SidBehavior::EndX {
+                        target: RouteTarget::Nexthop(self.nexthop_logged(interface, ip, undo)),
+                    };
+                }
+                let sid = Srv6State::build_sid(&spec, self.fib6.len(), self.nexthops.len(), |g| {
+                    self.group_live(g)
+                })
+                .map_err(|e| e.0)?;
+                let done = self.srv6.add_sid(slot, &spec, sid).map_err(|e| e.0)?;
+                undo.push(Undo::Srv6(Box::new(done)));
+            }
+            Update::DelSid {
+                slot,
+                vrf,
+                prefix,
+                len,
+            } => {
+                let done = self
+                    .srv6
+                    .del_sid(slot, vrf, mask6(prefix, len), len)
+                    .map_err(|e| e.0)?;
+                undo.push(Undo::Srv6(Box::new(done)));
+            }
+            Update::AddPolicy { slot, ref spec } => {
+                let done = self
+                    .srv6
+                    .add_policy(slot, spec, self.fib6.len())
+                    .map_err(|e| e.0)?;
+                undo.push(Undo::Srv6(Box::new(done)));
+            }
+            Update::DelPolicy { slot } => {
+                let done = self.srv6.del_policy(slot).map_err(|e| e.0)?;
+                undo.push(Undo::Srv6(Box::new(done)));
+            }
+            Update::AddGroup {
+                slot,
+                ref members,
+                balance,
+            } => {
+                let mut built = Vec::with_capacity(members.len());
+                let mut member_ports = Vec::with_capacity(members.len());
+                for &(interface, ip, weight) in members {
+                    let id = self.nexthop_logged(interface, ip, undo);
+                    built.push(Member {
+                        id,
+                        weight,
+                        up: self.nexthop_port_up(interface),
+                    });
+                    member_ports.push(match self.interfaces[usize::from(interface)].attachment {
+                        Attachment::Port(p) => Some(p),
+                        Attachment::Vlan(_) => None,
+                    });
+                }
+                let group = EcmpGroup::with_buckets(self.ecmp_buckets, &built)
+                    .map_err(|e| format!("ECMP group {slot}: {e}"))?;
+                let balancer = GroupBalancer::new(
+                    balance,
+                    slot,
+                    &group,
+                    &member_ports,
+                    u64::from(self.flow_hash_seed),
+                    false,
+                )
+                .map_err(|e| format!("ECMP group {slot}: {e}"))?;
+                let s = slot as usize;
+                let previous = if s == self.groups.len() {
+                    self.groups.push(group);
+                    self.balancers.push(balancer);
+                    self.group_live.push(true);
+                    None
+                } else if s < self.groups.len() && !self.group_live[s] {
+                    self.group_live[s] = true;
+                    Some(Box::new((
+                        std::mem::replace(&mut self.groups[s], group),
+                        std::mem::replace(&mut self.balancers[s], balancer),
+                    )))
+                } else {
+                    return Err(format!("ECMP group slot {slot} is taken"));
+                };
+                undo.push(Undo::GroupAdded { slot, previous });
+            }
+            Update::DelGroup { slot } => {
+                if !self.group_live(slot) {
+                    return Err(format!("ECMP group {slot} does not exist"));
+                }
+                self.group_live[slot as usize] = false;
+                undo.push(Undo::GroupDeleted { slot });
+            }
+            Update::AddVlan { id } => {
+                let vlan = &mut self.vlans[usize::from(id)];
+                undo.push(Undo::VlanDeclared {
+                    id,
+                    previous: vlan.declared,
+                });
+                vlan.declared = true;
+            }
+            Update::DelVlan { id } => {
+                let entries: Vec<([u8; 6], MacEntry)> = self
+                    .macs
+                    .iter()
+                    .filter(|(v, _, _)| *v == id)
+                    .map(|(_, mac, e)| (mac, e))
+                    .collect();
+                for (mac, entry) in entries {
+                    self.macs.remove(id, mac);
+                    undo.push(Undo::Mac {
+                        vlan: id,
+                        mac,
+                        previous: Some(entry),
+                    });
+                }
+                let vlan = &mut self.vlans[usize::from(id)];
+                undo.push(Undo::VlanDeclared {
+                    id,
+                    previous: vlan.declared,
+                });
+                vlan.declared = false;
+            }
+            Update::SetPortVlans { port, ref role } => {
+                undo.push(Undo::PortRole {
+                    port,
+                    previous: self.port_role(port),
+                });
+                self.set_port_role(port, role);
+            }
+            Update::SetEcn { .. } | Update::SetPfc { .. } => {}
         }
         Ok(())
     }
@@ -597,6 +1181,26 @@ impl Forwarder {
                     self.balancers[id as usize] = *balancer;
                 }
                 Undo::Policy { index, previous } => self.srv6.restore_policy(index, *previous),
+                Undo::Srv6(done) => self.srv6.undo(*done),
+                Undo::GroupAdded { slot, previous } => match previous {
+                    None => {
+                        let s = slot as usize;
+                        self.groups.truncate(s);
+                        self.balancers.truncate(s);
+                        self.group_live.truncate(s);
+                    }
+                    Some(old) => {
+                        let (group, balancer) = *old;
+                        self.groups[slot as usize] = group;
+                        self.balancers[slot as usize] = balancer;
+                        self.group_live[slot as usize] = false;
+                    }
+                },
+                Undo::GroupDeleted { slot } => self.group_live[slot as usize] = true,
+                Undo::VlanDeclared { id, previous } => {
+                    self.vlans[usize::from(id)].declared = previous;
+                }
+                Undo::PortRole { port, previous } => self.set_port_role(port, &previous),
                 Undo::Mac {
                     vlan,
                     mac,
@@ -659,6 +1263,7 @@ impl Forwarder {
                     .iter()
                     .zip(&self.balancers)
                     .enumerate()
+                    .filter(|(id, _)| self.group_live[*id])
                     .map(|(id, (g, b))| {
                         let spec = b.spec();
                         let c = b.counters();
@@ -710,6 +1315,7 @@ impl Forwarder {
                     macs,
                 }
             }
+            DumpKind::Sids => Dump::Sids(self.srv6.sid_entries()),
             DumpKind::Ports => {
                 Dump::Ports(self.ports.iter().map(|p| PortEntry { up: p.up }).collect())
             }

@@ -8,7 +8,7 @@
 use super::{Forwarder, ForwarderError, RouteTarget, route_value};
 use crate::clock::Picos;
 use crate::counters::{DropReason, Srv6Counters};
-use crate::pipeline::spec::{EncapMode, SidBehavior, Srv6Spec};
+use crate::pipeline::spec::{SidBehavior, SidSpec, Srv6Spec};
 use crate::pipeline::{Frame, Icmpv6Error, PuntReason, Verdict};
 use crate::tables::Lpm6;
 use crate::tables::flowhash::{FlowKey, flow_hash};
@@ -22,7 +22,7 @@ use std::sync::Arc;
 // Run-time policy replacement (crate::ctl).
 #[path = "srv6_ctl.rs"]
 mod srv6_ctl;
-pub use srv6_ctl::PolicyBackup;
+pub use srv6_ctl::{PolicyBackup, Srv6Undo};
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
@@ -60,6 +60,11 @@ impl Csid {
         })
     }
 
+    /// Block mask, argument mask and shift (the P4 `un`/`ua` action parameters).
+    pub(crate) fn masks(&self) -> (u128, u128, u32) {
+        (self.block_mask, self.argument_mask, self.shift)
+    }
+
     /// The new destination per RFC 9800 (argument moved up by the shift, zeros after it), or
     /// `None` when the argument is zero (end of the container).
     #[inline]
@@ -70,7 +75,7 @@ impl Csid {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Sid {
+pub struct Sid {
     behavior: SidBehavior,
     csid: Option<Csid>,
     psp: bool,
@@ -78,7 +83,7 @@ struct Sid {
 }
 
 #[derive(Debug, Clone)]
-struct Policy {
+pub struct Policy {
     source: [u8; 16],
     first_segment: [u8; 16],
     hop_limit: u8,
@@ -92,8 +97,11 @@ struct Policy {
 pub(crate) struct Srv6State {
     /// Per VRF; `None` when the VRF has no SID, so plain routing skips the lookup.
     my_sid: Vec<Option<Lpm6>>,
-    sids: Vec<Sid>,
+    /// By slot; `None` where a SID was deleted at run time (the slot is free again).
+    sids: Vec<Option<Sid>>,
     policies: Vec<Policy>,
+    /// Parallel to `policies`: false where a policy was deleted at run time.
+    policy_live: Vec<bool>,
     counters: Arc<Srv6Counters>,
     /// Local SIDs processed for the current packet.
     pub(super) local_passes: u8,
@@ -101,114 +109,106 @@ pub(crate) struct Srv6State {
 
 impl Srv6State {
     pub(super) fn new(spec: &Srv6Spec, fw: &Forwarder) -> Result<Srv6State, ForwarderError> {
-        let err = |m: String| Err(ForwarderError(m));
         let vrfs = fw.fib6.len();
-        let check_vrf = |vrf: u16, what: &str| -> Result<(), ForwarderError> {
+        let mut state = Srv6State {
+            my_sid: (0..vrfs).map(|_| None).collect(),
+            sids: Vec::with_capacity(spec.sids.len()),
+            policies: Vec::with_capacity(spec.policies.len()),
+            policy_live: Vec::with_capacity(spec.policies.len()),
+            // Room for what the control plane may add at run time (crate::ctl).
+            counters: Arc::new(Srv6Counters::new(
+                spec.sids.len() + crate::ctl::RUNTIME_SRV6_SLOTS,
+                spec.policies.len() + crate::ctl::RUNTIME_SRV6_SLOTS,
+            )),
+            local_passes: 0,
+        };
+        for (index, s) in spec.sids.iter().enumerate() {
+            let sid = Self::build_sid(s, vrfs, fw.nexthops.len(), |g| fw.group_live(g))?;
+            state.my_sid[usize::from(s.vrf)]
+                .get_or_insert_with(Lpm6::new)
+                .insert(s.prefix, s.len, index as u32)
+                .map_err(|e| ForwarderError(format!("SID {}: {e}", s.name)))?;
+            state.sids.push(Some(sid));
+        }
+        for p in &spec.policies {
+            state.policies.push(Self::build_policy(p, vrfs)?);
+            state.policy_live.push(true);
+        }
+        Ok(state)
+    }
+
+    /// The fast-path form of local SID `s`, or why it cannot be one. `nexthops` and
+    /// `group_live` say what an End.X / uA may point at.
+    pub(crate) fn build_sid(
+        s: &SidSpec,
+        vrfs: usize,
+        nexthops: usize,
+        group_live: impl Fn(u32) -> bool,
+    ) -> Result<Sid, ForwarderError> {
+        let err = |m: String| Err(ForwarderError(m));
+        let what = format!("SID {}", s.name);
+        let check_vrf = |vrf: u16| -> Result<(), ForwarderError> {
             if usize::from(vrf) >= vrfs {
                 return Err(ForwarderError(format!("{what}: VRF {vrf} does not exist")));
             }
             Ok(())
         };
-        let mut my_sid: Vec<Option<Lpm6>> = (0..vrfs).map(|_| None).collect();
-        let mut sids = Vec::with_capacity(spec.sids.len());
-        for (index, s) in spec.sids.iter().enumerate() {
-            let what = format!("SID {}", s.name);
-            check_vrf(s.vrf, &what)?;
-            match s.behavior {
-                SidBehavior::EndX {
-                    target: RouteTarget::Nexthop(n),
-                } if (n as usize) < fw.nexthops.len() => {}
-                SidBehavior::EndX {
-                    target: RouteTarget::Group(g),
-                } if (g as usize) < fw.groups.len() => {}
-                SidBehavior::EndX { .. } => {
-                    return err(format!(
-                        "{what}: End.X needs an existing nexthop or ECMP group"
-                    ));
-                }
-                SidBehavior::EndDt4 { vrf }
-                | SidBehavior::EndDt6 { vrf }
-                | SidBehavior::EndDt46 { vrf } => check_vrf(vrf, &what)?,
-                SidBehavior::End => {}
-            }
-            let decap = matches!(
-                s.behavior,
-                SidBehavior::EndDt4 { .. }
-                    | SidBehavior::EndDt6 { .. }
-                    | SidBehavior::EndDt46 { .. }
-            );
-            if decap && (s.psp || s.usp || s.next_csid.is_some()) {
+        check_vrf(s.vrf)?;
+        if s.len > 128 {
+            return err(format!(
+                "{what}: prefix length {} is longer than 128",
+                s.len
+            ));
+        }
+        match s.behavior {
+            SidBehavior::EndX {
+                target: RouteTarget::Nexthop(n),
+            } if (n as usize) < nexthops => {}
+            SidBehavior::EndX {
+                target: RouteTarget::Group(g),
+            } if group_live(g) => {}
+            SidBehavior::EndX { .. } => {
                 return err(format!(
-                    "{what}: PSP, USP and NEXT-C-SID apply to End and End.X only"
+                    "{what}: End.X needs an existing nexthop or ECMP group"
                 ));
             }
-            let csid = match s.next_csid {
-                Some(f) => Some(Csid::new(f.block_bits, f.shift_bits).ok_or_else(|| {
-                    ForwarderError(format!(
-                        "{what}: block {} + shift {} bits must leave an argument (< 128) and the shift must not be 0",
-                        f.block_bits, f.shift_bits
-                    ))
-                })?),
-                None => None,
-            };
-            my_sid[usize::from(s.vrf)]
-                .get_or_insert_with(Lpm6::new)
-                .insert(s.prefix, s.len, index as u32)
-                .map_err(|e| ForwarderError(format!("{what}: {e}")))?;
-            sids.push(Sid {
-                behavior: s.behavior,
-                csid,
-                psp: s.psp,
-                usp: s.usp,
-            });
+            SidBehavior::EndDt4 { vrf }
+            | SidBehavior::EndDt6 { vrf }
+            | SidBehavior::EndDt46 { vrf } => check_vrf(vrf)?,
+            SidBehavior::End => {}
         }
-        let mut policies = Vec::with_capacity(spec.policies.len());
-        for p in &spec.policies {
-            let what = format!("SRv6 policy {}", p.name);
-            check_vrf(p.outer_vrf, &what)?;
-            let Some(first) = p.segments.first() else {
-                return err(format!("{what}: no segments"));
-            };
-            // RFC 8986 5.1: Segment List[0] is the last segment; H.Encaps.Red leaves S1 out.
-            let in_srh: Vec<[u8; 16]> = match p.mode {
-                EncapMode::Encaps => p.segments.iter().rev().map(|a| a.octets()).collect(),
-                EncapMode::EncapsRed => p.segments[1..].iter().rev().map(|a| a.octets()).collect(),
-            };
-            let mut srh_bytes = vec![0u8; 8 + 16 * in_srh.len()];
-            if !in_srh.is_empty() {
-                let segments_left = (p.segments.len() - 1) as u8;
-                let last_entry = (in_srh.len() - 1) as u8;
-                srh::emit(&mut srh_bytes, 0, segments_left, last_entry, &in_srh)
-                    .map_err(|e| ForwarderError(format!("{what}: {e}")))?;
-            } else {
-                srh_bytes.clear();
-            }
-            if srh_bytes.len() > MAX_POLICY_SRH_LEN {
-                return err(format!(
-                    "{what}: {} segments do not fit the mbuf headroom (at most {} in the SRH)",
-                    p.segments.len(),
-                    (MAX_POLICY_SRH_LEN - 8) / 16
-                ));
-            }
-            policies.push(Policy {
-                source: p.source.octets(),
-                first_segment: first.octets(),
-                hop_limit: p.hop_limit,
-                outer_vrf: p.outer_vrf,
-                srh: srh_bytes,
-            });
+        let decap = matches!(
+            s.behavior,
+            SidBehavior::EndDt4 { .. } | SidBehavior::EndDt6 { .. } | SidBehavior::EndDt46 { .. }
+        );
+        if decap && (s.psp || s.usp || s.next_csid.is_some()) {
+            return err(format!(
+                "{what}: PSP, USP and NEXT-C-SID apply to End and End.X only"
+            ));
         }
-        Ok(Srv6State {
-            my_sid,
-            counters: Arc::new(Srv6Counters::new(sids.len(), policies.len())),
-            sids,
-            policies,
-            local_passes: 0,
+        let csid = match s.next_csid {
+            Some(f) => Some(Csid::new(f.block_bits, f.shift_bits).ok_or_else(|| {
+                ForwarderError(format!(
+                    "{what}: block {} + shift {} bits must leave an argument (< 128) and the shift must not be 0",
+                    f.block_bits, f.shift_bits
+                ))
+            })?),
+            None => None,
+        };
+        Ok(Sid {
+            behavior: s.behavior,
+            csid,
+            psp: s.psp,
+            usp: s.usp,
         })
     }
 
-    pub(super) fn policy_count(&self) -> usize {
-        self.policies.len()
+    /// Whether policy `index` exists (routes may point at it).
+    pub(super) fn policy_live(&self, index: u32) -> bool {
+        self.policy_live
+            .get(index as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// The local SID matching `dst` in `vrf`, if any.
@@ -313,7 +313,7 @@ impl Forwarder {
         sid: u32,
         now: Picos,
     ) -> Verdict {
-        let Some(&sid) = self.srv6.sids.get(sid as usize) else {
+        let Some(&Some(sid)) = self.srv6.sids.get(sid as usize) else {
             return Verdict::Drop(DropReason::NoRoute);
         };
         let ip = &frame[l3..];

@@ -1,0 +1,1102 @@
+//! Names to dataplane updates: what the server does with each `update` op before the worker
+//! sees it, and the server's copy of what the worker holds by name (ECMP groups, SRv6 SIDs and
+//! policies, PFC thresholds), kept in step as batches apply.
+//!
+//! SIDs, policies and groups live in slots: a deleted one leaves its slot free (an empty
+//! name here) and the next addition takes the first free slot, or a new one at the end. The
+//! worker refuses a slot that is taken by then (two clients racing), so a route never points
+//! at the wrong object.
+
+use crate::api::{RouteTo, SidOp, UpdateOp};
+use crate::config::{parse_mac, srv6_defaults};
+use crate::ecmp_config::TIMEOUT_US;
+use crate::server::{Names, parse_ip, parse_prefix};
+use dataplane::clock::PICOS_PER_MICRO;
+use dataplane::ctl::{Target, Update};
+use dataplane::pipeline::spec::{
+    CsidFormat, EncapMode, PolicySpec, PortRole, RouteTarget, SidBehavior, SidSpec, VlanSpec,
+};
+use dataplane::qos::{EcnProfile, PfcThresholds};
+use dataplane::tables::flowlet::{BalanceMode, BalanceSpec, MAX_TABLE_SIZE, PathChoice};
+use std::net::{IpAddr, Ipv6Addr};
+
+/// Whether the server's names change when `update` applies.
+pub fn renames(update: &Update) -> bool {
+    matches!(
+        update,
+        Update::AddSid { .. }
+            | Update::DelSid { .. }
+            | Update::AddPolicy { .. }
+            | Update::DelPolicy { .. }
+            | Update::SetPolicy { .. }
+            | Update::AddGroup { .. }
+            | Update::DelGroup { .. }
+            | Update::SetPfc { .. }
+            | Update::AddVlan { .. }
+            | Update::DelVlan { .. }
+            | Update::SetPortVlans { .. }
+    )
+}
+
+/// The first free slot (an empty name), or the next one.
+fn free_slot<'a>(names: impl Iterator<Item = &'a str>) -> u32 {
+    let mut count = 0;
+    for (i, name) in names.enumerate() {
+        if name.is_empty() {
+            return i as u32;
+        }
+        count = i + 1;
+    }
+    count as u32
+}
+
+fn put<T>(list: &mut Vec<T>, slot: u32, value: T) {
+    let s = slot as usize;
+    if s < list.len() {
+        list[s] = value;
+    } else {
+        list.push(value);
+    }
+}
+
+/// A name for a new policy or group: letters, digits, `-`, `_`, `.`, not in use.
+fn check_new_name(kind: &str, name: &str, taken: bool) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(format!(
+            "{kind} name `{name}`: use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    if taken {
+        return Err(format!("{kind} `{name}` exists already"));
+    }
+    Ok(())
+}
+
+fn parse_v6(what: &str, text: &str) -> Result<Ipv6Addr, String> {
+    match text.trim().parse::<Ipv6Addr>() {
+        Ok(a) if !a.is_multicast() && !a.is_unspecified() => Ok(a),
+        _ => Err(format!("{what} `{text}` is not a unicast IPv6 address")),
+    }
+}
+
+impl Names {
+    /// Mirrors `update` once it applied (or, while a batch is resolved, once the updates
+    /// before it will have): `group_name` names a group it creates.
+    pub fn note(&mut self, update: &Update, group_name: Option<&str>) {
+        match update {
+            Update::AddGroup { slot, .. } => put(
+                &mut self.groups,
+                *slot,
+                group_name.unwrap_or("?").to_owned(),
+            ),
+            Update::DelGroup { slot } => {
+                if let Some(name) = self.groups.get_mut(*slot as usize) {
+                    name.clear();
+                }
+            }
+            _ => {}
+        }
+        let Some(spec) = &mut self.spec else { return };
+        match update {
+            Update::AddSid { slot, spec: s, .. } => put(&mut spec.srv6.sids, *slot, (**s).clone()),
+            Update::DelSid { slot, .. } => {
+                if let Some(sid) = spec.srv6.sids.get_mut(*slot as usize) {
+                    sid.name.clear();
+                }
+            }
+            Update::AddPolicy { slot, spec: p } => {
+                put(&mut spec.srv6.policies, *slot, (**p).clone())
+            }
+            Update::SetPolicy { policy, spec: p } => {
+                put(&mut spec.srv6.policies, *policy, (**p).clone())
+            }
+            Update::DelPolicy { slot } => {
+                if let Some(p) = spec.srv6.policies.get_mut(*slot as usize) {
+                    p.name.clear();
+                }
+            }
+            Update::SetPfc {
+                port,
+                tc,
+                thresholds,
+            } => {
+                if let Some(p) = spec.qos.ports.get_mut(usize::from(*port)) {
+                    p.pfc[usize::from(*tc)] = Some(*thresholds);
+                }
+            }
+            Update::AddVlan { id } => {
+                spec.vlans.push(VlanSpec {
+                    id: *id,
+                    interface: None,
+                });
+                spec.vlans.sort_by_key(|v| v.id);
+            }
+            Update::DelVlan { id } => spec.vlans.retain(|v| v.id != *id),
+            Update::SetPortVlans { port, role } => {
+                if let Some(r) = spec.ports.get_mut(usize::from(*port)) {
+                    *r = role.clone();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The slot of local SID `prefix/len` in `vrf`.
+    pub(crate) fn sid_slot(&self, vrf: u16, prefix: Ipv6Addr, len: u8) -> Option<u32> {
+        let spec = self.spec.as_ref()?;
+        let key = mask6(prefix, len);
+        spec.srv6
+            .sids
+            .iter()
+            .position(|s| {
+                !s.name.is_empty() && s.vrf == vrf && s.len == len && mask6(s.prefix, s.len) == key
+            })
+            .map(|i| i as u32)
+    }
+
+    /// The slot a new SID takes.
+    pub(crate) fn next_sid_slot(&self) -> u32 {
+        self.spec.as_ref().map_or(0, |s| {
+            free_slot(s.srv6.sids.iter().map(|s| s.name.as_str()))
+        })
+    }
+}
+
+fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
+    let mask = if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
+    };
+    Ipv6Addr::from(u128::from(addr) & mask)
+}
+
+/// An IPv6 SID prefix and its VRF.
+pub(crate) fn sid_prefix(
+    names: &Names,
+    vrf: Option<&str>,
+    text: &str,
+) -> Result<(u16, Ipv6Addr, u8), String> {
+    let (prefix, len) = parse_prefix(text)?;
+    let IpAddr::V6(prefix) = prefix else {
+        return Err(format!("`{text}`: a SID is an IPv6 prefix"));
+    };
+    Ok((names.vrf(vrf)?, mask6(prefix, len), len))
+}
+
+/// A local SID from `add_sid`'s keys, with the config's rules and defaults, and the neighbour
+/// an End.X / uA goes to (resolved to a nexthop by the worker).
+fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>), String> {
+    let (vrf, prefix, len) = sid_prefix(names, op.vrf.as_deref(), &op.sid)?;
+    if names.sid_slot(vrf, prefix, len).is_some() {
+        return Err(format!("{prefix}/{len} is already a local SID in this VRF"));
+    }
+    let behavior_text = op.behavior.trim();
+    let (kind, csid) = match behavior_text.to_ascii_lowercase().as_str() {
+        "end" => ("end", false),
+        "end.x" => ("end.x", false),
+        "end.dt4" | "udt4" => ("end.dt4", false),
+        "end.dt6" | "udt6" => ("end.dt6", false),
+        "end.dt46" | "udt46" => ("end.dt46", false),
+        "un" => ("end", true),
+        "ua" => ("end.x", true),
+        _ => {
+            return Err(format!(
+                "`{behavior_text}` is not a behaviour; use End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*)"
+            ));
+        }
+    };
+    let adjacency = kind == "end.x";
+    let decap = kind.starts_with("end.dt");
+    let stray = [
+        (op.block_bits.is_some(), "block_bits", csid),
+        (op.shift_bits.is_some(), "shift_bits", csid),
+        (op.via.is_some(), "via", adjacency),
+        (op.dev.is_some(), "dev", adjacency),
+        (op.group.is_some(), "group", adjacency),
+        (op.lookup_vrf.is_some(), "lookup_vrf", decap),
+        (!op.flavors.is_empty(), "flavors", !decap),
+    ];
+    for (given, key, allowed) in stray {
+        if given && !allowed {
+            return Err(format!(
+                "`{key}` does not apply to behaviour {behavior_text}"
+            ));
+        }
+    }
+    let next_csid = if csid {
+        let block = op.block_bits.map_or(srv6_defaults::BLOCK_BITS, i64::from);
+        let shift = op.shift_bits.map_or(srv6_defaults::SHIFT_BITS, i64::from);
+        if shift == 0 || block + shift >= 128 {
+            return Err(format!(
+                "block_bits {block} + shift_bits {shift} must be below 128 (an argument must remain) and the shift above 0"
+            ));
+        }
+        if i64::from(len) > block + shift {
+            return Err(format!(
+                "/{len} is longer than block + shift ({}): the SID would match part of its own argument",
+                block + shift
+            ));
+        }
+        Some(CsidFormat {
+            block_bits: block as u8,
+            shift_bits: shift as u8,
+        })
+    } else {
+        None
+    };
+    let (mut psp, mut usp) = (false, false);
+    for flavor in &op.flavors {
+        match flavor.to_ascii_lowercase().as_str() {
+            "psp" => psp = true,
+            "usp" => usp = true,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a flavour; use \"psp\" and/or \"usp\""
+                ));
+            }
+        }
+    }
+    let mut via = None;
+    let behavior = match kind {
+        "end" => SidBehavior::End,
+        "end.x" => {
+            let target = match (&op.group, &op.via, &op.dev) {
+                (Some(group), None, None) => RouteTarget::Group(names.group(group)?),
+                (None, Some(ip), Some(dev)) => {
+                    via = Some((names.dev(dev)?, parse_ip(ip)?));
+                    // Resolved by the worker (`via`).
+                    RouteTarget::Nexthop(u32::MAX)
+                }
+                (None, Some(_), None) => {
+                    return Err("`via` needs `dev` (the neighbour's L3 interface)".to_owned());
+                }
+                (Some(_), _, _) => {
+                    return Err("give `group` or `via` with `dev`, not both".to_owned());
+                }
+                _ => {
+                    return Err(format!(
+                        "{behavior_text} forwards to an adjacency: give `group`, or `via` with `dev`"
+                    ));
+                }
+            };
+            SidBehavior::EndX { target }
+        }
+        _ => {
+            let table = match &op.lookup_vrf {
+                Some(v) => names.vrf(Some(v))?,
+                None => vrf,
+            };
+            match kind {
+                "end.dt4" => SidBehavior::EndDt4 { vrf: table },
+                "end.dt6" => SidBehavior::EndDt6 { vrf: table },
+                _ => SidBehavior::EndDt46 { vrf: table },
+            }
+        }
+    };
+    Ok((
+        SidSpec {
+            name: format!("{prefix}/{len}"),
+            vrf,
+            prefix,
+            len,
+            behavior,
+            next_csid,
+            psp,
+            usp,
+        },
+        via,
+    ))
+}
+
+fn encap_mode(text: &str) -> Result<EncapMode, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "encaps" | "h.encaps" | "encap" => Ok(EncapMode::Encaps),
+        "encaps.red" | "h.encaps.red" | "encap.red" => Ok(EncapMode::EncapsRed),
+        other => Err(format!(
+            "mode `{other}` is neither \"encaps\" nor \"encaps.red\""
+        )),
+    }
+}
+
+fn segments(list: &[String], mode: EncapMode) -> Result<Vec<Ipv6Addr>, String> {
+    let segments: Vec<Ipv6Addr> = list
+        .iter()
+        .map(|s| parse_v6("segment", s))
+        .collect::<Result<_, _>>()?;
+    let in_srh = match mode {
+        EncapMode::Encaps => segments.len(),
+        EncapMode::EncapsRed => segments.len().saturating_sub(1),
+    };
+    if segments.is_empty() || in_srh > 4 {
+        return Err(format!(
+            "{} segments: give 1 to {} (the SRH must fit the 128-byte mbuf headroom; pack hops into uSID containers)",
+            segments.len(),
+            if mode == EncapMode::Encaps { 4 } else { 5 }
+        ));
+    }
+    Ok(segments)
+}
+
+/// A group's balancing from `add_group`'s keys, with the config's rules.
+fn balance(
+    mode: Option<&str>,
+    choice: Option<&str>,
+    timeout_us: Option<u64>,
+    table_size: Option<u64>,
+) -> Result<BalanceSpec, String> {
+    let mut spec = BalanceSpec::default();
+    if let Some(mode) = mode {
+        spec.mode = match mode {
+            "hash" => BalanceMode::Hash,
+            "flowlet" => BalanceMode::Flowlet,
+            "per-packet" => BalanceMode::PerPacket,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a balancing mode: use \"hash\", \"flowlet\" or \"per-packet\""
+                ));
+            }
+        };
+    }
+    if let Some(choice) = choice {
+        if spec.mode == BalanceMode::Hash {
+            return Err(
+                "`choice` applies to mode \"flowlet\" or \"per-packet\"; with hashing the flow hash chooses"
+                    .to_owned(),
+            );
+        }
+        spec.choice = match choice {
+            "random" => PathChoice::Random,
+            "least-loaded" => PathChoice::LeastLoaded,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a path choice: use \"random\" or \"least-loaded\""
+                ));
+            }
+        };
+    }
+    let flowlet_only = |key: &str| {
+        format!(
+            "`{key}` applies to mode \"flowlet\" only (this group is \"{}\")",
+            spec.mode.as_str()
+        )
+    };
+    if let Some(t) = timeout_us {
+        if spec.mode != BalanceMode::Flowlet {
+            return Err(flowlet_only("flowlet_timeout_us"));
+        }
+        if !TIMEOUT_US.contains(&(t as i64)) {
+            return Err(format!(
+                "flowlet_timeout_us {t} is out of range {}..={}",
+                TIMEOUT_US.start(),
+                TIMEOUT_US.end()
+            ));
+        }
+        spec.timeout = t * PICOS_PER_MICRO;
+    }
+    if let Some(size) = table_size {
+        if spec.mode != BalanceMode::Flowlet {
+            return Err(flowlet_only("flowlet_table_size"));
+        }
+        if !size.is_power_of_two() || size as usize > MAX_TABLE_SIZE {
+            return Err(format!(
+                "flowlet_table_size {size} must be a power of two up to {MAX_TABLE_SIZE}"
+            ));
+        }
+        spec.table_size = size as usize;
+    }
+    Ok(spec)
+}
+
+/// Turns one named update into a dataplane update; for a group it creates, also its name.
+pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), String> {
+    let Some(spec) = n.spec.as_ref() else {
+        return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
+    };
+    let mut group_name = None;
+    let update = match op {
+        UpdateOp::AddRoute { vrf, prefix, to } => {
+            let (prefix, len) = parse_prefix(prefix)?;
+            let target = match to {
+                RouteTo::Via { ip, dev } => Target::Via {
+                    interface: n.dev(dev)?,
+                    ip: parse_ip(ip)?,
+                },
+                RouteTo::Group(g) => Target::Group(n.group(g)?),
+                RouteTo::Policy(p) => Target::Srv6Policy(n.policy(p)?),
+                RouteTo::Blackhole => Target::Blackhole,
+            };
+            Update::AddRoute {
+                vrf: n.vrf(vrf.as_deref())?,
+                prefix,
+                len,
+                target,
+            }
+        }
+        UpdateOp::DelRoute { vrf, prefix } => {
+            let (prefix, len) = parse_prefix(prefix)?;
+            Update::DelRoute {
+                vrf: n.vrf(vrf.as_deref())?,
+                prefix,
+                len,
+            }
+        }
+        UpdateOp::AddNeighbor { ip, dev, mac } => Update::AddNeighbor {
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+            mac: parse_mac(mac)?,
+        },
+        UpdateOp::DelNeighbor { ip, dev } => Update::DelNeighbor {
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+        },
+        UpdateOp::AddEcmpMember {
+            group,
+            ip,
+            dev,
+            weight,
+        } => Update::AddEcmpMember {
+            group: n.group(group)?,
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+            weight: *weight,
+        },
+        UpdateOp::DelEcmpMember { group, ip, dev } => Update::DelEcmpMember {
+            group: n.group(group)?,
+            interface: n.dev(dev)?,
+            ip: parse_ip(ip)?,
+        },
+        UpdateOp::AddMac { vlan, mac, port } => Update::AddMac {
+            vlan: *vlan,
+            mac: parse_mac(mac)?,
+            port: n.port(port)?,
+        },
+        UpdateOp::DelMac { vlan, mac } => Update::DelMac {
+            vlan: *vlan,
+            mac: parse_mac(mac)?,
+        },
+        UpdateOp::SetPolicy {
+            policy,
+            segments: list,
+            mode,
+            source,
+            hop_limit,
+        } => {
+            let index = n.policy(policy)?;
+            let mut p = spec.srv6.policies[index as usize].clone();
+            if let Some(mode) = mode {
+                p.mode = encap_mode(mode)?;
+            }
+            p.segments = segments(list, p.mode)?;
+            if let Some(source) = source {
+                p.source = parse_v6("source", source)?;
+            }
+            if let Some(h) = hop_limit {
+                p.hop_limit = *h;
+            }
+            Update::SetPolicy {
+                policy: index,
+                spec: Box::new(p),
+            }
+        }
+        UpdateOp::SetEcn { port, tc, ecn } => Update::SetEcn {
+            port: n.port(port)?,
+            tc: *tc,
+            ecn: ecn.map(|(kmin, kmax, pmax)| EcnProfile { kmin, kmax, pmax }),
+        },
+        UpdateOp::AddSid(op) => {
+            let (sid, via) = sid_spec(n, op)?;
+            Update::AddSid {
+                slot: n.next_sid_slot(),
+                spec: Box::new(sid),
+                via,
+            }
+        }
+        UpdateOp::DelSid { sid, vrf } => {
+            let (vrf, prefix, len) = sid_prefix(n, vrf.as_deref(), sid)?;
+            let slot = n
+                .sid_slot(vrf, prefix, len)
+                .ok_or_else(|| format!("no local SID {prefix}/{len} in VRF {}", n.vrf_name(vrf)))?;
+            Update::DelSid {
+                slot,
+                vrf,
+                prefix,
+                len,
+            }
+        }
+        UpdateOp::AddPolicy {
+            policy,
+            segments: list,
+            mode,
+            source,
+            hop_limit,
+        } => {
+            check_new_name("SRv6 policy", policy, n.policy(policy).is_ok())?;
+            let mode = encap_mode(mode.as_deref().unwrap_or("encaps"))?;
+            let source = match source {
+                Some(s) => parse_v6("source", s)?,
+                // As in the config: a global IPv6 address of the default VRF.
+                None => spec
+                    .interfaces
+                    .iter()
+                    .filter(|i| i.vrf == 0)
+                    .flat_map(|i| i.ipv6.iter())
+                    .map(|(a, _)| *a)
+                    .find(|a| a.segments()[0] & 0xffc0 != 0xfe80)
+                    .ok_or("`source` is needed: no interface of the default VRF has a global IPv6 address to use")?,
+            };
+            Update::AddPolicy {
+                slot: free_slot(spec.srv6.policies.iter().map(|p| p.name.as_str())),
+                spec: Box::new(PolicySpec {
+                    name: policy.clone(),
+                    mode,
+                    segments: segments(list, mode)?,
+                    source,
+                    hop_limit: hop_limit.unwrap_or(srv6_defaults::HOP_LIMIT as u8),
+                    outer_vrf: 0,
+                }),
+            }
+        }
+        UpdateOp::DelPolicy { policy } => Update::DelPolicy {
+            slot: n.policy(policy)?,
+        },
+        UpdateOp::AddGroup {
+            group,
+            members,
+            mode,
+            choice,
+            flowlet_timeout_us,
+            flowlet_table_size,
+        } => {
+            check_new_name("ECMP group", group, n.group(group).is_ok())?;
+            let members = members
+                .iter()
+                .map(|(ip, dev, weight)| Ok((n.dev(dev)?, parse_ip(ip)?, *weight)))
+                .collect::<Result<Vec<_>, String>>()?;
+            group_name = Some(group.clone());
+            Update::AddGroup {
+                slot: free_slot(n.groups.iter().map(String::as_str)),
+                balance: balance(
+                    mode.as_deref(),
+                    choice.as_deref(),
+                    *flowlet_timeout_us,
+                    *flowlet_table_size,
+                )?,
+                members,
+            }
+        }
+        UpdateOp::DelGroup { group } => Update::DelGroup {
+            slot: n.group(group)?,
+        },
+        UpdateOp::AddVlan { vlan } => {
+            if !(1..=4094).contains(vlan) {
+                return Err(format!("VLAN {vlan} is not 1..=4094"));
+            }
+            if spec.vlans.iter().any(|v| v.id == *vlan) {
+                return Err(format!("VLAN {vlan} exists already"));
+            }
+            Update::AddVlan { id: *vlan }
+        }
+        UpdateOp::DelVlan { vlan } => {
+            let Some(declared) = spec.vlans.iter().find(|v| v.id == *vlan) else {
+                return Err(format!("VLAN {vlan} does not exist"));
+            };
+            if let Some(i) = declared.interface {
+                return Err(format!(
+                    "VLAN {vlan} has an L3 interface ({}): it goes only with a restart",
+                    n.dev_name(i)
+                ));
+            }
+            for (i, role) in spec.ports.iter().enumerate() {
+                let member = match role {
+                    PortRole::Access { vlan: v } => v == vlan,
+                    PortRole::Trunk { allowed, native } => {
+                        allowed.contains(vlan) || native == &Some(*vlan)
+                    }
+                    PortRole::Routed { .. } => false,
+                };
+                if member {
+                    return Err(format!(
+                        "port {} is in VLAN {vlan}: move it to another VLAN first",
+                        n.ports[i]
+                    ));
+                }
+            }
+            Update::DelVlan { id: *vlan }
+        }
+        UpdateOp::SetPortVlan {
+            port,
+            access,
+            allowed,
+            native,
+        } => {
+            let index = n.port(port)?;
+            if let Some(PortRole::Routed { .. }) = spec.ports.get(usize::from(index)) {
+                return Err(format!(
+                    "port {port} is routed: it becomes an L2 port only with a restart"
+                ));
+            }
+            for v in access.iter().chain(allowed).chain(native) {
+                if !spec.vlans.iter().any(|d| d.id == *v) {
+                    return Err(format!("VLAN {v} does not exist (add it first)"));
+                }
+            }
+            let role = match access {
+                Some(vlan) => PortRole::Access { vlan: *vlan },
+                None => PortRole::Trunk {
+                    allowed: allowed.clone(),
+                    native: *native,
+                },
+            };
+            Update::SetPortVlans { port: index, role }
+        }
+        UpdateOp::SetPfc {
+            port,
+            tc,
+            xoff,
+            xon,
+            headroom,
+        } => {
+            let index = n.port(port)?;
+            let current = spec
+                .qos
+                .ports
+                .get(usize::from(index))
+                .and_then(|p| p.pfc[usize::from(*tc)])
+                .ok_or_else(|| {
+                    format!(
+                        "TC {tc} is not lossless on port {port}: PFC thresholds apply to the lossless TCs of the port's QoS profile"
+                    )
+                })?;
+            let thresholds = PfcThresholds {
+                xoff: xoff.unwrap_or(current.xoff),
+                xon: xon.unwrap_or(current.xon),
+                headroom: headroom.unwrap_or(current.headroom),
+            };
+            if thresholds.xon > thresholds.xoff {
+                return Err(format!(
+                    "xon {} is above xoff {}: XON must be at or below XOFF",
+                    thresholds.xon, thresholds.xoff
+                ));
+            }
+            Update::SetPfc {
+                port: index,
+                tc: *tc,
+                thresholds,
+            }
+        }
+    };
+    Ok((update, group_name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Command, parse_request};
+    use crate::config::Config;
+    use std::path::Path;
+
+    fn names() -> Names {
+        let text = r#"[switch]
+name = "r"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+[qos.rdma]
+lossless = [3]
+[[port]]
+name = "p0"
+devargs = "net_null0"
+ipv4 = ["10.255.0.1/31"]
+ipv6 = ["2001:db8:ff::1/127"]
+speed_gbps = 100
+qos = "rdma"
+[[port]]
+name = "p1"
+devargs = "net_null1"
+ipv4 = ["10.255.0.3/31"]
+[[nexthop_group]]
+name = "up"
+members = [{ port = "p0", via = "10.255.0.0" }]
+[[srv6.sid]]
+prefix = "fcbb:bb00:1::/48"
+behavior = "uN"
+"#;
+        let config = Config::parse(Path::new("r.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        Names::of(&config)
+    }
+
+    fn ops(line: &str) -> Vec<UpdateOp> {
+        let request = format!(r#"{{"v":1,"id":1,"cmd":"update","updates":{line}}}"#);
+        match parse_request(request.as_bytes()) {
+            Ok((_, Command::Update(ops))) => ops,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn op(line: &str) -> UpdateOp {
+        ops(&format!("[{line}]")).remove(0)
+    }
+
+    /// Resolves a batch as the server does: later updates see the names earlier ones made.
+    fn batch(n: &Names, line: &str) -> Result<Vec<Update>, String> {
+        let mut scratch = n.clone();
+        let mut out = Vec::new();
+        for op in ops(line) {
+            let (update, group) = resolve(&scratch, &op)?;
+            scratch.note(&update, group.as_deref());
+            out.push(update);
+        }
+        Ok(out)
+    }
+
+    fn err(n: &Names, line: &str) -> String {
+        resolve(n, &op(line)).unwrap_err()
+    }
+
+    #[test]
+    fn a_policy_or_group_created_in_a_batch_is_named_by_later_updates() {
+        let n = names();
+        let updates = batch(
+            &n,
+            r#"[{"op":"add_policy","policy":"pn","segments":["fcbb:bb00:2::"]},
+                {"op":"add_route","prefix":"10.8.0.0/16","policy":"pn"},
+                {"op":"add_group","group":"g2","members":[{"via":"10.255.0.2","dev":"p1","weight":2}]},
+                {"op":"add_route","prefix":"10.9.0.0/16","group":"g2"}]"#,
+        )
+        .unwrap();
+        let Update::AddPolicy { slot: 0, spec } = &updates[0] else {
+            panic!("{:?}", updates[0]);
+        };
+        // Defaults as in the config: H.Encaps, hop limit 64, the default VRF's global address.
+        assert_eq!(
+            (spec.mode, spec.hop_limit, spec.source),
+            (
+                EncapMode::Encaps,
+                64,
+                "2001:db8:ff::1".parse::<Ipv6Addr>().unwrap()
+            )
+        );
+        assert!(matches!(
+            updates[1],
+            Update::AddRoute {
+                target: Target::Srv6Policy(0),
+                ..
+            }
+        ));
+        let Update::AddGroup {
+            slot: 1,
+            members,
+            balance,
+        } = &updates[2]
+        else {
+            panic!("{:?}", updates[2]);
+        };
+        assert_eq!(members, &vec![(1, "10.255.0.2".parse().unwrap(), 2)]);
+        assert_eq!(*balance, BalanceSpec::default());
+        assert!(matches!(
+            updates[3],
+            Update::AddRoute {
+                target: Target::Group(1),
+                ..
+            }
+        ));
+        // The names themselves are untouched until the worker applied the batch.
+        assert!(n.policy("pn").is_err() && n.group("g2").is_err());
+    }
+
+    #[test]
+    fn deleted_slots_are_taken_again_first() {
+        let mut n = names();
+        let (del, _) = resolve(&n, &op(r#"{"op":"del_group","group":"up"}"#)).unwrap();
+        assert_eq!(del, Update::DelGroup { slot: 0 });
+        n.note(&del, None);
+        assert!(n.group("up").is_err());
+        let (add, name) = resolve(
+            &n,
+            &op(r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}]}"#),
+        )
+        .unwrap();
+        assert!(matches!(add, Update::AddGroup { slot: 0, .. }));
+        n.note(&add, name.as_deref());
+        assert_eq!(n.group("g"), Ok(0));
+        // SIDs: the configured one is slot 0; deleted, its slot takes the next one.
+        let (del, _) = resolve(&n, &op(r#"{"op":"del_sid","sid":"fcbb:bb00:1::/48"}"#)).unwrap();
+        assert!(matches!(
+            del,
+            Update::DelSid {
+                slot: 0,
+                len: 48,
+                ..
+            }
+        ));
+        n.note(&del, None);
+        let (add, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_sid","sid":"fcbb:bb00:9::/48","behavior":"End"}"#),
+        )
+        .unwrap();
+        assert!(matches!(add, Update::AddSid { slot: 0, .. }));
+    }
+
+    #[test]
+    fn sids_follow_the_config_rules() {
+        let n = names();
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"uA","via":"10.255.0.2","dev":"p1","flavors":["psp"]}"#),
+        )
+        .unwrap();
+        let Update::AddSid { slot: 1, spec, via } = update else {
+            panic!("{update:?}");
+        };
+        assert_eq!(via, Some((1, "10.255.0.2".parse().unwrap())));
+        assert_eq!(
+            spec.next_csid,
+            Some(CsidFormat {
+                block_bits: 32,
+                shift_bits: 16
+            })
+        );
+        assert!(spec.psp && !spec.usp);
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_sid","sid":"2001:db8:5::10","behavior":"End.DT46"}"#),
+        )
+        .unwrap();
+        let Update::AddSid { spec, .. } = update else {
+            panic!()
+        };
+        assert_eq!(
+            (spec.len, spec.behavior),
+            (128, SidBehavior::EndDt46 { vrf: 0 })
+        );
+        for (line, message) in [
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:1::/48","behavior":"End"}"#,
+                "already a local SID",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/64","behavior":"uN"}"#,
+                "/64 is longer than block + shift (48)",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End.DT4","flavors":["psp"]}"#,
+                "`flavors` does not apply",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End","group":"up"}"#,
+                "`group` does not apply",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End.X","group":"nosuch"}"#,
+                "no ECMP group `nosuch`",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End","flavors":["xsp"]}"#,
+                "`xsp` is not a flavour",
+            ),
+            (
+                r#"{"op":"del_sid","sid":"fcbb:bb00:2::/48"}"#,
+                "no local SID fcbb:bb00:2::/48 in VRF default",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn policies_and_groups_are_checked_before_the_worker_sees_them() {
+        let n = names();
+        for (line, message) in [
+            (
+                r#"{"op":"add_policy","policy":"bad name","segments":["fc00::1"]}"#,
+                "use letters, digits",
+            ),
+            (
+                r#"{"op":"add_policy","policy":"p","segments":["fc00::1"],"mode":"tunnel"}"#,
+                "mode `tunnel`",
+            ),
+            (
+                r#"{"op":"add_policy","policy":"p","segments":["::1","::2","::3","::4","::5"]}"#,
+                "5 segments: give 1 to 4",
+            ),
+            (r#"{"op":"del_policy","policy":"p"}"#, "no SRv6 policy `p`"),
+            (
+                r#"{"op":"add_group","group":"up","members":[{"via":"10.255.0.0","dev":"p0"}]}"#,
+                "ECMP group `up` exists already",
+            ),
+            (
+                r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"choice":"random"}"#,
+                "with hashing the flow hash chooses",
+            ),
+            (
+                r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","flowlet_table_size":1000}"#,
+                "must be a power of two",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","choice":"least-loaded","flowlet_timeout_us":50}"#),
+        )
+        .unwrap();
+        let Update::AddGroup { balance, .. } = update else {
+            panic!()
+        };
+        assert_eq!(
+            (balance.mode, balance.choice, balance.timeout),
+            (
+                BalanceMode::Flowlet,
+                PathChoice::LeastLoaded,
+                50 * PICOS_PER_MICRO
+            )
+        );
+        // The API refuses a group without members and unknown member fields.
+        let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g","members":[]}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
+                .contains("`members` is missing")
+        );
+        let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g","members":[{"via":"1.2.3.4","dev":"p0","port":1}]}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
+                .contains("unknown field `port`")
+        );
+    }
+
+    #[test]
+    fn vlans_and_port_membership() {
+        let n = names();
+        let updates = batch(
+            &n,
+            r#"[{"op":"add_vlan","vlan":20},
+                {"op":"set_port_vlan","port":"p1","mode":"trunk","allowed":[20],"native":null}]"#,
+        );
+        // p1 is routed in this config.
+        assert!(updates.unwrap_err().contains("port p1 is routed"));
+        for (line, message) in [
+            (r#"{"op":"add_vlan","vlan":0}"#, "VLAN 0 is not 1..=4094"),
+            (r#"{"op":"del_vlan","vlan":20}"#, "VLAN 20 does not exist"),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"access","vlan":20}"#,
+                "port p0 is routed",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        for (line, message) in [
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"trunk"}"#,
+                "a trunk needs `allowed` VLANs or a `native` one",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"access","vlan":5,"native":5}"#,
+                "`allowed` and `native` are for mode \"trunk\"",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"trunk","vlan":5}"#,
+                "`vlan` is for mode \"access\"",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"hybrid","vlan":5}"#,
+                "not \"access\" or \"trunk\"",
+            ),
+            (
+                r#"{"op":"set_port_vlan","port":"p0","mode":"trunk","allowed":[5000]}"#,
+                "holds 5000, not a VID",
+            ),
+        ] {
+            let request = format!(r#"{{"v":1,"id":1,"cmd":"update","updates":[{line}]}}"#);
+            let e = parse_request(request.as_bytes()).unwrap_err().1;
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        let mut n2 = n.clone();
+        let (add, _) = resolve(&n2, &op(r#"{"op":"add_vlan","vlan":20}"#)).unwrap();
+        n2.note(&add, None);
+        assert!(n2.spec.as_ref().unwrap().vlans.iter().any(|v| v.id == 20));
+        let e = err(&n2, r#"{"op":"add_vlan","vlan":20}"#);
+        assert!(e.contains("VLAN 20 exists already"), "{e}");
+    }
+
+    #[test]
+    fn pfc_thresholds_keep_what_is_not_given_and_xon_stays_at_or_below_xoff() {
+        let n = names();
+        let current = n.spec.as_ref().unwrap().qos.ports[0].pfc[3].expect("TC 3 is lossless");
+        let (update, _) = resolve(
+            &n,
+            &op(r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":"40KB","xon":20000}"#),
+        )
+        .unwrap();
+        assert_eq!(
+            update,
+            Update::SetPfc {
+                port: 0,
+                tc: 3,
+                thresholds: PfcThresholds {
+                    xoff: 40_000,
+                    xon: 20_000,
+                    headroom: current.headroom
+                }
+            }
+        );
+        let mut n2 = n.clone();
+        n2.note(&update, None);
+        assert_eq!(
+            n2.spec.as_ref().unwrap().qos.ports[0].pfc[3].unwrap().xoff,
+            40_000
+        );
+        for (line, message) in [
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":1000,"xon":2000}"#,
+                "xon 2000 is above xoff 1000: XON must be at or below XOFF",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":2,"xoff":1000}"#,
+                "TC 2 is not lossless on port p0",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p1","tc":3,"xoff":1000}"#,
+                "TC 3 is not lossless on port p1",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        for (line, message) in [
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3}"#,
+                "at least one of `xoff`, `xon`, `headroom`",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":"1 parsec"}"#,
+                "field `xoff` `1 parsec`: unknown unit",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":-5}"#,
+                "field `xoff` -5 is negative",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":8,"xoff":5}"#,
+                "above the maximum 7",
+            ),
+        ] {
+            let request = format!(r#"{{"v":1,"id":1,"cmd":"update","updates":[{line}]}}"#);
+            let e = parse_request(request.as_bytes()).unwrap_err().1;
+            assert!(e.contains(message), "{line}: {e}");
+        }
+    }
+}
