@@ -33,7 +33,7 @@ pub const CPU_PORT: u16 = u16::MAX;
 pub struct QueueCounters {
     pub enqueued_packets: Counter,
     pub enqueued_bytes: Counter,
-    /// Frames whose last bit has left the port.
+    /// Frames whose last bit has left the port (replay) or that were handed to its TX ring (live).
     pub dequeued_packets: Counter,
     pub dequeued_bytes: Counter,
     pub dropped_packets: Counter,

@@ -350,14 +350,14 @@ impl EgressLoad {
         }
     }
 
-    /// Bytes held in `port`'s egress queues (all TCs, the frame on the wire included).
+    /// Bytes held in `port`'s egress queues (all TCs; in a replay the frame on the wire too).
     #[inline]
     pub fn queued_bytes(&self, port: u16) -> u64 {
         self.queues(port)
             .map_or(0, |q| q.iter().map(|c| c.depth_bytes.get()).sum())
     }
 
-    /// Bytes whose last bit has left `port` since the start.
+    /// Bytes `port` has sent since the start (in live mode: handed to its TX ring).
     #[inline]
     pub fn transmitted_bytes(&self, port: u16) -> u64 {
         self.queues(port)
