@@ -617,3 +617,53 @@ fn the_same_trace_gives_the_same_output_with_random_choice() {
     );
     assert!(u64_at(&first.4[0], "/moves") > 0);
 }
+
+#[test]
+fn per_packet_spraying_spreads_one_flow_over_every_uplink() {
+    // One flow, 1000 frames of 1000 B, one every 1 us from h0 (a 100G uplink sends one in
+    // 81.92 ns: nothing queues). Per-packet mode places every frame anew.
+    const N: usize = 1000;
+    let flow = Flow {
+        id: 1,
+        sport: 5555,
+        dst: Ipv4Addr::new(10, 1, 7, 7),
+    };
+    let spray = |choice: &str| {
+        let dir = TestDir::new(&format!("flowlet-spray-{choice}"));
+        let mut trace = Trace::new();
+        for k in 0..N {
+            trace.send(
+                0,
+                T0_US + k as u64,
+                frame(0, flow, 0, k as u32, FRAME_LEN, 0),
+            );
+        }
+        let stats = run(
+            &dir,
+            &trace,
+            &format!("mode = \"per-packet\"\nchoice = \"{choice}\""),
+            &[],
+        );
+        assert_eq!(drops_total(&stats), 0);
+        assert_eq!(u64_at(group_stats(&stats), "/flowlets"), N as u64);
+        let counts: Vec<usize> = (0..UPLINKS).map(|u| uplink_out(&dir, u).len()).collect();
+        assert_eq!(counts.iter().sum::<usize>(), N, "every frame leaves once");
+        counts
+    };
+    // Random: each frame picks one of four uplinks uniformly, so each count is
+    // Binomial(1000, 1/4): mean 250, sd sqrt(1000 * 1/4 * 3/4) = 13.7. Five sd either side.
+    let sd = (N as f64 * 0.25 * 0.75).sqrt();
+    for (u, &c) in spray("random").iter().enumerate() {
+        assert!(
+            (c as f64 - N as f64 / 4.0).abs() <= 5.0 * sd,
+            "uplink {u} got {c} of {N} frames"
+        );
+    }
+    // Least-loaded: equal frames go to the uplink with the fewest recent bytes, so the counts
+    // stay within a few frames of each other (the decaying byte estimate is halved in whole
+    // bytes, which can break a near tie either way): far tighter than random's spread of
+    // several sd.
+    let counts = spray("least-loaded");
+    let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    assert!(max - min <= 4, "least-loaded spread {counts:?}");
+}
