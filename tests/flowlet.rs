@@ -31,6 +31,11 @@ fn spine_mac(i: usize) -> Mac {
 /// The leaf; `group_keys` are the balancing keys of the `spines` group. A second route,
 /// 10.2.0.0/16, goes to u0 alone (to congest it on purpose).
 fn config(dir: &TestDir, group_keys: &str) -> String {
+    config_with(dir, group_keys, "", None)
+}
+
+/// As `config`, with `extra` TOML appended and uplink u0 on QoS profile `u0_qos`.
+fn config_with(dir: &TestDir, group_keys: &str, extra: &str, u0_qos: Option<&str>) -> String {
     let members: Vec<String> = (0..UPLINKS)
         .map(|u| format!("{{ port = \"u{u}\", via = \"10.255.0.{}\" }}", 2 * u))
         .collect();
@@ -68,7 +73,7 @@ port = "u0"
         ));
     }
     for p in 0..PORTS {
-        let (name, role) = if p < HOSTS {
+        let (name, mut role) = if p < HOSTS {
             (
                 format!("h{p}"),
                 "vlan = { mode = \"access\", id = 10 }".to_owned(),
@@ -80,12 +85,16 @@ port = "u0"
                 format!("ipv4 = [\"10.255.0.{}/31\"]", 2 * u + 1),
             )
         };
+        if let Some(profile) = u0_qos.filter(|_| p == HOSTS) {
+            role.push_str(&format!("\nqos = \"{profile}\""));
+        }
         text.push_str(&format!(
             "[[port]]\nname = \"{name}\"\ndevargs = \"net_pcap{p},rx_pcap={},tx_pcap={}\"\nspeed_gbps = 100\n{role}\n",
             dir.file(&format!("in{p}.pcap")).display(),
             dir.file(&format!("out{p}.pcap")).display()
         ));
     }
+    text.push_str(extra);
     text
 }
 
@@ -666,4 +675,94 @@ fn per_packet_spraying_spreads_one_flow_over_every_uplink() {
     let counts = spray("least-loaded");
     let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
     assert!(max - min <= 4, "least-loaded spread {counts:?}");
+}
+
+#[test]
+fn avoid_ecn_keeps_new_flowlets_off_a_marking_uplink_that_least_loaded_would_pick() {
+    // u1..u3 each carry about 160 KB in the 20 us before T0 (h2 and h3 at line rate, spread
+    // over three single-uplink routes: no queue, but a large recent-bytes estimate). At T0, h0
+    // and h1 each send 20 x 1000 B ECT(0) frames of TC 3 to u0 alone: 2:1 into u0, whose TC 3
+    // queue grows by about one frame per frame time past its 2 KB Kmin (every ECT frame is
+    // marked from the 4 KB Kmax on), so u0 is marking, yet
+    // its load (queue + recent bytes, about 24 KB at T0 + 1 us) is far below the others'. At
+    // T0 + 1 us, 12 new TC 0 flows to the group: least-loaded alone puts them all on u0;
+    // with avoid_ecn none goes there.
+    let single_uplink_routes: String = (1..UPLINKS)
+        .map(|u| {
+            format!(
+                "[[route]]\nprefix = \"10.{}.0.0/16\"\nvia = \"10.255.0.{}\"\nport = \"u{u}\"\n",
+                2 + u,
+                2 * u
+            )
+        })
+        .collect();
+    let extra = format!(
+        "{single_uplink_routes}[qos.marky]\n[qos.marky.tc.3]\necn = {{ kmin = \"2KB\", kmax = \"4KB\", pmax = 1.0 }}\n"
+    );
+    let ect0 = |mut f: Vec<u8>| {
+        f[15] |= 0b10;
+        f[24..26].copy_from_slice(&[0, 0]);
+        let c = common::frames::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f
+    };
+    let mut trace = Trace::new();
+    for h in 2..4 {
+        for k in 0..240u32 {
+            let u = 1 + (k as usize + h) % 3;
+            let filler = Flow {
+                id: 5,
+                sport: 9 + u as u16,
+                dst: Ipv4Addr::new(10, 2 + u as u8, 0, 1),
+            };
+            trace.send(h, T0_US - 20, frame(h, filler, 0, k, FRAME_LEN, 0));
+        }
+    }
+    let hog = Flow {
+        id: 9,
+        sport: 7,
+        dst: Ipv4Addr::new(10, 2, 0, 1),
+    };
+    for h in 0..2 {
+        for k in 0..20 {
+            trace.send(h, T0_US, ect0(frame(h, hog, 0, k, FRAME_LEN, 3)));
+        }
+    }
+    for i in 0..12u16 {
+        let flow = Flow {
+            id: 10 + i as u8,
+            sport: 40_000 + i,
+            dst: Ipv4Addr::new(10, 1, 2, 2),
+        };
+        trace.send(2, T0_US + 1, frame(2, flow, 0, 0, 100, 0));
+    }
+    let place = |keys: &str, name: &str| {
+        let dir = TestDir::new(name);
+        trace.write(&dir);
+        let (_, stats) = replay_with(&dir, &config_with(&dir, keys, &extra, Some("marky")), &[]);
+        assert_eq!(drops_total(&stats), 0);
+        let u0_tc3 = &stats["ports"][HOSTS]["queues"][3];
+        assert!(
+            u64_at(u0_tc3, "/peak_depth_bytes") >= 2_000,
+            "u0 passed Kmin"
+        );
+        assert!(u64_at(u0_tc3, "/ecn_marked") > 0, "u0 marked");
+        let mut new_flows_on = [0usize; UPLINKS];
+        for (u, on) in new_flows_on.iter_mut().enumerate() {
+            *on = uplink_out(&dir, u)
+                .iter()
+                .filter(|f| identity(f).0 >= 10)
+                .count();
+        }
+        assert_eq!(new_flows_on.iter().sum::<usize>(), 12);
+        new_flows_on
+    };
+    let least_loaded = "mode = \"flowlet\"\nchoice = \"least-loaded\"";
+    let on = place(least_loaded, "flowlet-ecn-plain");
+    assert_eq!(on[0], 12, "u0 has the least load: {on:?}");
+    let on = place(
+        &format!("{least_loaded}\navoid_ecn = true"),
+        "flowlet-ecn-avoid",
+    );
+    assert_eq!(on[0], 0, "no new flowlet on the marking uplink: {on:?}");
 }
