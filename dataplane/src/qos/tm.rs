@@ -691,27 +691,30 @@ impl<P> TrafficManager<P> {
         while active != 0 {
             let e = active.trailing_zeros() as usize;
             active &= active - 1;
+            // Draining at the end of a live run (`until` is the end of time) sends what is
+            // queued and stops: timers there would re-arm without end (an XOFF refresh waits
+            // for another port's queue to drain), and nothing comes after the drain.
+            let draining = until == Picos::MAX;
             loop {
                 let port = &self.ports[e];
-                if let Some(at) = port.pfc.timer_at.filter(|&at| at <= until) {
+                if let Some(at) = port.pfc.timer_at.filter(|&at| at <= until && !draining) {
                     self.run_timers(e, at);
                 } else if port.nonempty == 0 {
-                    if port.pfc.timer_at.is_none() {
+                    if port.pfc.timer_at.is_none() || draining {
                         self.active &= !(1 << e);
                     }
                     break;
                 } else if port.free_at > until.saturating_add(COMMIT_HORIZON) {
                     break;
                 } else {
-                    // Draining (`until` is the end of time) sends each frame when it can.
-                    let start = if until == Picos::MAX {
+                    let start = if draining {
                         port.free_at
                     } else {
                         port.free_at.max(until)
                     };
                     match self.commit_to_ring(e, start) {
                         Some(packet) => transmit(e as u16, packet),
-                        None if until == Picos::MAX => {
+                        None if draining => {
                             let port = &mut self.ports[e];
                             match port.pfc.first_resume(port.nonempty) {
                                 Some(resume) if resume > port.free_at => port.free_at = resume,

@@ -956,3 +956,40 @@ fn pfc_thresholds_changed_at_run_time_pause_and_resume_at_the_new_levels() {
     assert!(tm.check_pfc(5, 3, th(2_000, 1_000, 0)).is_err());
     assert_eq!(tm.pfc_thresholds(0, 3), Some(th(6_000, 4_000, 500)));
 }
+
+#[test]
+fn a_live_drain_ends_while_a_pause_refresh_waits_for_another_port() {
+    // Port 0 (ingress, lossless TC 3, XOFF 3000) has pushed 5000 bytes into port 1's TC 3
+    // queue, which a received pause holds: port 0 keeps refreshing its XOFF. The drain at the
+    // end of a live run must still send everything and return.
+    let spec = lossless_spec(2, 3_000, 1_000, 20_000);
+    let mut tm = tm(&spec);
+    tm.set_immediate(true);
+    let mut quanta = [0u16; 8];
+    quanta[3] = 0xffff;
+    tm.receive_mac_control(
+        0,
+        1,
+        MacControl::Pfc {
+            enable: 1 << 3,
+            quanta,
+        },
+    );
+    let mut sent = Vec::new();
+    for i in 0..5 {
+        tm.enqueue_or_send(
+            0,
+            1,
+            3,
+            0,
+            frame(1000, 0, i),
+            |f| f.as_mut_slice(),
+            |_, f| sent.push(f[40]),
+        );
+    }
+    assert!(sent.is_empty(), "TC 3 is paused");
+    assert_eq!(tm.xoff_state(0), 1 << 3, "port 0 pauses its peer");
+    tm.drain(|_, f| sent.push(f[40]));
+    assert_eq!(sent, vec![0, 1, 2, 3, 4]);
+    assert!(!tm.is_busy());
+}
