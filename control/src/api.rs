@@ -665,6 +665,25 @@ fn fast_route_update(line: &[u8]) -> Option<(Value, Command)> {
     Some((id, Command::Update(ops)))
 }
 
+/// The update operations of a batch written as the API's `updates` array (a schedule file's
+/// `updates` use it), each checked as a request's would be.
+pub fn parse_update_list(items: &[Value]) -> Result<Vec<UpdateOp>, String> {
+    if items.is_empty() {
+        return Err("`updates` is empty".to_owned());
+    }
+    if items.len() > MAX_UPDATES {
+        return Err(format!(
+            "{} updates is more than one batch may hold ({MAX_UPDATES})",
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| parse_update(i, item))
+        .collect()
+}
+
 fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
     let Value::Object(object) = item else {
         return Err(format!(

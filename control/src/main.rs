@@ -1079,6 +1079,16 @@ fn run(
             }
         }
     }
+    if !run_report.schedule_rejections.is_empty() {
+        let file = schedule.map_or_else(String::new, |f| f.display().to_string());
+        for (at, why) in &run_report.schedule_rejections {
+            eprintln!(
+                "ironclos: {file}: the event at {} us was refused, nothing of it applied: {why}",
+                at / dataplane::clock::PICOS_PER_MICRO
+            );
+        }
+        return ExitCode::from(EXIT_CONFIG);
+    }
     if run_report.replay_stalled {
         eprintln!(
             "ironclos: the replay stopped early: every free mbuf was held in egress queues \

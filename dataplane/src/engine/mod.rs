@@ -63,7 +63,7 @@ pub struct EngineConfig {
 }
 
 /// Something that happens at a given trace time in a replay (`--schedule`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScheduledEvent {
     /// Trace time (the pcap timestamps' clock).
     pub at: crate::clock::Picos,
@@ -71,10 +71,13 @@ pub struct ScheduledEvent {
 }
 
 /// What a scheduled event does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ScheduledAction {
     /// The link of port `port` (index in the config) goes down or comes up.
     Link { port: u16, up: bool },
+    /// A batch of table and queue updates, applied as one (as a control request would be:
+    /// all of it or nothing).
+    Apply(Vec<crate::ctl::Update>),
 }
 
 /// Why a run ended.
@@ -200,6 +203,8 @@ pub struct RunReport {
     pub flowlet_moves: Vec<FlowletMove>,
     /// The replay could not go on for lack of mbufs (see `[dataplane] mbufs`).
     pub replay_stalled: bool,
+    /// Scheduled update batches the worker refused: (trace time, why), in time order.
+    pub schedule_rejections: Vec<(crate::clock::Picos, String)>,
     /// Longest time a worker spent forwarding.
     pub forwarding_time: Duration,
     pub stop_cause: StopCause,
@@ -375,6 +380,7 @@ fn run_with_eal(
         link_up: infos.iter().map(|i| AtomicBool::new(i.link.up)).collect(),
         link_generation: AtomicU64::new(0),
         replay_stalled: AtomicBool::new(false),
+        schedule_rejections: Mutex::new(Vec::new()),
         qos_events: Mutex::new(Vec::new()),
         ctl: Arc::new(crate::ctl::Channel::new()),
         flowlet_moves: Mutex::new(Vec::new()),
@@ -531,6 +537,12 @@ fn run_with_eal(
                 .unwrap_or_else(|e| e.into_inner()),
         ),
         replay_stalled: shared.replay_stalled.load(Ordering::Relaxed),
+        schedule_rejections: std::mem::take(
+            &mut *shared
+                .schedule_rejections
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ),
         forwarding_time: Duration::from_nanos(
             shared.longest_forwarding_nanos.load(Ordering::Relaxed),
         ),
@@ -613,6 +625,8 @@ pub(crate) struct WorkerShared {
     pub(crate) link_generation: AtomicU64,
     /// A replay ran out of mbufs with every free one held in queues: it could not go on.
     pub(crate) replay_stalled: AtomicBool,
+    /// Scheduled update batches the worker refused (written by the worker, read at the end).
+    pub(crate) schedule_rejections: Mutex<Vec<(crate::clock::Picos, String)>>,
     /// The switch worker's QoS event log, handed over once at the end of the run.
     pub(crate) qos_events: Mutex<Vec<QosEvent>>,
     /// Run-time requests to the switch worker (crate::ctl).

@@ -339,6 +339,17 @@ impl SwitchWorker {
             let event = self.schedule.pop().expect("checked");
             match event.action {
                 ScheduledAction::Link { port, up } => self.set_port_up(port, up, now),
+                ScheduledAction::Apply(updates) => {
+                    if let crate::ctl::Reply::Rejected { index, error } =
+                        self.apply_batch(&updates, now)
+                    {
+                        self.shared
+                            .schedule_rejections
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((event.at, format!("update {index}: {error}")));
+                    }
+                }
             }
         }
     }

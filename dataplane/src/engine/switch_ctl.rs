@@ -29,7 +29,7 @@ impl SwitchWorker {
     /// applied, so the batch takes effect entirely or not at all. The traffic manager's
     /// changes (ECN, PFC), which cannot fail once validated, apply last, when the tables'
     /// changes have all taken: a PFC frame they cause is never taken back.
-    fn apply_batch(&mut self, updates: &[Update], now: Picos) -> Reply {
+    pub(super) fn apply_batch(&mut self, updates: &[Update], now: Picos) -> Reply {
         if let Err((index, error)) = self.forwarder.validate_updates(updates) {
             return Reply::Rejected { index, error };
         }
