@@ -1235,7 +1235,7 @@ impl Forwarder {
     /// ingress port, else the default VRF: a wrong guess only wastes a prefetch), for the
     /// burst-staged prefetch of FIB entries.
     #[inline]
-    fn routed_ipv4_destination(&self, frame: &[u8], in_port: u16) -> Option<(&Lpm4, u32)> {
+    pub(crate) fn routed_ipv4_destination(&self, frame: &[u8], in_port: u16) -> Option<(&Lpm4, u32)> {
         if frame.len() < 34 || frame[0..6] != self.router_mac {
             return None;
         }

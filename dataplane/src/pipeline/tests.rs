@@ -951,26 +951,19 @@ fn prefetch_touches_the_fib_entry_of_routed_ipv4_only() {
         .iter()
         .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
         .expect("the leaf has a routed uplink") as u16;
-    assert_ne!(
-        forwarder.prefetch_route(&frame, uplink),
-        0,
+    let routed = |f: &[u8]| forwarder.routed_ipv4_destination(f, uplink).map(|(_, d)| d);
+    assert_eq!(
+        routed(&frame),
+        Some(u32::from_be_bytes([10, 1, 2, 3])),
         "10.1.0.0/16 is routed"
     );
     let mut bridged = frame.clone();
     bridged[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x77]);
-    assert_eq!(
-        forwarder.prefetch_route(&bridged, uplink),
-        0,
-        "not to the router MAC"
-    );
+    assert_eq!(routed(&bridged), None, "not to the router MAC");
     let mut arp = frame.clone();
     arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-    assert_eq!(forwarder.prefetch_route(&arp, uplink), 0);
-    assert_eq!(
-        forwarder.prefetch_route(&frame[..20], uplink),
-        0,
-        "short frames are ignored"
-    );
+    assert_eq!(routed(&arp), None);
+    assert_eq!(routed(&frame[..20]), None, "short frames are ignored");
 }
 
 // Run-time updates (crate::ctl), on the leaf spec above.
