@@ -206,7 +206,8 @@ impl SlowPath {
     /// or multicast, or its source is not a unicast host (IPv4: 0.0.0.0, 127/8, multicast,
     /// 240/4, broadcast; IPv6: unspecified or multicast); or past the shared rate limit; or
     /// the frame is malformed. `None`, counted in `icmp_errors_not_sent`, when the ingress
-    /// interface has no address of the packet's family to send from.
+    /// interface has no address of the packet's family to send from (IPv6: no global one),
+    /// or the IPv6 source is link-local (never routed).
     pub fn router_error(
         &mut self,
         frame: &[u8],
@@ -260,11 +261,23 @@ impl SlowPath {
             }
             EtherType::IPV6 => {
                 let (offending, src, _) = ipv6_error_allowed(frame).ok_or(NotBuilt::Suppressed)?;
+                // A link-local source is reachable only on its link, which the error would
+                // have to leave by a route: it is never routed (the fast path's rule).
+                if src.is_unicast_link_local() {
+                    return Err(NotBuilt::NoSource);
+                }
+                // On the source's subnet, else a global address (a link-local one cannot
+                // source a routed error), else none.
                 let source = iface
                     .ipv6
                     .iter()
                     .find(|&&(own, len)| in_subnet6(src, own, len))
-                    .or_else(|| iface.ipv6.first())
+                    .or_else(|| {
+                        iface
+                            .ipv6
+                            .iter()
+                            .find(|&&(own, _)| !own.is_unicast_link_local())
+                    })
                     .ok_or(NotBuilt::NoSource)?
                     .0;
                 if !self.take_error_token(now) {
@@ -916,7 +929,8 @@ fn frame_len_v6(message_len: usize) -> usize {
 enum NotBuilt {
     /// The RFCs forbid an error, the rate limit holds it back, or the frame is malformed.
     Suppressed,
-    /// The ingress interface has no address of the packet's family to send it from.
+    /// The ingress interface has no address of the packet's family to send it from, or the
+    /// error could not be routed to the source (IPv6 link-local).
     NoSource,
 }
 

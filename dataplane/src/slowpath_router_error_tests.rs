@@ -14,7 +14,8 @@ const UDP: u8 = 17;
 /// Port 0: access VLAN 10. Port 1: trunk allowing 10, native none. Port 2: routed,
 /// interface 1. Interface 0: SVI of VLAN 10, 10.0.10.1/24, 2001:db8:10::1/64. Interface 1:
 /// 10.255.0.0/31 then 192.0.2.1/24, 2001:db8:ff::1/64 then 2001:db8:fe::1/64. Interface 2:
-/// SVI of VLAN 30 in VRF 1, 10.0.30.1/24, no IPv6. Interface 3: VLAN 40, IPv6 only.
+/// SVI of VLAN 30 in VRF 1, 10.0.30.1/24, no IPv6. Interface 3: VLAN 40, IPv6 only,
+/// fe80::1/64 first, then 2001:db8:40::1/64.
 fn spec() -> SwitchSpec {
     let mut spec = SwitchSpec::empty(3);
     spec.router_mac = R;
@@ -64,7 +65,7 @@ fn spec() -> SwitchSpec {
             vrf: 0,
             attachment: Attachment::Vlan(40),
             ipv4: vec![],
-            ipv6: vec![(v6("2001:db8:40::1"), 64)],
+            ipv6: vec![(v6("fe80::1"), 64), (v6("2001:db8:40::1"), 64)],
         },
     ];
     spec
@@ -436,6 +437,26 @@ fn an_interface_without_an_address_of_the_family_sends_nothing_and_counts_it() {
     for _ in 0..ICMP_ERROR_BURST {
         assert!(sp.router_error(&ok, error(TIME, 0), 0).is_some());
     }
+}
+
+#[test]
+fn ipv6_errors_come_from_a_global_address_and_never_go_to_a_link_local_source() {
+    let mut sp = SlowPath::new(&spec());
+    let offending = ipv6("2001:db8:77::5", "2001:db8:99::7", 1, UDP, &payload(8));
+    let got = sp
+        .router_error(&frame(R, None, 0x86dd, &offending), error(TIME, 3), 0)
+        .unwrap();
+    assert_eq!(
+        got,
+        expected_v6("2001:db8:40::1", "2001:db8:77::5", 3, 0, &offending),
+        "not the interface's first address, fe80::1"
+    );
+    let from_link_local = ipv6("fe80::5", "2001:db8:99::7", 1, UDP, &payload(8));
+    assert_eq!(
+        sp.router_error(&frame(R, None, 0x86dd, &from_link_local), error(TIME, 3), 0),
+        None
+    );
+    assert_eq!(counts(&sp), (1, 0, 1));
 }
 
 #[test]
