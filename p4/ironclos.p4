@@ -1793,6 +1793,10 @@ control IroncIngress(inout headers_t hdr,
             /* Routing. Rust: Forwarder::route_ipv4 / route_ipv6 after the
              * lookup, then Forwarder::resolve_target. */
             if (meta.route_kind == ROUTE_NONE) {
+                /* Rust also has its slow path send ICMP Destination
+                 * Unreachable / ICMPv6 no route to the source
+                 * (Verdict::DropWithRouterError); this program only
+                 * drops (a target would punt like PUNT_ICMPV6_ERROR). */
                 drop_with_reason(DROP_NO_ROUTE);
                 return;
             }
@@ -1811,16 +1815,18 @@ control IroncIngress(inout headers_t hdr,
                     return;
                 }
                 /* Rust drop reason `ttl_expired` (DropReason::TtlExpired):
-                 * a hop limit of 0 or 1 would reach 0 here. No ICMPv6
-                 * Time Exceeded is sent. */
+                 * a hop limit of 0 or 1 would reach 0 here. Rust's slow
+                 * path also sends ICMPv6 Time Exceeded; here it is only
+                 * dropped, as for no_route above. */
                 if (meta.srv6_processed == 0 && hdr.ipv6.hop_limit <= 1) {
                     drop_with_reason(DROP_TTL_EXPIRED);
                     return;
                 }
             } else {
                 /* Rust drop reason `ttl_expired` (DropReason::TtlExpired):
-                 * a TTL of 0 or 1 would reach 0 here. No ICMP Time
-                 * Exceeded is sent. */
+                 * a TTL of 0 or 1 would reach 0 here. Rust's slow path
+                 * also sends ICMP Time Exceeded; here it is only dropped,
+                 * as for no_route above. */
                 if (hdr.ipv4.ttl <= 1) {
                     drop_with_reason(DROP_TTL_EXPIRED);
                     return;

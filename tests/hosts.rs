@@ -1,7 +1,8 @@
 //! End to end with real Linux hosts: network namespaces on veth pairs, the switch side of each
 //! pair attached with net_af_packet (DESIGN.md: link state works there, unlike a TAP moved
 //! into a namespace). Hosts ping through ironclos and move 10 MB over TCP, routed between
-//! VLANs and bridged within one; the bytes are compared. Needs root (CI runs as root).
+//! VLANs and bridged within one; the bytes are compared; `ping -t 1` and a ping without a
+//! route get the switch's ICMP errors. Needs root (CI runs as root).
 
 mod common;
 
@@ -88,6 +89,23 @@ vlan = {{ mode = "access", id = 20 }}
     ping(&hosts, "h1", "10.0.10.3");
     ping(&hosts, "h3", "10.0.10.2");
     ping(&hosts, "h1", "10.0.10.1");
+
+    // The switch is a router hop: TTL 1 toward another VLAN gets Time Exceeded, a
+    // destination without a route gets net unreachable, both from h1's gateway address.
+    for (to, expected) in [
+        ("10.0.20.2", "Time to live exceeded"),
+        ("192.0.2.1", "Destination Net Unreachable"),
+    ] {
+        let out = hosts
+            .0
+            .exec("h1", &["ping", "-n", "-c", "1", "-W", "2", "-t", "1", to]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.status.success()
+                && text.contains(&format!("From 10.0.10.1 icmp_seq=1 {expected}")),
+            "h1 ping -t 1 {to}: {text}"
+        );
+    }
 
     let mut payload = vec![0u8; 10 * 1024 * 1024];
     let mut rng = common::Rng::new(42);

@@ -253,13 +253,28 @@ fn ipv4_and_ipv6_routing_rewrite_byte_by_byte_and_count_drops() {
     );
     trace.send(0, to_b.clone());
     trace.send(0, v6.clone());
-    trace.send(0, expired);
-    trace.send(0, no_route);
+    trace.send(0, expired.clone());
+    trace.send(0, no_route.clone());
     trace.send(0, bad_checksum);
     trace.send(3, from_trunk.clone());
     trace.write(&dir);
-    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    // A is a known neighbour, so the ICMP errors about its dropped packets can reach it.
+    let config = format!("{}{}", leaf_config(&dir), HOSTS_AS_NEIGHBORS);
+    let (_, stats) = replay(&dir, &config);
     let out = outputs(&dir);
+
+    // The router tells A, from VLAN 10's address, back out of p0 (RFC 1812 4.3): Time
+    // Exceeded for the expired packet, net unreachable for the one without a route, each
+    // quoting the whole 28-byte datagram and not the Ethernet padding behind it.
+    let a_gateway = Ipv4Addr::new(10, 0, 10, 1);
+    assert_eq!(
+        out[0],
+        vec![
+            icmpv4_error(HOST_A, None, a_gateway, a_ip, 11, &expired[14..14 + 28]),
+            icmpv4_error(HOST_A, None, a_gateway, a_ip, 3, &no_route[14..14 + 28]),
+        ],
+        "p0 gets the ICMP errors, nothing else"
+    );
 
     // 10.1.2.3 with ports 1000 -> 4791 hashes to one spine; both frames of that flow (same
     // 5-tuple? the trunk one has another source) must be exact rewrites.
@@ -306,6 +321,202 @@ fn ipv4_and_ipv6_routing_rewrite_byte_by_byte_and_count_drops() {
     assert_eq!(drops["no_route"], 1);
     assert_eq!(drops["bad_ipv4_checksum"], 1);
     assert_eq!(drops.values().sum::<u64>(), 3);
+    assert_eq!(
+        stats["icmp_errors"],
+        serde_json::json!({"built": 2, "suppressed": 0, "not_sent": 0})
+    );
+    assert_eq!(stats["generated"], 2);
+}
+
+/// Static neighbours for the hosts of VLAN 10 the ICMP error tests answer (appended to
+/// `leaf_config`; TOML takes more `[[neighbor]]`s after the ports).
+const HOSTS_AS_NEIGHBORS: &str = r#"
+[[neighbor]]
+ip = "10.0.10.5"
+mac = "02:00:00:00:00:0a"
+vlan = 10
+
+[[neighbor]]
+ip = "2001:db8:10::5"
+mac = "02:00:00:00:00:0a"
+vlan = 10
+
+[[neighbor]]
+ip = "10.0.10.9"
+mac = "02:00:00:00:00:0d"
+vlan = 10
+
+[[route]]
+prefix = "10.9.0.0/16"
+blackhole = true
+"#;
+
+/// The ICMP error RFC 792 / RFC 1812 describe, from the router to `dst_mac` (tagged `vlan`
+/// if given): IPv4 version 4, IHL 5, DSCP CS6, total length, ID 0, DF, TTL 64, protocol 1,
+/// header checksum; ICMP `msg_type` code 0, checksum, 4 unused bytes, then `quoted` (the
+/// offending datagram from its IP header, at most 548 bytes so the error stays within 576).
+fn icmpv4_error(
+    dst_mac: Mac,
+    vlan: Option<u16>,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    msg_type: u8,
+    quoted: &[u8],
+) -> Vec<u8> {
+    assert!(quoted.len() <= 548);
+    let mut icmp = vec![msg_type, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(quoted);
+    let c = frames::checksum(&icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut ip = vec![0x45, 0xc0, 0, 0, 0, 0, 0x40, 0, 64, 1, 0, 0];
+    ip[2..4].copy_from_slice(&((20 + icmp.len()) as u16).to_be_bytes());
+    ip.extend_from_slice(&src.octets());
+    ip.extend_from_slice(&dst.octets());
+    let c = frames::checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip.extend_from_slice(&icmp);
+    ethernet(dst_mac, ROUTER, vlan, 0x0800, &ip)
+}
+
+/// The ICMPv6 error of RFC 4443 from the router to `dst_mac`: traffic class 0, flow label 0,
+/// next header 58, hop limit 64; `msg_type` code 0, checksum over the RFC 8200 8.1
+/// pseudo-header, 4 unused bytes, then `quoted` (the offending packet, within 1280 bytes).
+fn icmpv6_error(
+    dst_mac: Mac,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    msg_type: u8,
+    quoted: &[u8],
+) -> Vec<u8> {
+    assert!(quoted.len() <= 1280 - 48);
+    let mut icmp = vec![msg_type, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(quoted);
+    let mut pseudo = src.octets().to_vec();
+    pseudo.extend_from_slice(&dst.octets());
+    pseudo.extend_from_slice(&(icmp.len() as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    pseudo.extend_from_slice(&icmp);
+    let c = frames::checksum(&pseudo);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut ip = vec![0x60, 0, 0, 0];
+    ip.extend_from_slice(&(icmp.len() as u16).to_be_bytes());
+    ip.extend_from_slice(&[58, 64]);
+    ip.extend_from_slice(&src.octets());
+    ip.extend_from_slice(&dst.octets());
+    ip.extend_from_slice(&icmp);
+    ethernet(dst_mac, ROUTER, None, 0x86dd, &ip)
+}
+
+#[test]
+fn icmp_errors_go_back_to_the_source_tagged_as_its_port_needs_and_only_when_allowed() {
+    let dir = TestDir::new("sw-icmp");
+    let mut trace = Trace::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let d_ip = Ipv4Addr::new(10, 0, 10, 9);
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
+    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    let from_a6 = |dst: &str, hop_limit: u8, payload: &[u8]| {
+        ethernet(
+            ROUTER,
+            HOST_A,
+            None,
+            0x86dd,
+            &ipv6_udp(a6, dst.parse().unwrap(), hop_limit, 3000, 4000, payload),
+        )
+    };
+    // IPv6: hop limit 1 toward a routed prefix, and a destination without a route.
+    let expired6 = from_a6("2001:db8:b::7", 1, &[5; 30]);
+    let no_route6 = from_a6("2001:db9::1", 64, &[6; 30]);
+    // From D on the trunk, tagged VLAN 10, with TTL 1: the error goes back tagged.
+    let expired_tagged = ethernet(
+        ROUTER,
+        HOST_D,
+        Some(10),
+        0x0800,
+        &ipv4_udp(d_ip, Ipv4Addr::new(10, 1, 2, 3), 1, 1000, 4791, &[8; 600]),
+    );
+    // Silent: a blackhole route; an ICMP error about to expire (RFC 1812 4.3.2.7); a
+    // packet to VLAN 10's broadcast address with TTL 1.
+    let blackholed = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0800,
+        &ipv4_udp(a_ip, Ipv4Addr::new(10, 9, 0, 1), 64, 1, 2, &[]),
+    );
+    let mut unreachable_about_something = vec![3, 1, 0, 0, 0, 0, 0, 0];
+    unreachable_about_something.extend_from_slice(&[0x45; 28]);
+    let c = frames::checksum(&unreachable_about_something);
+    unreachable_about_something[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut error_expiring = ipv4_udp(a_ip, Ipv4Addr::new(10, 1, 2, 3), 1, 0, 0, &[]);
+    error_expiring.truncate(20);
+    error_expiring[9] = 1; // ICMP
+    error_expiring[2..4].copy_from_slice(&(20u16 + 36).to_be_bytes());
+    error_expiring[10..12].fill(0);
+    let c = frames::checksum(&error_expiring);
+    error_expiring[10..12].copy_from_slice(&c.to_be_bytes());
+    error_expiring.extend_from_slice(&unreachable_about_something);
+    let error_expiring = ethernet(ROUTER, HOST_A, None, 0x0800, &error_expiring);
+    let to_broadcast = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0800,
+        &ipv4_udp(a_ip, Ipv4Addr::new(10, 0, 10, 255), 1, 1, 2, &[]),
+    );
+    trace.send(0, expired6.clone());
+    trace.send(0, no_route6.clone());
+    trace.send(3, expired_tagged.clone());
+    trace.send(0, blackholed);
+    trace.send(0, error_expiring);
+    trace.send(0, to_broadcast);
+    trace.write(&dir);
+    let config = format!("{}{}", leaf_config(&dir), HOSTS_AS_NEIGHBORS);
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+
+    let ip_len = |frame: &[u8]| 40 + usize::from(u16::from_be_bytes([frame[18], frame[19]]));
+    assert_eq!(
+        out[0],
+        vec![
+            icmpv6_error(
+                HOST_A,
+                gateway6,
+                a6,
+                3,
+                &expired6[14..14 + ip_len(&expired6)]
+            ),
+            icmpv6_error(
+                HOST_A,
+                gateway6,
+                a6,
+                1,
+                &no_route6[14..14 + ip_len(&no_route6)]
+            ),
+        ],
+        "ICMPv6 Time Exceeded and no route from VLAN 10's address"
+    );
+    // 628 bytes offered: 548 quoted, so the datagram is exactly 576 bytes; out of the trunk
+    // with the VLAN 10 tag D's frame arrived with.
+    let quoted = &expired_tagged[18..18 + 548];
+    assert_eq!(
+        out[3],
+        vec![icmpv4_error(HOST_D, Some(10), gateway, d_ip, 11, quoted)],
+        "tagged Time Exceeded on the trunk"
+    );
+    assert_eq!(out[3][0].len(), 18 + 576);
+    assert!(out[1].is_empty() && out[2].is_empty() && out[4].is_empty() && out[5].is_empty());
+    let drops = drops(&stats);
+    assert_eq!(drops["ttl_expired"], 4);
+    assert_eq!(drops["no_route"], 1);
+    assert_eq!(drops["blackhole"], 1);
+    assert_eq!(drops.values().sum::<u64>(), 6);
+    assert_eq!(
+        stats["icmp_errors"],
+        serde_json::json!({"built": 3, "suppressed": 2, "not_sent": 0}),
+        "no error about an error or a broadcast; the blackhole never asks"
+    );
 }
 
 #[test]

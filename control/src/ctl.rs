@@ -243,6 +243,14 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                 })
                 .unwrap_or_default();
             lines.push(vec!["total".to_owned(), s(&result["total"])]);
+            // Not drops: what the switch told the sources of dropped packets.
+            if let Some(errors) = result["icmp_errors"].as_object()
+                && errors.values().any(|n| n.as_u64() != Some(0))
+            {
+                for (what, n) in errors {
+                    lines.push(vec![format!("(icmp errors {what})"), s(n)]);
+                }
+            }
             table(&["REASON", "PACKETS"], lines)
         }
         "show_routes" => {

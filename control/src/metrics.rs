@@ -365,6 +365,20 @@ pub fn render(input: &MetricsInput) -> String {
             );
         }
     }
+    f.header(
+        "ironclos_icmp_errors_total",
+        "counter",
+        "ICMP and ICMPv6 errors about dropped packets, by result (built, suppressed, not_sent).",
+    );
+    if let Some(errors) = input.drops.get("icmp_errors").and_then(Value::as_object) {
+        for (result, n) in errors {
+            f.sample(
+                "ironclos_icmp_errors_total",
+                &[("result", result)],
+                n.as_f64().unwrap_or(0.0),
+            );
+        }
+    }
     for (kind, list) in [("sid", "sids"), ("policy", "policies")] {
         let objects = input.srv6.get(list).map_or(&[][..], items);
         for (field, unit) in [("packets", "packets"), ("bytes", "bytes")] {

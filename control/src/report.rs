@@ -77,6 +77,11 @@ pub fn to_json(report: &RunReport) -> Value {
         "drops": drops,
         "punted": report.punted,
         "generated": report.generated,
+        "icmp_errors": {
+            "built": report.icmp_errors.built,
+            "suppressed": report.icmp_errors.suppressed,
+            "not_sent": report.icmp_errors.not_sent,
+        },
         "qos_events_lost": report.qos_events_lost,
         "replay_stalled": report.replay_stalled,
     })
@@ -231,6 +236,14 @@ pub fn to_text(report: &RunReport) -> String {
         "slow path: {} frames punted (ARP/ND/ICMP for the switch), {} frames sent",
         report.punted, report.generated
     );
+    let e = &report.icmp_errors;
+    if *e != Default::default() {
+        let _ = writeln!(
+            out,
+            "icmp errors: {} built, {} suppressed (RFC rules, rate limit), {} not sent",
+            e.built, e.suppressed, e.not_sent
+        );
+    }
     for (kind, objects) in [
         ("sid", &report.srv6_sids),
         ("policy", &report.srv6_policies),

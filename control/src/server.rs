@@ -1148,7 +1148,16 @@ impl ControlServer {
             total += n;
             reasons.insert(reason.as_str().to_owned(), json!(n));
         }
-        json!({"total": total, "reasons": reasons})
+        let icmp = snap.as_ref().map(|s| s.icmp_errors).unwrap_or_default();
+        json!({
+            "total": total,
+            "reasons": reasons,
+            "icmp_errors": {
+                "built": icmp.built,
+                "suppressed": icmp.suppressed,
+                "not_sent": icmp.not_sent,
+            },
+        })
     }
 
     pub(crate) fn srv6_json(&self) -> Value {

@@ -220,8 +220,14 @@ pub struct WorkerCounters {
     drops: [Counter; DropReason::COUNT],
     /// Frames consumed by the slow path (not drops: they were answered or learned from).
     pub punted: Counter,
-    /// Frames the slow path built and sent (ARP/ND replies and requests, echo replies).
+    /// Frames the slow path built and sent (ARP/ND replies and requests, echo replies, ICMP
+    /// errors).
     pub generated: Counter,
+    /// ICMP and ICMPv6 errors about dropped packets: built, suppressed (RFC rules, rate
+    /// limit), not sent (no source address on the ingress interface, no route back, no mbuf).
+    pub icmp_errors_built: Counter,
+    pub icmp_errors_suppressed: Counter,
+    pub icmp_errors_not_sent: Counter,
 }
 
 impl WorkerCounters {
@@ -231,6 +237,9 @@ impl WorkerCounters {
             drops: std::array::from_fn(|_| Counter::default()),
             punted: Counter::default(),
             generated: Counter::default(),
+            icmp_errors_built: Counter::default(),
+            icmp_errors_suppressed: Counter::default(),
+            icmp_errors_not_sent: Counter::default(),
         }
     }
 
@@ -270,6 +279,20 @@ pub struct CounterSnapshot {
     pub drops: Vec<(DropReason, u64)>,
     pub punted: u64,
     pub generated: u64,
+    pub icmp_errors: IcmpErrorCounts,
+}
+
+/// ICMP and ICMPv6 errors about dropped packets (SRv6 endpoint errors, TTL / hop limit
+/// expiry, no route), both families together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IcmpErrorCounts {
+    /// Built by the slow path (sent unless counted in `not_sent`).
+    pub built: u64,
+    /// Not built: RFC 1812 4.3.2.7 / RFC 4443 2.4(e) forbid an error, or the rate limit.
+    pub suppressed: u64,
+    /// Not sent: no address on the ingress interface to send from, no route back to the
+    /// source, or no mbuf.
+    pub not_sent: u64,
 }
 
 impl CounterSnapshot {
@@ -305,6 +328,20 @@ impl CounterSnapshot {
             drops,
             punted: workers.iter().map(|w| w.as_ref().punted.get()).sum(),
             generated: workers.iter().map(|w| w.as_ref().generated.get()).sum(),
+            icmp_errors: IcmpErrorCounts {
+                built: workers
+                    .iter()
+                    .map(|w| w.as_ref().icmp_errors_built.get())
+                    .sum(),
+                suppressed: workers
+                    .iter()
+                    .map(|w| w.as_ref().icmp_errors_suppressed.get())
+                    .sum(),
+                not_sent: workers
+                    .iter()
+                    .map(|w| w.as_ref().icmp_errors_not_sent.get())
+                    .sum(),
+            },
         }
     }
 

@@ -21,7 +21,8 @@ use crate::wire::ndisc::solicited_node;
 use crate::wire::{
     ArpOperation, ArpPacket, ArpRepr, Ecn, EtherType, EthernetAddress, EthernetRepr, Icmpv4Packet,
     Icmpv6Packet, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, L2Info, NdiscPacket, NdiscRepr,
-    NeighborFlags, VlanTag, arp, ethernet, icmpv6, ipv4, ipv6, parse_l2, walk_extension_headers,
+    NeighborFlags, VlanTag, arp, ethernet, icmpv4, icmpv6, ipv4, ipv6, parse_l2,
+    walk_extension_headers,
 };
 
 /// Frames shorter than this (without FCS) are padded with zeros before they leave: the
@@ -38,13 +39,21 @@ const ND_HOP_LIMIT: u8 = 255;
 /// ff02::1, where an answer to duplicate address detection goes (RFC 4861 section 7.2.4).
 const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 
-/// ICMPv6 errors the switch sends per second at most, and the burst it allows (RFC 4443
-/// 2.4(f) asks for a limit; Linux's default is about 1000/s per destination).
+/// ICMP and ICMPv6 errors the switch sends per second at most, and the burst it allows, in one
+/// token bucket for both families (RFC 1812 4.3.2.8 and RFC 4443 2.4(f) ask for a limit;
+/// Linux's default is about 1000/s per destination).
 pub const ICMP_ERRORS_PER_SECOND: u32 = 100;
 pub const ICMP_ERROR_BURST: u32 = 100;
 
 /// An ICMPv6 error must fit the IPv6 minimum MTU (RFC 4443 2.4(c)).
 const IPV6_MIN_MTU: usize = 1280;
+
+/// An ICMP (IPv4) error datagram is at most 576 bytes (RFC 1812 4.3.2.3).
+const IPV4_ERROR_MAX_LEN: usize = 576;
+
+/// DSCP of the ICMP (IPv4) errors: CS6, IP precedence 6 (INTERNETWORK CONTROL), which RFC 1812
+/// 4.3.2.5 asks of Time Exceeded and Destination Unreachable (Linux does the same).
+const ICMP_ERROR_DSCP: u8 = 48;
 
 /// A frame the slow path wants sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,14 +104,15 @@ pub struct SlowPath {
     /// Punted frames that produced neither a frame nor a neighbour: malformed, failing a
     /// check, or simply not something the switch answers.
     pub ignored: u64,
-    /// ICMPv6 errors (SRv6 endpoint errors) built.
+    /// ICMP and ICMPv6 errors built (SRv6 endpoint errors, TTL / hop limit expiry, no route).
     pub icmp_errors_built: u64,
-    /// ICMPv6 errors not built: rate limit, or RFC 4443 2.4(e) forbids one.
+    /// Errors not built: rate limit, or RFC 1812 4.3.2.7 / RFC 4443 2.4(e) forbids one.
     pub icmp_errors_suppressed: u64,
-    /// ICMPv6 errors built but not sent: no route back to the source, or no mbuf (the engine
-    /// counts these; they are not drops of received packets).
+    /// Errors that could not be sent: the ingress interface has no address of the family to
+    /// send from (counted here), no route back to the source, or no mbuf (the engine counts
+    /// these); none is a drop of a received packet.
     pub icmp_errors_not_sent: u64,
-    /// Token bucket of the ICMPv6 error rate limit (RFC 4443 2.4(f)): tokens and last refill.
+    /// Token bucket of the error rate limit shared by ICMP and ICMPv6: tokens and last refill.
     icmp_error_tokens: u32,
     icmp_error_refilled: Picos,
 }
@@ -138,7 +148,8 @@ impl SlowPath {
     /// `None` when RFC 4443 2.4(e) forbids an error (the offending packet is itself an ICMPv6
     /// error, or came from an unspecified or multicast source, or to a multicast address, or
     /// as a link-layer multicast), when the frame is malformed, or past the rate limit of
-    /// [`ICMP_ERRORS_PER_SECOND`] (burst [`ICMP_ERROR_BURST`]).
+    /// [`ICMP_ERRORS_PER_SECOND`] (burst [`ICMP_ERROR_BURST`]), which all ICMP and ICMPv6
+    /// errors share.
     pub fn icmpv6_error(
         &mut self,
         frame: &[u8],
@@ -160,24 +171,186 @@ impl SlowPath {
         error: crate::pipeline::Icmpv6Error,
         now: Picos,
     ) -> Option<Vec<u8>> {
+        let (offending, src, dst) = ipv6_error_allowed(frame)?;
+        // Rate limit last, so suppressed packets do not spend tokens.
+        if !self.take_error_token(now) {
+            return None;
+        }
+        emit_icmpv6_error(
+            self.router_mac,
+            offending,
+            dst,
+            src,
+            (error.msg_type, error.code, error.pointer),
+        )
+    }
+
+    /// Builds the error a router sends about a packet it dropped while routing (`frame` as
+    /// received on the interface `error.interface`, at most one 802.1Q tag): ICMP Time
+    /// Exceeded or Destination Unreachable (net unreachable) for IPv4, ICMPv6 Time Exceeded or
+    /// Destination Unreachable (no route) for IPv6. The result is an untagged Ethernet frame
+    /// (MACs left for the forwarder to fill) from the ingress interface's address (the one on
+    /// the offending source's subnet, else its first of the family) to the offending packet's
+    /// source; route it in `error.vrf`.
+    ///
+    /// IPv4 (RFC 792, RFC 1812 4.3.2): TTL 64, DSCP CS6 (precedence 6, RFC 1812 4.3.2.5, as
+    /// Linux), ECN 0, DF set and identification 0 (an atomic datagram, RFC 6864, like echo
+    /// replies), quoting the offending datagram from its IP header on, as much as keeps the
+    /// error within 576 bytes (RFC 1812 4.3.2.3). IPv6: as [`Self::icmpv6_error`] (hop limit
+    /// 64, traffic class 0, quoting up to the 1280-byte minimum MTU).
+    ///
+    /// `None`, counted in `icmp_errors_suppressed`, when the RFCs forbid an error (RFC 1812
+    /// 4.3.2.7, RFC 4443 2.4(e)): the packet is an ICMP error (ICMPv4 types 3, 4, 5, 11, 12;
+    /// ICMPv6 types below 128), a non-first IPv4 fragment, sent to an IP broadcast (limited,
+    /// or directed to a connected subnet) or multicast address, or as a link-layer broadcast
+    /// or multicast, or its source is not a unicast host (IPv4: 0.0.0.0, 127/8, multicast,
+    /// 240/4, broadcast; IPv6: unspecified or multicast); or past the shared rate limit; or
+    /// the frame is malformed. `None`, counted in `icmp_errors_not_sent`, when the ingress
+    /// interface has no address of the packet's family to send from (IPv6: no global one),
+    /// or the IPv6 source is link-local (never routed).
+    pub fn router_error(
+        &mut self,
+        frame: &[u8],
+        error: crate::pipeline::RouterError,
+        now: Picos,
+    ) -> Option<Vec<u8>> {
+        match self.build_router_error(frame, error, now) {
+            Ok(built) => {
+                self.icmp_errors_built += 1;
+                Some(built)
+            }
+            Err(NotBuilt::Suppressed) => {
+                self.icmp_errors_suppressed += 1;
+                None
+            }
+            Err(NotBuilt::NoSource) => {
+                self.icmp_errors_not_sent += 1;
+                None
+            }
+        }
+    }
+
+    fn build_router_error(
+        &mut self,
+        frame: &[u8],
+        error: crate::pipeline::RouterError,
+        now: Picos,
+    ) -> Result<Vec<u8>, NotBuilt> {
+        let iface = self
+            .interfaces
+            .get(usize::from(error.interface))
+            .ok_or(NotBuilt::Suppressed)?;
+        let (l2, _) = split_l2(frame).ok_or(NotBuilt::Suppressed)?;
+        match l2.ethertype {
+            EtherType::IPV4 => {
+                let (offending, src) = self
+                    .ipv4_error_allowed(frame, error.vrf)
+                    .ok_or(NotBuilt::Suppressed)?;
+                let source = iface
+                    .ipv4
+                    .iter()
+                    .find(|&&(own, len)| in_subnet4(src, own, len))
+                    .or_else(|| iface.ipv4.first())
+                    .ok_or(NotBuilt::NoSource)?
+                    .0;
+                if !self.take_error_token(now) {
+                    return Err(NotBuilt::Suppressed);
+                }
+                emit_icmpv4_error(self.router_mac, offending, source, src, error.kind.icmpv4())
+                    .ok_or(NotBuilt::Suppressed)
+            }
+            EtherType::IPV6 => {
+                let (offending, src, _) = ipv6_error_allowed(frame).ok_or(NotBuilt::Suppressed)?;
+                // A link-local source is reachable only on its link, which the error would
+                // have to leave by a route: it is never routed (the fast path's rule).
+                if src.is_unicast_link_local() {
+                    return Err(NotBuilt::NoSource);
+                }
+                // On the source's subnet, else a global address (a link-local one cannot
+                // source a routed error), else none.
+                let source = iface
+                    .ipv6
+                    .iter()
+                    .find(|&&(own, len)| in_subnet6(src, own, len))
+                    .or_else(|| {
+                        iface
+                            .ipv6
+                            .iter()
+                            .find(|&&(own, _)| !own.is_unicast_link_local())
+                    })
+                    .ok_or(NotBuilt::NoSource)?
+                    .0;
+                if !self.take_error_token(now) {
+                    return Err(NotBuilt::Suppressed);
+                }
+                let (msg_type, code) = error.kind.icmpv6();
+                emit_icmpv6_error(self.router_mac, offending, source, src, (msg_type, code, 0))
+                    .ok_or(NotBuilt::Suppressed)
+            }
+            _ => Err(NotBuilt::Suppressed),
+        }
+    }
+
+    /// The offending IPv4 datagram (from its header to its total length) and its source, if
+    /// RFC 1812 4.3.2.7 allows an ICMP error about it.
+    fn ipv4_error_allowed<'f>(&self, frame: &'f [u8], vrf: u16) -> Option<(&'f [u8], Ipv4Addr)> {
         let (l2, l3) = split_l2(frame)?;
-        if l2.ethertype != EtherType::IPV6 || l2.dst.0[0] & 1 != 0 {
+        if l2.dst.0[0] & 1 != 0 {
             return None;
         }
-        let packet = Ipv6Packet::new_checked(l3).ok()?;
+        let packet = Ipv4Packet::new_checked(l3).ok()?;
+        if !packet.verify_checksum() || packet.frag_offset() != 0 {
+            return None;
+        }
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
-        if src.is_unspecified() || src.is_multicast() || dst.is_multicast() {
-            return None;
-        }
-        if let Ok(upper) = walk_extension_headers(&packet)
-            && upper.protocol == protocol::ICMPV6
-            && l3
-                .get(upper.offset)
-                .is_some_and(|&t| t < icmpv6_message::ECHO_REQUEST)
+        let reserved = |a: Ipv4Addr| a.octets()[0] >= 240;
+        if !is_unicast_source_v4(src)
+            || reserved(src)
+            || dst.is_broadcast()
+            || dst.is_multicast()
+            || self.is_directed_broadcast_v4(vrf, src)
+            || self.is_directed_broadcast_v4(vrf, dst)
         {
             return None;
         }
-        // Rate limit last, so suppressed packets do not spend tokens.
+        let offending = &l3[..usize::from(packet.total_len())];
+        let header_len = packet.header_len();
+        if packet.protocol() == protocol::ICMP
+            && offending.get(header_len).is_some_and(|&t| {
+                matches!(
+                    t,
+                    icmpv4_message::DEST_UNREACHABLE
+                        | icmpv4_message::SOURCE_QUENCH
+                        | icmpv4_message::REDIRECT
+                        | icmpv4_message::TIME_EXCEEDED
+                        | icmpv4_message::PARAM_PROBLEM
+                )
+            })
+        {
+            return None;
+        }
+        Some((offending, src))
+    }
+
+    /// The broadcast address of one of `vrf`'s connected IPv4 subnets (prefixes up to /30;
+    /// /31 and /32 have none).
+    fn is_directed_broadcast_v4(&self, vrf: u16, addr: Ipv4Addr) -> bool {
+        self.interfaces
+            .iter()
+            .filter(|i| i.vrf == vrf)
+            .flat_map(|i| i.ipv4.iter())
+            .any(|&(own, len)| {
+                len <= 30 && {
+                    let host = u32::MAX >> len;
+                    u32::from(addr) == (u32::from(own) | host)
+                }
+            })
+    }
+
+    /// Takes a token from the ICMP error rate limit (RFC 1812 4.3.2.8, RFC 4443 2.4(f)): one
+    /// bucket for every error the switch sends, IPv4 and IPv6, refilled at
+    /// [`ICMP_ERRORS_PER_SECOND`] up to [`ICMP_ERROR_BURST`].
+    fn take_error_token(&mut self, now: Picos) -> bool {
         let elapsed = now.saturating_sub(self.icmp_error_refilled);
         let refill =
             elapsed / (crate::clock::PICOS_PER_SECOND / Picos::from(ICMP_ERRORS_PER_SECOND));
@@ -187,42 +360,10 @@ impl SlowPath {
             self.icmp_error_refilled = now;
         }
         if self.icmp_error_tokens == 0 {
-            return None;
+            return false;
         }
         self.icmp_error_tokens -= 1;
-
-        let offending = &l3[..ipv6::HEADER_LEN + usize::from(packet.payload_len())];
-        let quoted = offending
-            .len()
-            .min(IPV6_MIN_MTU - ipv6::HEADER_LEN - icmpv6::HEADER_LEN);
-        let message_len = icmpv6::HEADER_LEN + quoted;
-        let mut buf = vec![0u8; frame_len_v6(message_len)];
-        EthernetRepr {
-            src_addr: self.router_mac,
-            dst_addr: self.router_mac,
-            ethertype: EtherType::IPV6,
-        }
-        .emit(&mut buf)
-        .ok()?;
-        Ipv6Repr {
-            src_addr: dst,
-            dst_addr: src,
-            next_header: protocol::ICMPV6,
-            payload_len: message_len,
-            hop_limit: ORIGINATED_HOP_LIMIT,
-            traffic_class: 0,
-            flow_label: 0,
-        }
-        .emit(&mut buf[ethernet::HEADER_LEN..])
-        .ok()?;
-        let at = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
-        buf[at + 4..at + 8].copy_from_slice(&u32::from(error.pointer).to_be_bytes());
-        buf[at + icmpv6::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
-        let mut message = Icmpv6Packet::new_checked(&mut buf[at..]).ok()?;
-        message.set_msg_type(error.msg_type);
-        message.set_msg_code(error.code);
-        message.fill_checksum(&dst, &src);
-        Some(buf)
+        true
     }
 
     /// Handles one frame the fast path punted: `frame` exactly as received on `in_port` (at
@@ -784,6 +925,131 @@ fn frame_len_v6(message_len: usize) -> usize {
     ethernet::HEADER_LEN + ipv6::HEADER_LEN + message_len
 }
 
+/// Why [`SlowPath::router_error`] built nothing.
+enum NotBuilt {
+    /// The RFCs forbid an error, the rate limit holds it back, or the frame is malformed.
+    Suppressed,
+    /// The ingress interface has no address of the packet's family to send it from, or the
+    /// error could not be routed to the source (IPv6 link-local).
+    NoSource,
+}
+
+/// The offending IPv6 packet (from its header to its payload length), its source and
+/// destination, if RFC 4443 2.4(e) allows an ICMPv6 error about it: not sent as a link-layer
+/// multicast, not from an unspecified or multicast source, not to a multicast address, not an
+/// ICMPv6 error itself.
+fn ipv6_error_allowed(frame: &[u8]) -> Option<(&[u8], Ipv6Addr, Ipv6Addr)> {
+    let (l2, l3) = split_l2(frame)?;
+    if l2.ethertype != EtherType::IPV6 || l2.dst.0[0] & 1 != 0 {
+        return None;
+    }
+    let packet = Ipv6Packet::new_checked(l3).ok()?;
+    let (src, dst) = (packet.src_addr(), packet.dst_addr());
+    if src.is_unspecified() || src.is_multicast() || dst.is_multicast() {
+        return None;
+    }
+    if let Ok(upper) = walk_extension_headers(&packet)
+        && upper.protocol == protocol::ICMPV6
+        && l3
+            .get(upper.offset)
+            .is_some_and(|&t| t < icmpv6_message::ECHO_REQUEST)
+    {
+        return None;
+    }
+    Some((
+        &l3[..ipv6::HEADER_LEN + usize::from(packet.payload_len())],
+        src,
+        dst,
+    ))
+}
+
+/// An untagged Ethernet frame (both MACs `mac`: the forwarder rewrites them) carrying the
+/// ICMPv6 error `(type, code, pointer)` from `src` to `dst`, hop limit 64, traffic class 0,
+/// quoting as much of `offending` as fits the IPv6 minimum MTU.
+fn emit_icmpv6_error(
+    mac: EthernetAddress,
+    offending: &[u8],
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    (msg_type, code, pointer): (u8, u8, u16),
+) -> Option<Vec<u8>> {
+    let quoted = offending
+        .len()
+        .min(IPV6_MIN_MTU - ipv6::HEADER_LEN - icmpv6::HEADER_LEN);
+    let message_len = icmpv6::HEADER_LEN + quoted;
+    let mut buf = vec![0u8; frame_len_v6(message_len)];
+    EthernetRepr {
+        src_addr: mac,
+        dst_addr: mac,
+        ethertype: EtherType::IPV6,
+    }
+    .emit(&mut buf)
+    .ok()?;
+    Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: protocol::ICMPV6,
+        payload_len: message_len,
+        hop_limit: ORIGINATED_HOP_LIMIT,
+        traffic_class: 0,
+        flow_label: 0,
+    }
+    .emit(&mut buf[ethernet::HEADER_LEN..])
+    .ok()?;
+    let at = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
+    buf[at + 4..at + 8].copy_from_slice(&u32::from(pointer).to_be_bytes());
+    buf[at + icmpv6::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
+    let mut message = Icmpv6Packet::new_checked(&mut buf[at..]).ok()?;
+    message.set_msg_type(msg_type);
+    message.set_msg_code(code);
+    message.fill_checksum(&src, &dst);
+    Some(buf)
+}
+
+/// An untagged Ethernet frame (both MACs `mac`) carrying the ICMP error `(type, code)` from
+/// `src` to `dst` (TTL 64, DSCP CS6, DF, identification 0), quoting `offending` up to a
+/// 576-byte datagram (RFC 1812 4.3.2.3; RFC 792 asks for the header and 8 bytes at least).
+fn emit_icmpv4_error(
+    mac: EthernetAddress,
+    offending: &[u8],
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    (msg_type, code): (u8, u8),
+) -> Option<Vec<u8>> {
+    let quoted = offending
+        .len()
+        .min(IPV4_ERROR_MAX_LEN - ipv4::HEADER_LEN - icmpv4::HEADER_LEN);
+    let message_len = icmpv4::HEADER_LEN + quoted;
+    let at = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
+    let mut buf = vec![0u8; at + message_len];
+    EthernetRepr {
+        src_addr: mac,
+        dst_addr: mac,
+        ethertype: EtherType::IPV4,
+    }
+    .emit(&mut buf)
+    .ok()?;
+    Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol: protocol::ICMP,
+        payload_len: message_len,
+        ttl: ORIGINATED_HOP_LIMIT,
+        dscp: ICMP_ERROR_DSCP,
+        ecn: Ecn::NotEct,
+        ident: 0,
+        dont_frag: true,
+    }
+    .emit(&mut buf[ethernet::HEADER_LEN..])
+    .ok()?;
+    buf[at + icmpv4::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
+    let mut message = Icmpv4Packet::new_checked(&mut buf[at..]).ok()?;
+    message.set_msg_type(msg_type);
+    message.set_msg_code(code);
+    message.fill_checksum();
+    Some(buf)
+}
+
 /// A source address that can be answered: not unspecified, broadcast, multicast or loopback.
 fn is_unicast_source_v4(addr: Ipv4Addr) -> bool {
     !(addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() || addr.is_loopback())
@@ -802,6 +1068,10 @@ fn in_subnet6(addr: Ipv6Addr, net: Ipv6Addr, len: u8) -> bool {
         .unwrap_or(0);
     u128::from(addr) & mask == u128::from(net) & mask
 }
+
+#[cfg(test)]
+#[path = "slowpath_router_error_tests.rs"]
+mod router_error_tests;
 
 #[cfg(test)]
 mod tests {

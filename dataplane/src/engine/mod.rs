@@ -9,7 +9,9 @@ mod switch;
 
 pub use control::{AdminState, ControlHandle};
 
-use crate::counters::{CounterSnapshot, DropReason, ObjectSnapshot, Srv6Counters, WorkerCounters};
+use crate::counters::{
+    CounterSnapshot, DropReason, IcmpErrorCounts, ObjectSnapshot, Srv6Counters, WorkerCounters,
+};
 use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, Port, PortConfig, PortStats,
     StopSignal,
@@ -192,6 +194,8 @@ pub struct RunReport {
     /// Frames handed to the slow path (ARP/ND/ICMP for the switch) and frames it sent.
     pub punted: u64,
     pub generated: u64,
+    /// ICMP and ICMPv6 errors about dropped packets: built, suppressed, not sent.
+    pub icmp_errors: IcmpErrorCounts,
     /// `[port][tc]` queue counters (switch mode; empty in io mode).
     pub queues: Vec<[QueueSnapshot; TC_COUNT]>,
     /// Watermark crossings and ECN onsets, oldest first (when the spec asked for them).
@@ -513,6 +517,7 @@ fn run_with_eal(
         drops: snapshot.drops,
         punted: snapshot.punted,
         generated: snapshot.generated,
+        icmp_errors: snapshot.icmp_errors,
         queues: if matches!(config.mode, ForwardingMode::Switch(_)) {
             queue_counters
                 .queues

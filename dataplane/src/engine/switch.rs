@@ -17,7 +17,8 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
-    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage, TagOp, Verdict,
+    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage, RouterError, TagOp,
+    Verdict,
 };
 use crate::qos::pfc;
 use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
@@ -439,6 +440,10 @@ impl SwitchWorker {
                 self.counters.drop_packets(reason, 1);
                 self.send_icmp_error(&mbuf, in_port, error, now);
             }
+            Verdict::DropWithRouterError { reason, error } => {
+                self.counters.drop_packets(reason, 1);
+                self.send_router_error(&mbuf, error, now);
+            }
         }
     }
 
@@ -473,32 +478,63 @@ impl SwitchWorker {
     /// Sends the ICMPv6 error the RFC asks for about a dropped frame, if the slow path builds
     /// one (rate limit, quoting rules) and its destination is routable.
     fn send_icmp_error(&mut self, mbuf: &Mbuf, in_port: u16, error: Icmpv6Error, now: Picos) {
-        let Some(bytes) = self
+        let built = self
             .slow
-            .icmpv6_error(mbuf.packet().data(), in_port, error, now)
-        else {
-            return;
-        };
-        let Some(mut reply) = Mbuf::from_bytes(&self.pool, &bytes) else {
+            .icmpv6_error(mbuf.packet().data(), in_port, error, now);
+        if let Some(bytes) = built {
+            self.route_and_send_error(&bytes, false, error.vrf, now);
+        }
+        self.publish_icmp_error_counters();
+    }
+
+    /// Sends the ICMP or ICMPv6 error a router sends about a packet it could not route (TTL
+    /// or hop limit expired, no route), if the slow path builds one (RFC 1812 / RFC 4443
+    /// rules, rate limit, an address on the ingress interface) and it is routable.
+    fn send_router_error(&mut self, mbuf: &Mbuf, error: RouterError, now: Picos) {
+        let built = self.slow.router_error(mbuf.packet().data(), error, now);
+        if let Some(bytes) = built {
+            let ipv4 = bytes.get(12..14) == Some(&[0x08, 0x00][..]);
+            self.route_and_send_error(&bytes, ipv4, error.vrf, now);
+        }
+        self.publish_icmp_error_counters();
+    }
+
+    /// Routes an error the slow path built (an untagged frame) in `vrf` and queues it; what
+    /// cannot be routed or finds no mbuf is counted as not sent.
+    fn route_and_send_error(&mut self, bytes: &[u8], ipv4: bool, vrf: u16, now: Picos) {
+        let Some(mut reply) = Mbuf::from_bytes(&self.pool, bytes) else {
             self.slow.icmp_errors_not_sent += 1;
             return;
         };
         let verdict = {
             let mut packet = reply.packet_mut();
             let mut frame = Frame::whole(packet.data_mut());
-            self.forwarder
-                .route_originated_ipv6(&mut frame, error.vrf, now)
+            if ipv4 {
+                self.forwarder.route_originated_ipv4(&mut frame, vrf, now)
+            } else {
+                self.forwarder.route_originated_ipv6(&mut frame, vrf, now)
+            }
         };
         self.serve_requests(now);
         match verdict {
             Verdict::Forward { port, tag } => {
                 self.counters.generated.add(1);
-                // Errors go in the class their own DSCP (0) gives them, from the CPU: lossy.
+                // Errors go in the class their own DSCP gives them (IPv4 CS6, IPv6 0), from
+                // the CPU: lossy.
                 let tc = qos::classify(reply.packet().data(), &self.port_qos[usize::from(port)]);
                 self.send(reply, port, tag, tc, CPU_PORT, now);
             }
             _ => self.slow.icmp_errors_not_sent += 1,
         }
+    }
+
+    /// Copies the slow path's error counters to the worker's counter block (single writer).
+    fn publish_icmp_error_counters(&self) {
+        let c = &self.counters;
+        c.icmp_errors_built.set(self.slow.icmp_errors_built);
+        c.icmp_errors_suppressed
+            .set(self.slow.icmp_errors_suppressed);
+        c.icmp_errors_not_sent.set(self.slow.icmp_errors_not_sent);
     }
 
     fn flood(

@@ -29,7 +29,10 @@ fn to_10_7(f: &mut Forwarder) -> Verdict {
 #[test]
 fn a_route_added_at_run_time_carries_traffic_and_stops_when_deleted() {
     let mut f = forwarder();
-    assert_eq!(to_10_7(&mut f), Verdict::Drop(DropReason::NoRoute));
+    assert_eq!(
+        to_10_7(&mut f),
+        router_error(DropReason::NoRoute, RouterErrorKind::NoRoute, 2)
+    );
     let via = Target::Via {
         interface: 1,
         ip: "10.255.0.2".parse().unwrap(),
@@ -67,7 +70,10 @@ fn a_route_added_at_run_time_carries_traffic_and_stops_when_deleted() {
         }],
     )
     .unwrap();
-    assert_eq!(to_10_7(&mut f), Verdict::Drop(DropReason::NoRoute));
+    assert_eq!(
+        to_10_7(&mut f),
+        router_error(DropReason::NoRoute, RouterErrorKind::NoRoute, 2)
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! `mac_table`, `ipv4_lpm`, `ipv6_lpm`, `ecmp_group`, `nexthop`.
 
 use super::spec::{Attachment, PortRole, RouteTarget, SwitchSpec};
-use super::{Frame, PuntReason, TagOp, Verdict};
+use super::{Frame, PuntReason, RouterError, RouterErrorKind, TagOp, Verdict};
 use crate::clock::{PICOS_PER_SECOND, Picos};
 use crate::counters::DropReason;
 use crate::tables::ecmp::{EcmpGroup, Member};
@@ -921,7 +921,7 @@ impl Forwarder {
         }
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
         let Some(value) = self.fib4[usize::from(vrf)].lookup(dst) else {
-            return Verdict::Drop(DropReason::NoRoute);
+            return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
         if target == RouteTarget::Local {
@@ -935,7 +935,7 @@ impl Forwarder {
         }
         let ttl = ip[8];
         if ttl <= 1 {
-            return Verdict::Drop(DropReason::TtlExpired);
+            return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
         let staged = self.staged_flow_hash.take();
@@ -991,7 +991,7 @@ impl Forwarder {
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
         let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {
-            return Verdict::Drop(DropReason::NoRoute);
+            return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
         if target == RouteTarget::Local {
@@ -1008,7 +1008,7 @@ impl Forwarder {
         }
         let hop_limit = ip[7];
         if hop_limit <= 1 {
-            return Verdict::Drop(DropReason::TtlExpired);
+            return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
         let hash = || {
@@ -1034,6 +1034,42 @@ impl Forwarder {
             frame[l3 + 7] = hop_limit - 1;
         }
         verdict
+    }
+
+    /// Routes an IPv4 packet the switch built (an ICMP error) in `vrf`: FIB only, TTL as
+    /// built. `frame` is an untagged Ethernet frame with a 20-byte IPv4 header. Drops if the
+    /// destination is not routable, is the switch itself or is reached through an SRv6 policy
+    /// (the same rules as [`Self::route_originated_ipv6`]).
+    pub fn route_originated_ipv4(
+        &mut self,
+        frame: &mut Frame<'_>,
+        vrf: u16,
+        now: Picos,
+    ) -> Verdict {
+        if frame.len() < 14 + 20 || usize::from(vrf) >= self.fib4.len() {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        let ip = &frame[14..];
+        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        let target = match self.fib4[usize::from(vrf)].lookup(dst) {
+            Some(value) => route_value::decode(value),
+            None => return Verdict::Drop(DropReason::NoRoute),
+        };
+        if matches!(target, RouteTarget::Local | RouteTarget::Srv6Policy(_)) {
+            return Verdict::Drop(DropReason::NoRoute);
+        }
+        let key = FlowKey::V4 {
+            src: [ip[12], ip[13], ip[14], ip[15]],
+            dst: dst.octets(),
+            proto: ip[9],
+            sport: 0,
+            dport: 0,
+        };
+        let hash = flow_hash(&key, self.flow_hash_seed);
+        match self.resolve_target(target, IpAddr::V4(dst), || hash, now) {
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+            Err(reason) => Verdict::Drop(reason),
+        }
     }
 
     /// The interface and MAC to send to, or why not. Asks the control plane to resolve what
@@ -1234,6 +1270,25 @@ fn flow_hash_ipv4(ip: &[u8], header_len: usize, seed: u32) -> u32 {
         dport: ports.1,
     };
     flow_hash(&key, seed)
+}
+
+/// A routing drop the source is told about: `TtlExpired` gets Time Exceeded, `NoRoute`
+/// Destination Unreachable (the slow path builds the error, or suppresses it).
+#[inline(always)]
+fn router_error(reason: DropReason, in_iface: u16, vrf: u16) -> Verdict {
+    let kind = match reason {
+        DropReason::TtlExpired => RouterErrorKind::TimeExceeded,
+        DropReason::NoRoute => RouterErrorKind::NoRoute,
+        other => return Verdict::Drop(other),
+    };
+    Verdict::DropWithRouterError {
+        reason,
+        error: RouterError {
+            kind,
+            interface: in_iface,
+            vrf,
+        },
+    }
 }
 
 /// Source and destination ports of TCP/UDP, or zeros (other protocols, fragments).

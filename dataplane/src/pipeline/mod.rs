@@ -65,6 +65,54 @@ pub enum Verdict {
         reason: DropReason,
         error: Icmpv6Error,
     },
+    /// Dropped for `reason` while routing (TTL or hop limit expired, no route), and a router
+    /// tells the source (RFC 1812 4.3 for IPv4, RFC 4443 3 for IPv6): ICMP Time Exceeded or
+    /// Destination Unreachable from the address of the interface the packet arrived on. The
+    /// frame is left as it arrived, so the slow path can quote it and check what forbids an
+    /// error (an error about an error, fragments, broadcast, bad sources).
+    DropWithRouterError {
+        reason: DropReason,
+        error: RouterError,
+    },
+}
+
+/// The ICMP errors a router sends about packets it cannot forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RouterErrorKind {
+    /// TTL or hop limit expired in transit: ICMP type 11 code 0, ICMPv6 type 3 code 0.
+    TimeExceeded,
+    /// No route to the destination: ICMP type 3 code 0 (net unreachable), ICMPv6 type 1
+    /// code 0 (no route to destination).
+    NoRoute,
+}
+
+/// A router's ICMP or ICMPv6 error (the family is the dropped packet's): what to send, the L3
+/// interface the packet arrived on (whose address is the error's source) and the VRF the
+/// error is routed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterError {
+    pub kind: RouterErrorKind,
+    pub interface: u16,
+    pub vrf: u16,
+}
+
+impl RouterErrorKind {
+    /// ICMP (IPv4) type and code.
+    pub fn icmpv4(self) -> (u8, u8) {
+        match self {
+            RouterErrorKind::TimeExceeded => (11, 0),
+            RouterErrorKind::NoRoute => (3, 0),
+        }
+    }
+
+    /// ICMPv6 type and code.
+    pub fn icmpv6(self) -> (u8, u8) {
+        match self {
+            RouterErrorKind::TimeExceeded => (3, 0),
+            RouterErrorKind::NoRoute => (1, 0),
+        }
+    }
 }
 
 /// An ICMPv6 error to send about a dropped packet (RFC 4443), routed in `vrf`.
@@ -85,5 +133,6 @@ mod layout_tests {
     #[test]
     fn a_verdict_fits_in_two_registers() {
         assert!(std::mem::size_of::<super::Verdict>() <= 8);
+        assert!(std::mem::size_of::<super::RouterError>() <= 6);
     }
 }

@@ -703,11 +703,40 @@ fn headend_without_headroom_or_with_expired_ttl_drops() {
         f.process(&mut frame, 2, T0),
         Verdict::Drop(DropReason::NoHeadroom)
     );
+    // The inner packet is routed by this node first: Time Exceeded from the ingress
+    // interface, routed in its VRF.
     let frame = eth(&ipv4([10, 20, 1, 1], 1, 0), 0x0800);
     assert_eq!(
         run(&mut f, &frame, 2).0,
-        Verdict::Drop(DropReason::TtlExpired)
+        Verdict::DropWithRouterError {
+            reason: DropReason::TtlExpired,
+            error: RouterError {
+                kind: RouterErrorKind::TimeExceeded,
+                interface: 2,
+                vrf: 1,
+            },
+        }
     );
+}
+
+#[test]
+fn decapsulated_packets_that_cannot_be_routed_are_dropped_silently() {
+    // End.DT4 / End.DT6: the inner packet is in the tenant VRF while the ingress interface
+    // is in the underlay, and the frame no longer holds what arrived: no ICMP error.
+    let mut f = forwarder();
+    let expired4 = ipv4([10, 9, 1, 1], 1, 0);
+    let unrouted4 = ipv4([192, 0, 2, 1], 20, 0);
+    let expired6 = ipv6("2001:db8:7::1", "2001:db8:c::5", 1, UDP, &udp());
+    let unrouted6 = ipv6("2001:db8:7::1", "2001:db8:99::5", 20, UDP, &udp());
+    for (sid, inner, next, reason) in [
+        ("2001:db8:5::10", &expired4, 4u8, DropReason::TtlExpired),
+        ("2001:db8:5::10", &unrouted4, 4, DropReason::NoRoute),
+        ("2001:db8:5::11", &expired6, 41, DropReason::TtlExpired),
+        ("2001:db8:5::11", &unrouted6, 41, DropReason::NoRoute),
+    ] {
+        let frame = eth(&ipv6("2001:db8:1::2", sid, 64, next, inner), 0x86dd);
+        assert_eq!(run(&mut f, &frame, 0).0, Verdict::Drop(reason), "{sid}");
+    }
 }
 
 #[test]

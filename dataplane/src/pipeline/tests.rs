@@ -121,6 +121,18 @@ fn leaf_spec() -> SwitchSpec {
     spec
 }
 
+/// A routing drop the source hears about, from ingress interface `interface` (VRF 0).
+fn router_error(reason: DropReason, kind: RouterErrorKind, interface: u16) -> Verdict {
+    Verdict::DropWithRouterError {
+        reason,
+        error: RouterError {
+            kind,
+            interface,
+            vrf: 0,
+        },
+    }
+}
+
 fn forwarder() -> Forwarder {
     Forwarder::new(&leaf_spec()).expect("valid spec")
 }
@@ -554,16 +566,17 @@ fn ipv4_drops_and_punts() {
     };
     assert_eq!(
         send(&mut f, ipv4([10, 0, 10, 5], [10, 2, 0, 1], 1, 17, 1, 2)),
-        Verdict::Drop(DropReason::TtlExpired)
+        router_error(DropReason::TtlExpired, RouterErrorKind::TimeExceeded, 2)
     );
     assert_eq!(
         send(&mut f, ipv4([10, 0, 10, 5], [10, 2, 0, 1], 0, 17, 1, 2)),
-        Verdict::Drop(DropReason::TtlExpired)
+        router_error(DropReason::TtlExpired, RouterErrorKind::TimeExceeded, 2)
     );
     assert_eq!(
         send(&mut f, ipv4([10, 0, 10, 5], [192, 168, 1, 1], 64, 17, 1, 2)),
-        Verdict::Drop(DropReason::NoRoute)
+        router_error(DropReason::NoRoute, RouterErrorKind::NoRoute, 2)
     );
+    // Blackhole routes stay silent.
     assert_eq!(
         send(&mut f, ipv4([10, 0, 10, 5], [10, 9, 1, 1], 64, 17, 1, 2)),
         Verdict::Drop(DropReason::Blackhole)
@@ -723,7 +736,7 @@ fn ipv6_routing_decrements_hop_limit_and_refuses_link_local() {
     let expired = ipv6("2001:db8:10::5", "2001:db8:b::7", 1, 17, &[0; 8]);
     assert_eq!(
         f.process(&mut eth(ROUTER, A, None, 0x86dd, &expired), 0, T0),
-        Verdict::Drop(DropReason::TtlExpired)
+        router_error(DropReason::TtlExpired, RouterErrorKind::TimeExceeded, 2)
     );
     let link_local = ipv6("fe80::5", "2001:db8:b::7", 64, 17, &[0; 8]);
     assert_eq!(
@@ -733,7 +746,7 @@ fn ipv6_routing_decrements_hop_limit_and_refuses_link_local() {
     let no_route = ipv6("2001:db8:10::5", "2001:db9::1", 64, 17, &[0; 8]);
     assert_eq!(
         f.process(&mut eth(ROUTER, A, None, 0x86dd, &no_route), 0, T0),
-        Verdict::Drop(DropReason::NoRoute)
+        router_error(DropReason::NoRoute, RouterErrorKind::NoRoute, 2)
     );
     let mut truncated = ipv6("2001:db8:10::5", "2001:db8:b::7", 64, 17, &[0; 8]);
     truncated[5] = 200;

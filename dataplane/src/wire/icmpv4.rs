@@ -23,6 +23,10 @@ pub mod message {
     pub const ECHO_REPLY: u8 = 0;
     /// Destination unreachable.
     pub const DEST_UNREACHABLE: u8 = 3;
+    /// Source quench (deprecated, RFC 6633; still an error message).
+    pub const SOURCE_QUENCH: u8 = 4;
+    /// Redirect.
+    pub const REDIRECT: u8 = 5;
     /// Echo request.
     pub const ECHO_REQUEST: u8 = 8;
     /// Time exceeded (code 0: TTL expired in transit).

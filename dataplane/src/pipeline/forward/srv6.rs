@@ -246,7 +246,9 @@ fn drop_with_error(
 
 fn reason_of(verdict: &Verdict) -> Option<DropReason> {
     match verdict {
-        Verdict::Drop(reason) | Verdict::DropWithIcmpError { reason, .. } => Some(*reason),
+        Verdict::Drop(reason)
+        | Verdict::DropWithIcmpError { reason, .. }
+        | Verdict::DropWithRouterError { reason, .. } => Some(*reason),
         _ => None,
     }
 }
@@ -507,10 +509,17 @@ impl Forwarder {
             ETHERTYPE_IPV6
         };
         frame[l3 - 2..l3].copy_from_slice(&ethertype.to_be_bytes());
-        if ethertype == ETHERTYPE_IPV4 {
+        let verdict = if ethertype == ETHERTYPE_IPV4 {
             self.route_ipv4(frame, l3, tagged, in_iface, table, now)
         } else {
             self.route_ipv6(frame, l3, tagged, in_iface, table, now)
+        };
+        // The inner packet belongs to the tenant VRF `table` while the ingress interface (the
+        // error's source) is in the underlay, and the frame no longer holds the packet that
+        // arrived: an error could neither be quoted nor sourced truthfully. Silent drop.
+        match verdict {
+            Verdict::DropWithRouterError { reason, .. } => Verdict::Drop(reason),
+            other => other,
         }
     }
 
@@ -593,6 +602,7 @@ impl Forwarder {
         let (source, first_segment, outer_hop_limit, outer_vrf) =
             (p.source, p.first_segment, p.hop_limit, p.outer_vrf);
         let srh_len = p.srh.len();
+        let ingress_vrf = self.interfaces[usize::from(in_iface)].vrf;
         let ip = &frame[l3..];
         // The inner packet is forwarded by this node first: its TTL or hop limit is checked
         // and decremented like any routed packet's (as Linux does before seg6 encap).
@@ -601,7 +611,7 @@ impl Forwarder {
             let header_len = usize::from(ip[0] & 0x0f) * 4;
             let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
             if ip[8] <= 1 {
-                return Verdict::Drop(DropReason::TtlExpired);
+                return super::router_error(DropReason::TtlExpired, in_iface, ingress_vrf);
             }
             let fragment = ip[6] & 0x3f != 0 || ip[7] != 0;
             let ports = super::l4_ports(ip, ip[9], header_len, fragment);
@@ -626,7 +636,7 @@ impl Forwarder {
                 return Verdict::Drop(DropReason::LinkLocal);
             }
             if ip[7] <= 1 {
-                return Verdict::Drop(DropReason::TtlExpired);
+                return super::router_error(DropReason::TtlExpired, in_iface, ingress_vrf);
             }
             let ports = super::l4_ports(ip, ip[6], 40, false);
             let key = FlowKey::V6 {
