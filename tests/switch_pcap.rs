@@ -849,3 +849,96 @@ fn a_lost_uplink_moves_only_its_own_flows_and_gets_them_back_when_it_returns() {
     );
     assert_eq!(drops.values().sum::<u64>(), 1, "{drops:?}");
 }
+
+#[test]
+fn scheduled_updates_and_config_changes_take_effect_at_their_trace_times() {
+    // Ten frames from host A to 10.9.0.1, 10 us apart (trace times 1_000_010 .. 1_000_100 us).
+    // No route at first; at 1_000_045 a batch adds 10.9.0.0/16 via spine 2 (p5); at 1_000_075
+    // another deletes it; at 1_000_085 a config file adds it via spine 1 (p4). So frames 0-3
+    // and 7 are no-route drops, 4-6 leave on p5 and 8-9 on p4.
+    let dir = TestDir::new("switch-schedule-updates");
+    let mut trace = Trace::new();
+    let frames: Vec<Vec<u8>> = (0..10u8)
+        .map(|k| {
+            let ip = ipv4_udp(
+                Ipv4Addr::new(10, 0, 10, 5),
+                Ipv4Addr::new(10, 9, 0, 1),
+                64,
+                1000,
+                2000,
+                &payload(k),
+            );
+            ethernet(ROUTER, HOST_A, None, 0x0800, &ip)
+        })
+        .collect();
+    for frame in &frames {
+        trace.send(0, frame.clone());
+    }
+    trace.write(&dir);
+    let config = leaf_config(&dir);
+    let route_via_p4 =
+        "\n[[route]]\nprefix = \"10.9.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"p4\"\n";
+    std::fs::write(dir.file("v2.toml"), format!("{config}{route_via_p4}")).unwrap();
+    let schedule = r#"
+[[event]]
+at_us = 1000045
+updates = [{ op = "add_route", prefix = "10.9.0.0/16", via = "10.255.0.2", dev = "p5" }]
+[[event]]
+at_us = 1000075
+updates = [{ op = "del_route", prefix = "10.9.0.0/16" }]
+[[event]]
+at_us = 1000085
+config = "v2.toml"
+"#;
+    let schedule_path = dir.file("schedule.toml");
+    std::fs::write(&schedule_path, schedule).unwrap();
+    let (_, stats) = replay_with(
+        &dir,
+        &config,
+        &["--schedule", schedule_path.to_str().unwrap()],
+    );
+    let out = outputs(&dir);
+    let on = |range: std::ops::Range<usize>, spine: Mac| -> Vec<Vec<u8>> {
+        frames[range]
+            .iter()
+            .map(|f| routed_v4(f, 14, spine, ROUTER))
+            .collect()
+    };
+    assert_eq!(out[5], on(4..7, SPINE2), "p5 while the batch's route stood");
+    assert_eq!(out[4], on(8..10, SPINE1), "p4 after the config change");
+    assert_eq!(drops(&stats)["no_route"], 5);
+
+    // A batch the switch refuses (deleting a route it does not have) ends the run with
+    // status 2, naming the event; nothing of the batch applies.
+    let dir = TestDir::new("switch-schedule-refused");
+    trace.write(&dir);
+    let config_path = dir.file("ironclos.toml");
+    std::fs::write(&config_path, leaf_config(&dir)).unwrap();
+    let schedule_path = dir.file("schedule.toml");
+    std::fs::write(
+        &schedule_path,
+        "[[event]]\nat_us = 1000045\nupdates = [{ op = \"add_route\", prefix = \"10.9.0.0/16\", via = \"10.255.0.2\", dev = \"p5\" }, { op = \"del_route\", prefix = \"10.77.0.0/16\" }]\n",
+    )
+    .unwrap();
+    let run = common::run_ironclos(
+        &[
+            "run",
+            "--config",
+            config_path.to_str().unwrap(),
+            "--exit-when-idle",
+            "--schedule",
+            schedule_path.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(run.status, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("1000045 us was refused") && run.stderr.contains("update 1"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        dir.read_pcap("out5.pcap").is_empty(),
+        "the batch's route never applied"
+    );
+}
