@@ -270,6 +270,11 @@ behavior = "End"
 
     ping(&peers, "a", "2001:db8:b1::2");
     ping(&peers, "b", "2001:db8:a1::2");
+    // The switch's own SIDs answer a ping (RFC 8986 4.1.1 upper-layer processing): the End
+    // SID, and the uN SID whose container ends after its own uSID. From a, so b's capture
+    // holds only the SRv6 traffic it checks below.
+    ping(&peers, "a", "2001:db8:5::1");
+    ping(&peers, "a", "fcbb:bb00:100::");
     let mut payload = vec![0u8; 2 * 1024 * 1024];
     let mut rng = common::Rng::new(7);
     payload.iter_mut().for_each(|b| *b = rng.next_u64() as u8);

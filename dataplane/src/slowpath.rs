@@ -397,12 +397,15 @@ impl SlowPath {
             interface,
             out,
             learned,
+            to_sid: reason == PuntReason::LocalSid,
         };
         // Each handler returns None at its first failed check: the counter below sees that
         // nothing came out.
         let _ = match reason {
             PuntReason::Arp => self.handle_arp(frame, ctx),
-            PuntReason::NeighborDiscovery | PuntReason::Local => self.handle_ip(frame, ctx),
+            PuntReason::NeighborDiscovery | PuntReason::Local | PuntReason::LocalSid => {
+                self.handle_ip(frame, ctx)
+            }
         };
         if (out.len(), learned.len()) == before {
             self.ignored += 1;
@@ -717,7 +720,7 @@ impl SlowPath {
     ) -> Option<()> {
         let iface = self.interfaces.get(usize::from(ctx.interface))?;
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
-        if !self.is_local_v6(iface.vrf, dst)
+        if !(ctx.to_sid || self.is_local_v6(iface.vrf, dst))
             || src.is_unspecified()
             || src.is_multicast()
             || src.is_loopback()
@@ -900,6 +903,9 @@ struct Punt<'a> {
     interface: u16,
     out: &'a mut Vec<Outgoing>,
     learned: &'a mut Vec<Learned>,
+    /// The fast path found the destination to be one of the switch's SIDs (which the slow
+    /// path does not keep: they change at run time): an echo request to it is answered from it.
+    to_sid: bool,
 }
 
 /// The L2 header and the L3 bytes of a frame with at most one VLAN tag (the fast path drops
@@ -1824,6 +1830,38 @@ mod tests {
         bad[67] ^= 0x20;
         assert!(punt(&mut sp, &bad, 0, PuntReason::Local, 0).out.is_empty());
         assert_eq!(sp.ignored, 1);
+    }
+
+    #[test]
+    fn a_ping_of_a_local_sid_is_answered_from_the_sid_when_the_fast_path_says_sid() {
+        // RFC 8986 4.1.1: a packet whose segments end at one of the switch's SIDs with an
+        // ICMPv6 upper layer is the switch's to process, so an echo request is answered from
+        // the SID. The slow path does not keep SIDs (they change at run time): it relies on
+        // the fast path's `LocalSid`.
+        let sid: Ipv6Addr = "fcbb:bb00:100::".parse().unwrap();
+        let host: Ipv6Addr = "2001:db8:10::a".parse().unwrap();
+        let mut ping = PING6.to_vec();
+        ping[38..54].copy_from_slice(&sid.octets());
+        ping[56..58].copy_from_slice(&[0, 0]);
+        Icmpv6Packet::new_checked(&mut ping[54..])
+            .unwrap()
+            .fill_checksum(&host, &sid);
+        assert_icmpv6_checksum(&ping);
+        let mut sp = SlowPath::new(&spec());
+        assert!(
+            punt(&mut sp, &ping, 0, PuntReason::Local, 0).out.is_empty(),
+            "not an interface address: a plain local punt is not answered"
+        );
+        let run = punt(&mut sp, &ping, 0, PuntReason::LocalSid, 0);
+        assert_eq!(run.out.len(), 1);
+        let mut expected = PONG6.to_vec();
+        expected[22..38].copy_from_slice(&sid.octets());
+        expected[56..58].copy_from_slice(&[0, 0]);
+        Icmpv6Packet::new_checked(&mut expected[54..])
+            .unwrap()
+            .fill_checksum(&sid, &host);
+        assert_eq!(run.out[0].frame, expected);
+        assert_icmpv6_checksum(&run.out[0].frame);
     }
 
     // ---- resolve ----------------------------------------------------------------------------

@@ -37,6 +37,9 @@ pub enum PuntReason {
     NeighborDiscovery,
     /// An IP packet addressed to the switch itself (e.g. ping of the gateway).
     Local,
+    /// An IPv6 packet whose segment processing ended at one of the switch's SIDs with an
+    /// ICMPv6 upper layer (RFC 8986 4.1.1): a ping of the SID.
+    LocalSid,
 }
 
 /// The pipeline's decision for one frame.

@@ -364,7 +364,7 @@ fn end_of_container_without_srh_is_upper_layer_processing() {
     assert_eq!(
         run(&mut f, &ping, 0).0,
         Verdict::Punt {
-            reason: PuntReason::Local,
+            reason: PuntReason::LocalSid,
             interface: 0
         }
     );

@@ -458,7 +458,7 @@ impl Forwarder {
     ) -> Verdict {
         if upper_protocol == protocol::ICMPV6 {
             return Verdict::Punt {
-                reason: PuntReason::Local,
+                reason: PuntReason::LocalSid,
                 interface: in_iface,
             };
         }
