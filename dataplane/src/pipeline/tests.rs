@@ -1017,6 +1017,80 @@ fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() 
     );
 }
 
+#[test]
+fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
+    // Random frames that look routed often enough to reach every stage check: to the router
+    // MAC, IPv4 (sometimes tagged), destinations in the ECMP prefix, random lengths, header
+    // lengths and fragment bits. Whenever the stage stages a hash, the frame's own route takes
+    // it, and debug builds (the test profile) assert it equals the pipeline's own hash.
+    let spec = leaf_spec();
+    let mut forwarder = Forwarder::new(&spec).unwrap();
+    let uplink = spec
+        .ports
+        .iter()
+        .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
+        .expect("the leaf has a routed uplink") as u16;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 7;
+        state ^= state >> 9;
+        state
+    };
+    let (mut staged_count, mut routed_with_staged) = (0, 0);
+    for _ in 0..20_000 {
+        let len = 14 + (next() % 90) as usize;
+        let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        frame[0..6].copy_from_slice(&spec.router_mac);
+        frame[6] &= 0xfe;
+        let l3 = if next() % 4 == 0 && len >= 18 {
+            frame[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+            frame[14..16].copy_from_slice(&10u16.to_be_bytes());
+            frame[16..18].copy_from_slice(&0x0800u16.to_be_bytes());
+            18
+        } else {
+            frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+            14
+        };
+        if len >= l3 + 20 {
+            frame[l3] = 0x40 | (5 + (next() % 4) as u8) * (next() % 4 != 0) as u8;
+            frame[l3 + 16..l3 + 18].copy_from_slice(&[10, 1]);
+            // Mostly valid headers, so most frames reach the route and its hash.
+            let header_len = usize::from(frame[l3] & 0x0f) * 4;
+            if header_len >= 20 && l3 + header_len <= len && next() % 8 != 0 {
+                let total = (len - l3) as u16;
+                frame[l3 + 2..l3 + 4].copy_from_slice(&total.to_be_bytes());
+                frame[l3 + 8] = 64;
+                frame[l3 + 10..l3 + 12].copy_from_slice(&[0, 0]);
+                let csum = !crate::wire::checksum::sum(&frame[l3..l3 + header_len]);
+                frame[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
+            }
+        }
+        let mut stage = RouteStage::default();
+        stage.parse_and_prefetch(&forwarder, 0, &frame, uplink);
+        stage.prefetch_second_level(&forwarder, 0);
+        stage.hash_and_prefetch_flowlet(&forwarder, 0, &frame);
+        let staged = stage.flow_hash(0);
+        staged_count += usize::from(staged.is_some());
+        forwarder.set_staged_flow_hash(staged);
+        let verdict = forwarder.process(&mut frame, uplink, T0);
+        // Forwarded, or waiting for the member's neighbour: either way the group chose a member
+        // with the flow hash.
+        let chose = matches!(
+            verdict,
+            Verdict::Forward { .. } | Verdict::Drop(DropReason::NeighborUnresolved)
+        );
+        routed_with_staged += usize::from(staged.is_some() && chose);
+    }
+    assert!(
+        staged_count > 1_000,
+        "only {staged_count} frames staged a hash"
+    );
+    assert!(
+        routed_with_staged > 1_000,
+        "only {routed_with_staged} staged frames were routed"
+    );
+}
+
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;
