@@ -1052,7 +1052,7 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
             14
         };
         if len >= l3 + 20 {
-            frame[l3] = 0x40 | (5 + (next() % 4) as u8) * (next() % 4 != 0) as u8;
+            frame[l3] = 0x40 | ((5 + (next() % 4) as u8) * (next() % 4 != 0) as u8);
             frame[l3 + 16..l3 + 18].copy_from_slice(&[10, 1]);
             // Mostly valid headers, so most frames reach the route and its hash.
             let header_len = usize::from(frame[l3] & 0x0f) * 4;
