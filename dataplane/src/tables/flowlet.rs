@@ -397,16 +397,14 @@ struct MemberLoad {
     snapshot: u64,
 }
 
-/// The draw of `random` choice: MurmurHash3's 32-bit finaliser over the flow hash, the seed and
-/// a salt that differs per flowlet (or per packet), spread by the golden ratio so consecutive
-/// salts land far apart.
+/// The draw of `random` choice over the flow hash, the seed and a salt that differs per flowlet
+/// (or per packet), spread by the golden ratio so consecutive salts land far apart. The flow
+/// hash is already a full-avalanche MurmurHash3 value, so half of MurmurHash3's finaliser (one
+/// multiply, then the high half folded into the low bits the bucket index uses) is enough to
+/// make the salt's change reach every bit; it is on every new flowlet's path.
 #[inline]
 fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
-    let mut h = hash ^ seed ^ salt.wrapping_mul(0x9e37_79b9);
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
+    let h = (hash ^ seed ^ salt.wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b);
     h ^ (h >> 16)
 }
 
@@ -582,7 +580,10 @@ impl GroupBalancer {
             }
         };
         self.count(index as usize, len);
-        if let Some(load) = self.loads.get_mut(index as usize) {
+        // Only least-loaded choice reads the loads.
+        if self.spec.choice == PathChoice::LeastLoaded
+            && let Some(load) = self.loads.get_mut(index as usize)
+        {
             load.snapshot += u64::from(len);
         }
         ecmp.members().get(index as usize).map(|m| m.id)

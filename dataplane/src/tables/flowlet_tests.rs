@@ -366,3 +366,38 @@ fn equal_weight_argmin_agrees_with_the_cross_multiplied_scan() {
         assert_eq!(fast, reference, "n {n} start {start} eligible {eligible:b}");
     }
 }
+
+#[test]
+fn random_draws_spread_each_flow_s_flowlets_and_many_flows_evenly() {
+    // Each new flowlet draws a member from the 512-bucket table: over 4000 flowlets of one
+    // flow, or the first flowlet of 4000 flows, each of 4 equal members gets Binomial(4000,
+    // 1/4) of them: mean 1000, sd sqrt(4000 * 1/4 * 3/4) = 27.4. Five sd either side.
+    let ecmp = group(&[1, 1, 1, 1]);
+    let seed = 0x1234_5678;
+    let member_of = |hash: u32, salt: u32| {
+        let id = ecmp.select(draw(hash, seed, salt)).unwrap();
+        (id - 10) as usize
+    };
+    let sd = (4000.0f64 * 0.25 * 0.75).sqrt();
+    let check = |counts: [u32; 4], what: &str| {
+        for (m, &c) in counts.iter().enumerate() {
+            assert!(
+                (f64::from(c) - 1000.0).abs() <= 5.0 * sd,
+                "{what}: member {m} got {c} of 4000"
+            );
+        }
+    };
+    for hash in [0u32, 1, 0xdead_beef, 0x8000_0000] {
+        let mut counts = [0u32; 4];
+        for salt in 1..=4000 {
+            counts[member_of(hash, salt)] += 1;
+        }
+        check(counts, &format!("flow {hash:#x}"));
+    }
+    // Consecutive flow hashes (the worst case for a weak mix), first flowlet each.
+    let mut counts = [0u32; 4];
+    for hash in 0..4000u32 {
+        counts[member_of(hash, 1)] += 1;
+    }
+    check(counts, "4000 flows");
+}
