@@ -831,6 +831,25 @@ impl Forwarder {
     /// again with its next packet). The group's balancing counters start again in a new
     /// block (the end-of-run report keeps the one it was given at start), and a rebuilt
     /// group records no flowlet events.
+    /// Applies `change` to ECMP group `group`, logging the group and its balancer as they were
+    /// so the batch can be undone, then rebuilds the balancer over the new members.
+    fn change_group<E: std::fmt::Display>(
+        &mut self,
+        group: u32,
+        undo: &mut Vec<Undo>,
+        change: impl FnOnce(&mut EcmpGroup) -> Result<usize, E>,
+    ) -> Result<(), String> {
+        let g = &mut self.groups[group as usize];
+        let previous = Box::new(g.clone());
+        change(g).map_err(|e| e.to_string())?;
+        undo.push(Undo::Group {
+            id: group,
+            previous,
+            balancer: Box::new(self.balancers[group as usize].clone()),
+        });
+        self.rebuild_balancer(group)
+    }
+
     fn rebuild_balancer(&mut self, group: u32) -> Result<(), String> {
         let g = group as usize;
         let spec = *self.balancers[g].spec();
@@ -942,16 +961,7 @@ impl Forwarder {
             } => {
                 let id = self.nexthop_logged(interface, ip, undo);
                 let up = self.nexthop_port_up(interface);
-                let g = &mut self.groups[group as usize];
-                let previous = Box::new(g.clone());
-                g.add_member(Member { id, weight, up })
-                    .map_err(|e| e.to_string())?;
-                undo.push(Undo::Group {
-                    id: group,
-                    previous,
-                    balancer: Box::new(self.balancers[group as usize].clone()),
-                });
-                self.rebuild_balancer(group)?;
+                self.change_group(group, undo, |g| g.add_member(Member { id, weight, up }))?;
             }
             Update::DelEcmpMember {
                 group,
@@ -961,15 +971,7 @@ impl Forwarder {
                 let id = self
                     .find_nexthop(interface, ip)
                     .ok_or_else(|| format!("no nexthop {ip}"))?;
-                let g = &mut self.groups[group as usize];
-                let previous = Box::new(g.clone());
-                g.remove_member(id).map_err(|e| e.to_string())?;
-                undo.push(Undo::Group {
-                    id: group,
-                    previous,
-                    balancer: Box::new(self.balancers[group as usize].clone()),
-                });
-                self.rebuild_balancer(group)?;
+                self.change_group(group, undo, |g| g.remove_member(id))?;
             }
             Update::SetEcmpWeight {
                 group,
@@ -980,15 +982,7 @@ impl Forwarder {
                 let id = self
                     .find_nexthop(interface, ip)
                     .ok_or_else(|| format!("no nexthop {ip}"))?;
-                let g = &mut self.groups[group as usize];
-                let previous = Box::new(g.clone());
-                g.set_weight(id, weight).map_err(|e| e.to_string())?;
-                undo.push(Undo::Group {
-                    id: group,
-                    previous,
-                    balancer: Box::new(self.balancers[group as usize].clone()),
-                });
-                self.rebuild_balancer(group)?;
+                self.change_group(group, undo, |g| g.set_weight(id, weight))?;
             }
             Update::AddMac { vlan, mac, port } => {
                 let previous = self.macs.get(vlan, mac);
