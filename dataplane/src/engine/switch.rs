@@ -258,6 +258,7 @@ impl SwitchWorker {
                 }
                 let now = clock(start);
                 self.note_received(port, &burst, received);
+                self.forwarder.begin_burst();
                 self.stage_burst(&burst, received, port as u16);
                 for (index, mbuf) in burst.drain().enumerate() {
                     self.forwarder

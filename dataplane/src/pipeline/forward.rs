@@ -29,6 +29,8 @@ const ICMPV6_NEIGHBOR_ADVERT: u8 = 136;
 const ARP_OP_REQUEST: u16 = 1;
 
 mod srv6;
+// Reuse of the previous bridged frame's decision for frames with the same L2 header.
+mod bridge_memo;
 // Burst staging: prefetches and flow hashes for a burst ahead of its frames.
 mod stage;
 pub use stage::RouteStage;
@@ -201,7 +203,7 @@ pub struct Forwarder {
     egress_load: EgressLoad,
     /// Length of the frame being processed (per-member byte counters of the groups).
     frame_len: u32,
-    macs: MacTable,
+    pub(crate) macs: MacTable,
     flow_hash_seed: u32,
     /// The flow hash the burst stage computed for the frame about to be processed, if any
     /// (`RouteStage`); taken by the first IPv4 route resolution of that frame.
@@ -210,6 +212,10 @@ pub struct Forwarder {
     requests: Vec<ControlRequest>,
     learn_cache: Vec<LearnCacheEntry>,
     dst_cache: Box<[DstCacheEntry; DST_CACHE_SLOTS]>,
+    bridge_memo: bridge_memo::BridgeMemo,
+    /// Frames that reused the bridging memo (tests check the memo is exercised).
+    #[cfg(test)]
+    pub(crate) bridge_memo_hits: std::cell::Cell<u64>,
     mac_aging: Picos,
     /// MACs that moved between ports (a loop or a host moving).
     pub mac_moves: u64,
@@ -319,6 +325,9 @@ impl Forwarder {
             requests: Vec::with_capacity(MAX_PENDING_REQUESTS),
             learn_cache: vec![LearnCacheEntry::default(); port_count],
             dst_cache: Box::new([DstCacheEntry::default(); DST_CACHE_SLOTS]),
+            bridge_memo: Default::default(),
+            #[cfg(test)]
+            bridge_memo_hits: Default::default(),
             mac_aging: spec.mac_aging,
             mac_moves: 0,
             mac_learn_failures: 0,
@@ -634,6 +643,8 @@ impl Forwarder {
     /// [`Self::process_frame`].
     #[inline]
     pub fn process(&mut self, frame: &mut [u8], in_port: u16, now: Picos) -> Verdict {
+        // Callers of this form change tables between any two frames.
+        self.begin_burst();
         let len = frame.len();
         let mut window = Frame::whole(frame);
         let verdict = self.process_frame(&mut window, in_port, now);
@@ -646,6 +657,8 @@ impl Forwarder {
     /// [`Self::process`] on a frame with headroom: SRv6 encapsulation grows it to the front,
     /// decapsulation and SRH removal shrink it from the front, padding may be cut from the
     /// end. The caller applies the new window (`Frame::start`, `Frame::end`) to its buffer.
+    /// The caller also calls [`Self::begin_burst`] before each burst and after any table or
+    /// configuration change (a frame may reuse the previous frame's bridging decision).
     #[inline]
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
         let verdict = self.process_frame_staged(frame, in_port, now);
@@ -661,6 +674,12 @@ impl Forwarder {
             return Verdict::Drop(DropReason::Truncated);
         }
         self.frame_len = frame.len() as u32;
+        let header = bridge_memo::header_of(frame);
+        if let Some(header) = header
+            && let Some(verdict) = self.remembered_bridging(frame, header, in_port, now)
+        {
+            return verdict;
+        }
         let Some(port) = self.ports.get(usize::from(in_port)) else {
             return Verdict::Drop(DropReason::NoEgressPort);
         };
@@ -717,7 +736,7 @@ impl Forwarder {
             },
         };
 
-        self.learn_source(vlan, src, in_port, now);
+        let source_known = self.learn_source(vlan, src, in_port, now);
 
         let svi = self.vlans[usize::from(vlan)].interface;
         if let Some(interface) = svi {
@@ -738,10 +757,13 @@ impl Forwarder {
         }
         match self.lookup_destination(vlan, dst, now) {
             Some(out) if out == in_port => Verdict::Drop(DropReason::SamePort),
-            Some(out) => Verdict::Forward {
-                port: out,
-                tag: self.tag_op(frame, tagged, out, vlan),
-            },
+            Some(out) => {
+                let tag = self.tag_op(frame, tagged, out, vlan);
+                if source_known && let Some(header) = header {
+                    self.remember_bridging(frame, header, tagged, in_port, now, out, tag);
+                }
+                Verdict::Forward { port: out, tag }
+            }
             None => Verdict::Flood {
                 vlan,
                 ingress_tagged: tagged,
@@ -752,8 +774,10 @@ impl Forwarder {
     /// Learns a frame's source, skipping the table when the same host was just learned on the
     /// same port and nothing in the table changed since (one host per server port is the
     /// common case on a leaf).
+    /// True when the source is in the table for this port (a frame that repeats it may skip
+    /// learning until the refresh is due).
     #[inline(always)]
-    fn learn_source(&mut self, vlan: u16, src: [u8; 6], in_port: u16, now: Picos) {
+    fn learn_source(&mut self, vlan: u16, src: [u8; 6], in_port: u16, now: Picos) -> bool {
         let key = mac_key(vlan, src);
         let generation = self.macs.generation();
         let cached = self.learn_cache[usize::from(in_port)];
@@ -762,15 +786,15 @@ impl Forwarder {
             && cached.generation == generation
             && now.saturating_sub(cached.refreshed) < refresh
         {
-            return;
+            return true;
         }
         match self.macs.learn(vlan, src, in_port, now) {
             LearnOutcome::Moved { .. } => self.mac_moves += 1,
             LearnOutcome::TableFull => {
                 self.mac_learn_failures += 1;
-                return;
+                return false;
             }
-            LearnOutcome::StaticConflict => return,
+            LearnOutcome::StaticConflict => return false,
             _ => {}
         }
         self.learn_cache[usize::from(in_port)] = LearnCacheEntry {
@@ -778,6 +802,7 @@ impl Forwarder {
             generation: self.macs.generation(),
             refreshed: now,
         };
+        true
     }
 
     /// Looks up a destination MAC through a small direct-mapped cache of recent answers.

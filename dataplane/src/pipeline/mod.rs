@@ -18,9 +18,10 @@ pub use frame::Frame;
 use crate::counters::DropReason;
 
 /// How the engine must change the frame's VLAN tag on its way out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TagOp {
     /// Leave the L2 header as it is (the forwarder already rewrote a VID if needed).
+    #[default]
     Keep,
     /// Insert an 802.1Q tag with this VID after the source MAC.
     Push(u16),

@@ -1091,6 +1091,110 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
     );
 }
 
+#[test]
+fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() {
+    // Random bursts of L2 frames between a few hosts (repeated headers, tags, VID 0, moves,
+    // floods, frames to the router, time steps past the refresh and the aging time): one
+    // forwarder reuses bridging decisions within a burst, the other takes the full path for
+    // every frame. Verdicts, output bytes and the MAC tables must agree.
+    let spec = leaf_spec();
+    let mut memo = Forwarder::new(&spec).unwrap();
+    let mut full = Forwarder::new(&spec).unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let hosts = [A, B, C, [0x02, 0, 0, 0, 0, 0x0d]];
+    let mut now = T0;
+    // The last few frames: a repeat of an earlier one after a flood that moved a host must
+    // not reuse a stale decision.
+    let mut recent: Vec<(Vec<u8>, u16)> = Vec::new();
+    let (mut frames, mut forwarded) = (0, 0);
+    for _ in 0..3_000 {
+        now += match next() % 8 {
+            0 => 400 * PICOS_PER_SECOND,
+            1 | 2 => 2 * PICOS_PER_SECOND,
+            _ => 1_000,
+        };
+        if next() % 16 == 0 {
+            assert_eq!(memo.age_macs(now), full.age_macs(now));
+        }
+        memo.begin_burst();
+        for _ in 0..1 + next() % 32 {
+            if next() % 16 == 0 {
+                // Time also moves within a burst in replays.
+                now += 1_000;
+            }
+            let pick = (next() % 3) as usize;
+            let (frame, in_port) = match recent.iter().rev().nth(pick) {
+                // Mostly a recent frame again (payload bytes may differ).
+                Some((frame, port)) if next() % 4 != 0 => {
+                    let mut frame = frame.clone();
+                    let last = frame.len() - 1;
+                    frame[last] = next() as u8;
+                    (frame, *port)
+                }
+                _ => {
+                    let dst = match next() % 8 {
+                        0 => BCAST,
+                        1 => ROUTER,
+                        _ => hosts[(next() % 4) as usize],
+                    };
+                    let src = hosts[(next() % 4) as usize];
+                    let in_port = (next() % 5) as u16;
+                    let vlan = match next() % 4 {
+                        0 => Some(10),
+                        1 => Some(20),
+                        2 => Some(0),
+                        _ => None,
+                    };
+                    let payload: Vec<u8> = (0..46).map(|_| next() as u8).collect();
+                    (eth(dst, src, vlan, 0x0800, &payload), in_port)
+                }
+            };
+            let mut via_memo = frame.clone();
+            let got = {
+                let mut window = Frame::whole(&mut via_memo);
+                memo.process_frame(&mut window, in_port, now)
+            };
+            let mut via_full = frame.clone();
+            let want = full.process(&mut via_full, in_port, now);
+            assert_eq!(
+                got, want,
+                "frame {frames} from port {in_port}: {frame:02x?}"
+            );
+            assert_eq!(via_memo, via_full, "frame {frames} bytes");
+            forwarded += usize::from(matches!(want, Verdict::Forward { .. }));
+            frames += 1;
+            if recent.len() == 3 {
+                recent.remove(0);
+            }
+            recent.push((frame, in_port));
+        }
+    }
+    assert_eq!(memo.mac_count(), full.mac_count());
+    assert_eq!(memo.mac_moves, full.mac_moves);
+    for vlan in [10, 20] {
+        for host in hosts {
+            assert_eq!(
+                memo.macs.lookup(vlan, host, now),
+                full.macs.lookup(vlan, host, now),
+                "{host:02x?} in VLAN {vlan}"
+            );
+        }
+    }
+    let hits = memo.bridge_memo_hits.get();
+    assert!(
+        forwarded > 1_000,
+        "only {forwarded} of {frames} frames bridged"
+    );
+    assert!(hits > 500, "only {hits} frames reused a decision");
+    assert_eq!(full.bridge_memo_hits.get(), 0);
+}
+
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;
