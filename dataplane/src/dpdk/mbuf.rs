@@ -155,8 +155,22 @@ macro_rules! read_accessors {
     };
 }
 
-impl PacketRef<'_> {
+impl<'a> PacketRef<'a> {
     read_accessors!();
+
+    /// The first segment's bytes for as long as the burst that owns the mbuf is borrowed.
+    #[inline]
+    pub fn into_data(self) -> &'a [u8] {
+        // SAFETY: as `data`; the view is consumed and its shared borrow of the mbuf for 'a
+        // passes to the returned slice.
+        unsafe {
+            let m = &*self.raw;
+            std::slice::from_raw_parts(
+                m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+                usize::from(m.data_len),
+            )
+        }
+    }
 }
 
 impl<'a> PacketMut<'a> {

@@ -261,8 +261,7 @@ impl SwitchWorker {
                 self.forwarder.begin_burst();
                 self.stage_burst(&burst, received, port as u16);
                 for (index, mbuf) in burst.drain().enumerate() {
-                    self.forwarder
-                        .set_staged_flow_hash(self.stage.flow_hash(index));
+                    self.forwarder.set_staged_route(self.stage.staged(index));
                     self.handle(mbuf, port as u16, now);
                 }
                 self.serve_requests(now);
@@ -275,25 +274,17 @@ impl SwitchWorker {
         }
     }
 
-    /// The burst passes of `RouteStage`: FIB prefetch in two levels, then flow hashes and
-    /// flowlet slots, each over the whole burst before the next.
+    /// The burst passes of `RouteStage` (FIB lookups and flow hashes for the whole burst).
     #[inline]
     fn stage_burst(&mut self, burst: &MbufBurst, received: usize, port: u16) {
-        for index in 0..received {
+        let mut frames: [&[u8]; dpdk::MAX_BURST] = [&[]; dpdk::MAX_BURST];
+        let received = received.min(dpdk::MAX_BURST);
+        for (index, frame) in frames[..received].iter_mut().enumerate() {
             if let Some(packet) = burst.get(index) {
-                self.stage
-                    .parse_and_prefetch(&self.forwarder, index, packet.data(), port);
+                *frame = packet.into_data();
             }
         }
-        for index in 0..received {
-            self.stage.prefetch_second_level(&self.forwarder, index);
-        }
-        for index in 0..received {
-            if let Some(packet) = burst.get(index) {
-                self.stage
-                    .hash_and_prefetch_flowlet(&self.forwarder, index, packet.data());
-            }
-        }
+        self.stage.run(&self.forwarder, &frames[..received], port);
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.

@@ -33,7 +33,7 @@ mod srv6;
 mod bridge_memo;
 // Burst staging: prefetches and flow hashes for a burst ahead of its frames.
 mod stage;
-pub use stage::RouteStage;
+pub use stage::{RouteStage, StagedRoute};
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
 
@@ -205,9 +205,9 @@ pub struct Forwarder {
     frame_len: u32,
     pub(crate) macs: MacTable,
     flow_hash_seed: u32,
-    /// The flow hash the burst stage computed for the frame about to be processed, if any
-    /// (`RouteStage`); taken by the first IPv4 route resolution of that frame.
-    staged_flow_hash: Option<u32>,
+    /// What the burst stage found for the frame about to be processed (`RouteStage`); used
+    /// up by that frame's first FIB lookup.
+    staged: StagedRoute,
     glean: [(IpAddr, Picos); GLEAN_SLOTS],
     requests: Vec<ControlRequest>,
     learn_cache: Vec<LearnCacheEntry>,
@@ -320,7 +320,7 @@ impl Forwarder {
                 macs
             },
             flow_hash_seed: spec.flow_hash_seed,
-            staged_flow_hash: None,
+            staged: StagedRoute::default(),
             glean: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0); GLEAN_SLOTS],
             requests: Vec::with_capacity(MAX_PENDING_REQUESTS),
             learn_cache: vec![LearnCacheEntry::default(); port_count],
@@ -662,8 +662,8 @@ impl Forwarder {
     #[inline]
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
         let verdict = self.process_frame_staged(frame, in_port, now);
-        // A staged hash belongs to this frame only, whether or not its route used it.
-        self.staged_flow_hash = None;
+        // A staged route belongs to this frame only, whether or not its routing used it.
+        self.staged = StagedRoute::default();
         verdict
     }
 
@@ -945,7 +945,16 @@ impl Forwarder {
             return Verdict::Drop(DropReason::BadIpv4Checksum);
         }
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-        let Some(value) = self.fib4[usize::from(vrf)].lookup(dst) else {
+        let staged = self.take_staged(false, vrf, u128::from(u32::from(dst)));
+        let fib = &self.fib4[usize::from(vrf)];
+        let found = match staged {
+            Some((value, _)) => {
+                debug_assert_eq!(value, fib.lookup(dst), "staged IPv4 route differs");
+                value
+            }
+            None => fib.lookup(dst),
+        };
+        let Some(value) = found else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
@@ -963,7 +972,7 @@ impl Forwarder {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
-        let staged = self.staged_flow_hash.take();
+        let staged = staged.and_then(|(_, hash)| hash);
         let hash = || {
             let computed = || flow_hash_ipv4(ip, header_len, seed);
             debug_assert!(
@@ -1012,10 +1021,20 @@ impl Forwarder {
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
+        // Taken before the my-SID lookup: an endpoint routes its new destination afresh.
+        let staged = self.take_staged(true, vrf, u128::from(dst));
         if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
-        let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {
+        let fib = &self.fib6[usize::from(vrf)];
+        let found = match staged {
+            Some((value, _)) => {
+                debug_assert_eq!(value, fib.lookup(dst), "staged IPv6 route differs");
+                value
+            }
+            None => fib.lookup(dst),
+        };
+        let Some(value) = found else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
@@ -1036,19 +1055,14 @@ impl Forwarder {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
+        let staged = staged.and_then(|(_, hash)| hash);
         let hash = || {
-            let flow_label = u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]);
-            let next = ip[6];
-            let ports = l4_ports(ip, next, 40, false);
-            let key = FlowKey::V6 {
-                src,
-                dst: dst_bytes,
-                flow_label,
-                proto: next,
-                sport: ports.0,
-                dport: ports.1,
-            };
-            flow_hash(&key, seed)
+            let computed = || flow_hash_ipv6(ip, seed);
+            debug_assert!(
+                staged.is_none_or(|h| h == computed()),
+                "staged hash differs"
+            );
+            staged.unwrap_or_else(computed)
         };
         let (out_iface, dst_mac) = match self.resolve_target(target, IpAddr::V6(dst), hash, now) {
             Ok(found) => found,
@@ -1291,6 +1305,23 @@ fn flow_hash_ipv4(ip: &[u8], header_len: usize, seed: u32) -> u32 {
         src: [ip[12], ip[13], ip[14], ip[15]],
         dst: [ip[16], ip[17], ip[18], ip[19]],
         proto: ip[9],
+        sport: ports.0,
+        dport: ports.1,
+    };
+    flow_hash(&key, seed)
+}
+
+/// The flow hash of an IPv6 packet (`ip` from its header on, at least 40 bytes): source,
+/// destination, flow label, next header and the ports right after the fixed header.
+#[inline(always)]
+fn flow_hash_ipv6(ip: &[u8], seed: u32) -> u32 {
+    let next = ip[6];
+    let ports = l4_ports(ip, next, 40, false);
+    let key = FlowKey::V6 {
+        src: ip[8..24].try_into().expect("16 bytes"),
+        dst: ip[24..40].try_into().expect("16 bytes"),
+        flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
+        proto: next,
         sport: ports.0,
         dport: ports.1,
     };

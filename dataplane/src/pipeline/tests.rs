@@ -974,10 +974,8 @@ fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() 
     frame[24..26].copy_from_slice(&csum.to_be_bytes());
     let stage_of = |forwarder: &Forwarder, frame: &[u8]| {
         let mut stage = RouteStage::default();
-        stage.parse_and_prefetch(forwarder, 0, frame, uplink);
-        stage.prefetch_second_level(forwarder, 0);
-        stage.hash_and_prefetch_flowlet(forwarder, 0, frame);
-        stage.flow_hash(0)
+        stage.run(forwarder, &[frame], uplink);
+        stage.staged(0).flow_hash()
     };
     // 10.1.0.0/16 goes to ECMP group 0: staged with the 5-tuple's MurmurHash3.
     let key = crate::tables::flowhash::FlowKey::V4 {
@@ -991,7 +989,9 @@ fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() 
     assert_eq!(stage_of(&forwarder, &frame), Some(expected));
     // The pipeline takes it (debug builds check it against its own hash) and routes the same.
     let unstaged = forwarder.process(&mut frame.clone(), uplink, T0);
-    forwarder.set_staged_flow_hash(Some(expected));
+    let mut stage = RouteStage::default();
+    stage.run(&forwarder, &[&frame], uplink);
+    forwarder.set_staged_route(stage.staged(0));
     assert_eq!(forwarder.process(&mut frame.clone(), uplink, T0), unstaged);
     // 10.2.0.0/16 has a single nexthop: nothing to hash.
     let mut single = frame.clone();
@@ -1022,8 +1022,16 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
     // Random frames that look routed often enough to reach every stage check: to the router
     // MAC, IPv4 (sometimes tagged), destinations in the ECMP prefix, random lengths, header
     // lengths and fragment bits. Whenever the stage stages a hash, the frame's own route takes
-    // it, and debug builds (the test profile) assert it equals the pipeline's own hash.
-    let spec = leaf_spec();
+    // it, and debug builds (the test profile) assert it equals the pipeline's own hash, and
+    // that every staged route equals the pipeline's own lookup. A quarter of the frames are
+    // IPv6, toward an ECMP prefix, a single nexthop or nowhere.
+    let mut spec = leaf_spec();
+    spec.routes.push(RouteSpec {
+        vrf: 0,
+        prefix: "2001:db8:e::".parse().unwrap(),
+        len: 48,
+        target: RouteTarget::Group(0),
+    });
     let mut forwarder = Forwarder::new(&spec).unwrap();
     let uplink = spec
         .ports
@@ -1036,8 +1044,39 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         state ^= state >> 9;
         state
     };
-    let (mut staged_count, mut routed_with_staged) = (0, 0);
-    for _ in 0..20_000 {
+    let (mut staged_count, mut routed_with_staged, mut v6_routed_with_staged) = (0, 0, 0);
+    for round in 0..20_000 {
+        if round % 4 == 3 {
+            let len = 14 + (next() % 110) as usize;
+            let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            frame[0..6].copy_from_slice(&spec.router_mac);
+            frame[6] &= 0xfe;
+            frame[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+            if len >= 54 {
+                frame[14] = 0x60 | (frame[14] & 0x0f);
+                let payload = (len - 54) as u16;
+                frame[18..20].copy_from_slice(&payload.to_be_bytes());
+                frame[21] = 64;
+                frame[22..24].copy_from_slice(&[0x20, 0x01]);
+                let prefix: [u8; 6] = match next() % 3 {
+                    0 => [0x20, 0x01, 0x0d, 0xb8, 0, 0x0e],
+                    1 => [0x20, 0x01, 0x0d, 0xb8, 0, 0x0b],
+                    _ => [0x20, 0x01, 0x0d, 0xb8, 0, 0x77],
+                };
+                frame[38..44].copy_from_slice(&prefix);
+            }
+            let mut stage = RouteStage::default();
+            stage.run(&forwarder, &[&frame], uplink);
+            let staged = stage.staged(0).flow_hash();
+            forwarder.set_staged_route(stage.staged(0));
+            let verdict = forwarder.process(&mut frame, uplink, T0);
+            let chose = matches!(
+                verdict,
+                Verdict::Forward { .. } | Verdict::Drop(DropReason::NeighborUnresolved)
+            );
+            v6_routed_with_staged += usize::from(staged.is_some() && chose);
+            continue;
+        }
         let len = 14 + (next() % 90) as usize;
         let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         frame[0..6].copy_from_slice(&spec.router_mac);
@@ -1066,12 +1105,10 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
             }
         }
         let mut stage = RouteStage::default();
-        stage.parse_and_prefetch(&forwarder, 0, &frame, uplink);
-        stage.prefetch_second_level(&forwarder, 0);
-        stage.hash_and_prefetch_flowlet(&forwarder, 0, &frame);
-        let staged = stage.flow_hash(0);
+        stage.run(&forwarder, &[&frame], uplink);
+        let staged = stage.staged(0).flow_hash();
         staged_count += usize::from(staged.is_some());
-        forwarder.set_staged_flow_hash(staged);
+        forwarder.set_staged_route(stage.staged(0));
         let verdict = forwarder.process(&mut frame, uplink, T0);
         // Forwarded, or waiting for the member's neighbour: either way the group chose a member
         // with the flow hash.
@@ -1088,6 +1125,10 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
     assert!(
         routed_with_staged > 1_000,
         "only {routed_with_staged} staged frames were routed"
+    );
+    assert!(
+        v6_routed_with_staged > 500,
+        "only {v6_routed_with_staged} staged IPv6 frames were routed"
     );
 }
 

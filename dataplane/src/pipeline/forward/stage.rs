@@ -1,127 +1,160 @@
-//! Burst staging for routed IPv4: before a burst's frames go through the pipeline one by one,
-//! three short passes over the whole burst start the memory reads their lookups will need, so
-//! the cache misses of 32 frames overlap instead of stalling each frame in turn (the idea of
-//! DPDK's l3fwd and VPP's vector nodes, kept outside the per-frame pipeline):
+//! Burst staging for routed IPv4 and IPv6: before a burst's frames go through the pipeline one
+//! by one, short passes over the whole burst do their FIB lookups, so the cache misses of 32
+//! frames overlap instead of stalling each frame in turn (the idea of DPDK's l3fwd and VPP's
+//! vector nodes, kept outside the per-frame pipeline):
 //!
 //! 1. parse the destination and prefetch the FIB's first-level entry;
-//! 2. prefetch the second-level entry the first level points to;
-//! 3. look the route up (now cached); for an ECMP group, compute the frame's flow hash and
-//!    prefetch the group's flowlet slot for it.
+//! 2. IPv4: prefetch the second-level entry the first level points to; IPv6: walk the
+//!    burst's lookups level by level in lockstep (`Lpm6::lookup_batch`);
+//! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
+//!    hash and prefetch the group's flowlet slot for it.
 //!
-//! The hash of pass 3 is handed to the frame's own route resolution (`set_staged_flow_hash`),
-//! which then does not compute it again; hashing a burst in one loop also lets the CPU overlap
-//! the hash chains of consecutive frames. Staging is only ever a hint: a frame it skips or
-//! guesses wrong for (a VLAN interface's VRF, a malformed header) is routed exactly the same,
-//! only without the head start. Debug builds check every staged hash against the one the
-//! pipeline computes.
+//! The route and hash are handed to the frame's own routing (`Forwarder::set_staged_route`),
+//! which uses them only if the frame is routed in the VRF and to the destination they were
+//! staged for; hashing a burst in one loop also lets the CPU overlap the hash chains of
+//! consecutive frames. Staging is only ever a hint: a frame it skips or guesses wrong for (a
+//! VLAN interface's VRF, a malformed header) is routed exactly the same, only without the head
+//! start. The FIB does not change within a burst (updates land between bursts); debug builds
+//! check every staged route and hash against what the pipeline finds itself.
 
-use super::{ETHERTYPE_IPV4, ETHERTYPE_VLAN, Forwarder, PortMode, flow_hash_ipv4, route_value};
+use super::{
+    ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, Forwarder, PortMode, flow_hash_ipv4,
+    flow_hash_ipv6, route_value,
+};
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
 
-#[derive(Clone, Copy, Default)]
-struct Staged {
-    /// VRF + 1 of the FIB the frame will most likely use; 0: not staged.
+/// What the burst stage found for one frame, for that frame's routing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StagedRoute {
+    /// VRF + 1 of the FIB the frame was looked up in; 0: not staged.
     vrf_plus_one: u16,
-    /// Offset of the IPv4 header.
+    v6: bool,
+    /// Offset of the IP header.
     l3: u8,
-    dst: u32,
+    /// The destination (IPv4 in the low 32 bits).
+    dst: u128,
+    /// Whether `value` holds the FIB's answer yet.
+    looked_up: bool,
+    value: Option<u32>,
     hash: Option<u32>,
+}
+
+impl StagedRoute {
+    /// The flow hash staged for an ECMP group's route, if any.
+    #[inline]
+    pub fn flow_hash(&self) -> Option<u32> {
+        self.hash
+    }
+
+    /// The staged FIB answer and hash if they are for this lookup.
+    #[inline(always)]
+    pub(super) fn answer_for(
+        &self,
+        v6: bool,
+        vrf: u16,
+        dst: u128,
+    ) -> Option<(Option<u32>, Option<u32>)> {
+        (self.looked_up
+            && self.v6 == v6
+            && self.dst == dst
+            && u32::from(self.vrf_plus_one) == u32::from(vrf) + 1)
+            .then_some((self.value, self.hash))
+    }
 }
 
 /// The staging state of one RX burst.
 pub struct RouteStage {
-    frames: [Staged; MAX_BURST],
+    frames: [StagedRoute; MAX_BURST],
 }
 
 impl Default for RouteStage {
     fn default() -> Self {
         RouteStage {
-            frames: [Staged::default(); MAX_BURST],
+            frames: [StagedRoute::default(); MAX_BURST],
         }
     }
 }
 
 impl RouteStage {
-    /// Pass 1 for frame `index` of the burst (received on `in_port`).
-    #[inline]
-    pub fn parse_and_prefetch(
-        &mut self,
-        forwarder: &Forwarder,
-        index: usize,
-        frame: &[u8],
-        in_port: u16,
-    ) {
-        let Some(staged) = self.frames.get_mut(index) else {
-            return;
-        };
-        *staged = forwarder.stage_ipv4(frame, in_port).unwrap_or_default();
-        if let Some(fib) = forwarder.staged_fib(staged) {
-            fib.prefetch_first(staged.dst);
+    /// Stages `frames` (one RX burst, received on `in_port`; at most `MAX_BURST`).
+    pub fn run(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16) {
+        let count = frames.len().min(MAX_BURST);
+        let vrf = forwarder.staging_vrf(in_port);
+        let mut v6_frames = 0;
+        for (staged, frame) in self.frames[..count].iter_mut().zip(frames) {
+            *staged = vrf
+                .and_then(|vrf| forwarder.stage_parse(frame, vrf))
+                .unwrap_or_default();
+            if staged.vrf_plus_one == 0 {
+                continue;
+            }
+            let vrf = usize::from(staged.vrf_plus_one - 1);
+            if staged.v6 {
+                v6_frames += 1;
+                forwarder.fib6[vrf].prefetch_first(staged.dst);
+            } else {
+                forwarder.fib4[vrf].prefetch_first(staged.dst as u32);
+            }
         }
-    }
-
-    /// Pass 2, after pass 1 ran over the whole burst.
-    #[inline]
-    pub fn prefetch_second_level(&self, forwarder: &Forwarder, index: usize) {
-        if let Some(staged) = self.frames.get(index)
-            && let Some(fib) = forwarder.staged_fib(staged)
+        for staged in &self.frames[..count] {
+            if staged.vrf_plus_one != 0 && !staged.v6 {
+                forwarder.fib4[usize::from(staged.vrf_plus_one - 1)]
+                    .prefetch_second(staged.dst as u32);
+            }
+        }
+        if v6_frames > 0
+            && let Some(vrf) = vrf
         {
-            fib.prefetch_second(staged.dst);
+            self.look_up_v6(forwarder, count, vrf);
+        }
+        for (staged, frame) in self.frames[..count].iter_mut().zip(frames) {
+            if staged.vrf_plus_one == 0 {
+                continue;
+            }
+            if !staged.v6 {
+                let fib = &forwarder.fib4[usize::from(staged.vrf_plus_one - 1)];
+                staged.value = fib.lookup(staged.dst as u32);
+                staged.looked_up = true;
+            }
+            forwarder.stage_hash(staged, frame);
         }
     }
 
-    /// Pass 3, after pass 2 ran over the whole burst: `frame` is the same frame as in pass 1.
-    #[inline]
-    pub fn hash_and_prefetch_flowlet(&mut self, forwarder: &Forwarder, index: usize, frame: &[u8]) {
-        let Some(staged) = self.frames.get_mut(index) else {
-            return;
-        };
-        staged.hash = None;
-        let Some(fib) = forwarder.staged_fib(staged) else {
-            return;
-        };
-        let Some(value) = fib.lookup(staged.dst) else {
-            return;
-        };
-        let RouteTarget::Group(group) = route_value::decode(value) else {
-            return;
-        };
-        let ip = &frame[usize::from(staged.l3)..];
-        let header_len = usize::from(ip[0] & 0x0f) * 4;
-        if header_len < 20 || header_len > ip.len() {
-            return;
+    /// Pass 2 for the burst's IPv6 frames: one lockstep walk of their FIB lookups (all staged
+    /// in the in-port's VRF).
+    fn look_up_v6(&mut self, forwarder: &Forwarder, count: usize, vrf: u16) {
+        let mut addrs = [0u128; MAX_BURST];
+        let mut which = [0u8; MAX_BURST];
+        let mut n = 0;
+        for (index, staged) in self.frames[..count].iter().enumerate() {
+            if staged.vrf_plus_one != 0 && staged.v6 {
+                addrs[n] = staged.dst;
+                which[n] = index as u8;
+                n += 1;
+            }
         }
-        let hash = flow_hash_ipv4(ip, header_len, forwarder.flow_hash_seed);
-        staged.hash = Some(hash);
-        if let Some(balancer) = forwarder.balancers.get(group as usize) {
-            balancer.prefetch_slot(hash);
+        let mut values = [None; MAX_BURST];
+        forwarder.fib6[usize::from(vrf)].lookup_batch(&addrs[..n], &mut values[..n]);
+        for (&index, &value) in which[..n].iter().zip(&values[..n]) {
+            let staged = &mut self.frames[usize::from(index)];
+            staged.value = value;
+            staged.looked_up = true;
         }
     }
 
-    /// The flow hash pass 3 computed for frame `index`, if any.
+    /// What was staged for frame `index` of the burst.
     #[inline]
-    pub fn flow_hash(&self, index: usize) -> Option<u32> {
-        self.frames.get(index).and_then(|s| s.hash)
+    pub fn staged(&self, index: usize) -> StagedRoute {
+        self.frames.get(index).copied().unwrap_or_default()
     }
 }
 
 impl Forwarder {
-    /// The destination, header offset and likely VRF of an IPv4 frame to the router MAC (the
-    /// VRF of a routed ingress port, else the default VRF: a wrong guess only wastes a
-    /// prefetch).
+    /// The VRF a burst from `in_port` is most likely routed in: a routed port's, else the
+    /// default VRF (a frame on a VLAN interface of another VRF only wastes its staging).
     #[inline]
-    fn stage_ipv4(&self, frame: &[u8], in_port: u16) -> Option<Staged> {
-        if frame.len() < 34 || frame[0..6] != self.router_mac {
-            return None;
-        }
-        let (ethertype, l3) = match u16::from_be_bytes([frame[12], frame[13]]) {
-            ETHERTYPE_VLAN => (u16::from_be_bytes([frame[16], frame[17]]), 18),
-            other => (other, 14),
-        };
-        if ethertype != ETHERTYPE_IPV4 || frame.len() < l3 + 20 {
-            return None;
-        }
+    fn staging_vrf(&self, in_port: u16) -> Option<u16> {
         let vrf = match self.ports.get(usize::from(in_port)).map(|p| &p.mode) {
             Some(PortMode::Routed { interface }) => self
                 .interfaces
@@ -129,30 +162,84 @@ impl Forwarder {
                 .map_or(0, |i| i.vrf),
             _ => 0,
         };
-        let dst = u32::from_be_bytes([
-            frame[l3 + 16],
-            frame[l3 + 17],
-            frame[l3 + 18],
-            frame[l3 + 19],
-        ]);
-        Some(Staged {
+        (usize::from(vrf) < self.fib4.len() && usize::from(vrf) < self.fib6.len()).then_some(vrf)
+    }
+
+    /// The destination and header offset of an IPv4 or IPv6 frame to the router MAC.
+    #[inline]
+    fn stage_parse(&self, frame: &[u8], vrf: u16) -> Option<StagedRoute> {
+        if frame.len() < 34 || frame[0..6] != self.router_mac {
+            return None;
+        }
+        let (ethertype, l3) = match u16::from_be_bytes([frame[12], frame[13]]) {
+            ETHERTYPE_VLAN => (u16::from_be_bytes([frame[16], frame[17]]), 18),
+            other => (other, 14),
+        };
+        let (v6, dst) = match ethertype {
+            ETHERTYPE_IPV4 if frame.len() >= l3 + 20 => {
+                let dst: [u8; 4] = frame[l3 + 16..l3 + 20].try_into().ok()?;
+                (false, u128::from(u32::from_be_bytes(dst)))
+            }
+            ETHERTYPE_IPV6 if frame.len() >= l3 + 40 => {
+                let dst: [u8; 16] = frame[l3 + 24..l3 + 40].try_into().ok()?;
+                (true, u128::from_be_bytes(dst))
+            }
+            _ => return None,
+        };
+        Some(StagedRoute {
             vrf_plus_one: vrf.checked_add(1)?,
+            v6,
             l3: l3 as u8,
             dst,
-            hash: None,
+            ..StagedRoute::default()
         })
     }
 
+    /// Pass 3's hash: for a route to an ECMP group, the flow hash, and a prefetch of the
+    /// group's flowlet slot for it.
     #[inline]
-    fn staged_fib(&self, staged: &Staged) -> Option<&crate::tables::Lpm4> {
-        let vrf = staged.vrf_plus_one.checked_sub(1)?;
-        self.fib4.get(usize::from(vrf))
+    fn stage_hash(&self, staged: &mut StagedRoute, frame: &[u8]) {
+        let Some(value) = staged.value else {
+            return;
+        };
+        let RouteTarget::Group(group) = route_value::decode(value) else {
+            return;
+        };
+        let ip = &frame[usize::from(staged.l3)..];
+        let hash = if staged.v6 {
+            flow_hash_ipv6(ip, self.flow_hash_seed)
+        } else {
+            let header_len = usize::from(ip[0] & 0x0f) * 4;
+            if header_len < 20 || header_len > ip.len() {
+                return;
+            }
+            flow_hash_ipv4(ip, header_len, self.flow_hash_seed)
+        };
+        staged.hash = Some(hash);
+        if let Some(balancer) = self.balancers.get(group as usize) {
+            balancer.prefetch_slot(hash);
+        }
     }
 
-    /// Hands the flow hash the burst stage computed for the next frame to its processing
-    /// (`None` when it has none); the engine sets it right before each frame.
+    /// Hands what the burst stage found for the next frame to its processing; the engine sets
+    /// it right before each frame (`StagedRoute::default()`: nothing staged).
     #[inline]
-    pub fn set_staged_flow_hash(&mut self, hash: Option<u32>) {
-        self.staged_flow_hash = hash;
+    pub fn set_staged_route(&mut self, staged: StagedRoute) {
+        self.staged = staged;
+    }
+
+    /// The staged FIB answer and flow hash for this lookup, if the frame's staging was for
+    /// it; either way the staging is used up (it belongs to one lookup of one frame).
+    #[inline(always)]
+    pub(super) fn take_staged(
+        &mut self,
+        v6: bool,
+        vrf: u16,
+        dst: u128,
+    ) -> Option<(Option<u32>, Option<u32>)> {
+        let answer = self.staged.answer_for(v6, vrf, dst);
+        self.staged.vrf_plus_one = 0;
+        self.staged.looked_up = false;
+        answer
     }
 }
