@@ -655,7 +655,15 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         .collect::<Vec<_>>()
         .join(",");
     s.refused(
-        &["policy", "set", "pa", "--mode", "encaps", "--segments", &too_many],
+        &[
+            "policy",
+            "set",
+            "pa",
+            "--mode",
+            "encaps",
+            "--segments",
+            &too_many,
+        ],
         "`segments`: 128 segments: give 1 to 127",
     );
     s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:100::"]);

@@ -829,7 +829,14 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
         frame.resize(frame.len().max(60), 0);
         trace.send(2, &frame);
     }
-    let inner6 = ipv6_udp(v6("2001:db8:a::2"), v6("2001:db8:21::5"), 30, 7, 8, &[2; 800]);
+    let inner6 = ipv6_udp(
+        v6("2001:db8:a::2"),
+        v6("2001:db8:21::5"),
+        30,
+        7,
+        8,
+        &[2; 800],
+    );
     trace.send(2, &eth(TENANT_V6, 0x86dd, &inner6));
     let to_trunk7 = v4([10, 22, 1, 1], 600);
     let to_trunk5 = v4([10, 23, 1, 1], 600);
@@ -840,7 +847,11 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
     let out = outputs(&dir);
     assert!(drops(&stats).is_empty(), "{:?}", drops(&stats));
 
-    assert_eq!(out[1].len(), 3, "three encapsulated toward fcbb:bb00:200::/48");
+    assert_eq!(
+        out[1].len(),
+        3,
+        "three encapsulated toward fcbb:bb00:200::/48"
+    );
     for (i, inner) in [&small, &big].into_iter().enumerate() {
         let want = to(
             DOWNSTREAM,
@@ -851,7 +862,11 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
             ),
         );
         assert_eq!(want.len(), 14 + 160 + inner.len());
-        assert_eq!(without_flow_label(&out[1][i]), want, "H.Encaps, 7 SIDs, frame {i}");
+        assert_eq!(
+            without_flow_label(&out[1][i]),
+            want,
+            "H.Encaps, 7 SIDs, frame {i}"
+        );
     }
     let mut routed6 = inner6.clone();
     routed6[7] = 29;
@@ -886,6 +901,10 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
     }
     for name in ["v4-long", "v6-long-red", "v4-long-tagged", "v4-five-tagged"] {
         let policy = object(&stats, "policies", name);
-        assert_eq!(u64_at(policy, "/packets"), if name == "v4-long" { 2 } else { 1 }, "{name}");
+        assert_eq!(
+            u64_at(policy, "/packets"),
+            if name == "v4-long" { 2 } else { 1 },
+            "{name}"
+        );
     }
 }

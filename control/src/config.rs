@@ -2542,7 +2542,8 @@ const MIN_ENCAPSULATED_FRAME: usize = 18 + 20;
 // The SRH format's limit is the only one a policy's segment count needs: even then a minimum
 // packet still fits the mbuf (headroom and tailroom), the room the headend may use.
 const _: () = assert!(
-    MIN_ENCAPSULATED_FRAME + dataplane::pipeline::spec::encap_overhead(EncapMode::Encaps, MAX_SRH_SEGMENTS)
+    MIN_ENCAPSULATED_FRAME
+        + dataplane::pipeline::spec::encap_overhead(EncapMode::Encaps, MAX_SRH_SEGMENTS)
         <= defaults::MBUF_DATA_ROOM as usize
 );
 
@@ -5371,7 +5372,10 @@ hop_limit = 200
             ),
             (
                 // H.Encaps.Red leaves S1 out of the SRH: 128 fit, 129 do not.
-                format!("{policy}mode = \"encaps.red\"\nsegments = [{}]\n", many(129)),
+                format!(
+                    "{policy}mode = \"encaps.red\"\nsegments = [{}]\n",
+                    many(129)
+                ),
                 "srv6.policy[0].segments",
                 4,
                 "129 segments: give 1 to 128",

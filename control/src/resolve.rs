@@ -948,7 +948,10 @@ behavior = "uN"
             assert!(resolve(&n, &op(&line(fits))).is_ok(), "{mode} {fits}");
             let e = err(&n, &line(fits + 1));
             assert!(
-                e.contains(&format!("`segments`: {} segments: give 1 to {fits}", fits + 1)),
+                e.contains(&format!(
+                    "`segments`: {} segments: give 1 to {fits}",
+                    fits + 1
+                )),
                 "{mode}: {e}"
             );
         }

@@ -172,7 +172,6 @@ mod tests {
         assert_eq!(&frame[6..], &[2, 3, 4, 5]);
         assert!(!frame.grow_front(1));
         assert_eq!((frame.start(), frame.end()), (0, 10));
-        drop(frame);
         assert_eq!(&buf[6..], &[2, 3, 4, 5]);
         // A whole buffer has neither headroom nor tailroom.
         let mut buf: Vec<u8> = (0..4).collect();

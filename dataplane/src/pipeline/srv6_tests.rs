@@ -755,7 +755,10 @@ fn h_encaps_beyond_the_headroom_moves_the_frame_into_the_tailroom() {
     assert_eq!(window, (0, HEADROOM + frame.len() + 160 - HEADROOM));
     let (verdict, out, window) = run_in(&mut f, &frame, HEADROOM, 160 - HEADROOM - 1);
     assert_eq!(verdict, Verdict::Drop(DropReason::NoHeadroom));
-    assert_eq!((out, window), (frame.clone(), (HEADROOM, HEADROOM + frame.len())));
+    assert_eq!(
+        (out, window),
+        (frame.clone(), (HEADROOM, HEADROOM + frame.len()))
+    );
     // Without any headroom (`process`) it is still a no_headroom drop.
     let mut whole = frame.clone();
     assert_eq!(
