@@ -649,6 +649,11 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     let pa = policy("pa");
     wait_policy_growth("pa");
     assert!(policy("pa") > pa, "P still counted by pa");
+    // One SID more than an SRH can list (Hdr Ext Len: 2 * 128 > 255).
+    let too_many = (1..=128)
+        .map(|i| format!("fc00::{i:x}"))
+        .collect::<Vec<_>>()
+        .join(",");
     s.refused(
         &[
             "policy",
@@ -657,9 +662,9 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "--mode",
             "encaps",
             "--segments",
-            "fc00::1,fc00::2,fc00::3,fc00::4,fc00::5",
+            &too_many,
         ],
-        "the SRH must fit the 128-byte mbuf headroom",
+        "`segments`: 128 segments: give 1 to 127",
     );
     s.ok(&["policy", "set", "pa", "--segments", "fcbb:bb00:100::"]);
     s.wait_tx_growth("p8");

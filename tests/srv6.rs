@@ -15,14 +15,16 @@ const UPSTREAM: Mac = [0x02, 0, 0, 0, 0x50, 0]; // 2001:db8:1::2 on p0
 const DOWNSTREAM: Mac = [0x02, 0, 0, 0, 0x50, 1]; // 2001:db8:2::2 on p1
 const TENANT_V4: Mac = [0x02, 0, 0, 0, 0x50, 2]; // 10.0.0.2 on p2
 const TENANT_V6: Mac = [0x02, 0, 0, 0, 0x50, 3]; // 2001:db8:a::2 on p2
-const PORTS: usize = 3;
+const TRUNK_HOST: Mac = [0x02, 0, 0, 0, 0x50, 4]; // 2001:db8:30::2 in VLAN 30 on trunk p3
+const PORTS: usize = 4;
 const L3: usize = 14;
 
 fn v6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 
-/// p0, p1 routed in VRF default; p2 routed in VRF tenant. The switch's locator is
+/// p0, p1 routed in VRF default; p2 routed in VRF tenant; p3 a trunk for VLAN 30, where
+/// fcbb:bb00:400::/48 is routed (out tagged). The switch's locator is
 /// fcbb:bb00:0100::/48 (uN, F3216) with uA fcbb:bb00:e001::/48 toward p1 and a /64 uA with a
 /// 32-bit shift toward p0; classic SIDs in 2001:db8:5::/64. Tenant policies encapsulate
 /// toward fcbb:bb00:200:300:: (behind p1).
@@ -60,6 +62,25 @@ port = "p0"
 prefix = "2001:db8:b::/48"
 via = "2001:db8:2::2"
 port = "p1"
+
+[[vlan]]
+id = 30
+ipv6 = ["2001:db8:30::1/64"]
+
+[[route]]
+prefix = "fcbb:bb00:400::/48"
+via = "2001:db8:30::2"
+vlan = 30
+
+[[neighbor]]
+ip = "2001:db8:30::2"
+mac = "02:00:00:00:50:04"
+vlan = 30
+
+[[mac]]
+vlan = 30
+mac = "02:00:00:00:50:04"
+port = "p3"
 
 [[route]]
 vrf = "tenant"
@@ -153,6 +174,7 @@ lookup_vrf = "tenant"
         "ipv6 = [\"2001:db8:1::1/64\"]",
         "ipv6 = [\"2001:db8:2::1/64\"]",
         "vrf = \"tenant\"\nipv4 = [\"10.0.0.1/24\"]\nipv6 = [\"2001:db8:a::1/64\"]",
+        "vlan = { mode = \"trunk\", allowed = [30] }",
     ];
     for (i, role) in roles.iter().enumerate() {
         text.push_str(&format!(
@@ -180,6 +202,43 @@ mode = "encaps.red"
 segments = ["fcbb:bb00:200:300::", "2001:db8:5::11"]
 source = "2001:db8:ff::1"
 hop_limit = 32
+
+# Longer than the 128-byte mbuf headroom: outer IPv6 + SRH of 7 SIDs = 160 bytes.
+[[srv6.policy]]
+name = "v4-long"
+vrf = "tenant"
+prefix = "10.21.0.0/16"
+mode = "encaps"
+segments = ["fcbb:bb00:200:300::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:6::4", "2001:db8:6::5", "2001:db8:5::10"]
+source = "2001:db8:ff::1"
+
+# H.Encaps.Red, 8 SIDs: 7 in the SRH, 160 bytes again.
+[[srv6.policy]]
+name = "v6-long-red"
+vrf = "tenant"
+prefix = "2001:db8:21::/48"
+mode = "encaps.red"
+segments = ["fcbb:bb00:200:300::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:6::4", "2001:db8:6::5", "2001:db8:6::6", "2001:db8:5::11"]
+source = "2001:db8:ff::1"
+hop_limit = 32
+
+# Out of the trunk (a VLAN tag pushed after the encapsulation): 7 SIDs (the frame moved)...
+[[srv6.policy]]
+name = "v4-long-tagged"
+vrf = "tenant"
+prefix = "10.22.0.0/16"
+mode = "encaps"
+segments = ["fcbb:bb00:400::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:6::4", "2001:db8:6::5", "2001:db8:5::10"]
+source = "2001:db8:ff::1"
+
+# ... and 5 SIDs: 40 + 8 + 80 = 128 bytes take the whole headroom, the tag goes behind.
+[[srv6.policy]]
+name = "v4-five-tagged"
+vrf = "tenant"
+prefix = "10.23.0.0/16"
+mode = "encaps"
+segments = ["fcbb:bb00:400::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:5::10"]
+source = "2001:db8:ff::1"
 "#;
 
 fn eth(src: Mac, ethertype: u16, payload: &[u8]) -> Vec<u8> {
@@ -665,4 +724,187 @@ fn headend_encapsulates_and_the_far_end_decapsulates() {
         out2[2],
         vec![to(TENANT_V4, eth(DOWNSTREAM, 0x0800, &twice))]
     );
+}
+
+/// A frame that left tagged: the same frame without its 802.1Q tag, and the tag's TCI.
+fn untagged(frame: &[u8]) -> (Vec<u8>, u16) {
+    assert_eq!(&frame[12..14], &[0x81, 0x00], "tagged");
+    let mut f = frame[..12].to_vec();
+    f.extend_from_slice(&frame[16..]);
+    (f, u16::from_be_bytes([frame[14], frame[15]]))
+}
+
+/// The IPv6 header and SRH RFC 8986 H.Encaps / H.Encaps.Red push for `segments` (path order,
+/// S1 first) in front of `inner`: DA = S1; the SRH lists the segments in reverse order
+/// (Segment List[0] = the last one), without S1 for H.Encaps.Red; SL = number of segments
+/// - 1, LE = entries - 1. Flow label zero (checked apart).
+fn encapsulated(
+    segments: &[&str],
+    reduced: bool,
+    inner_next: u8,
+    traffic_class: u8,
+    hop_limit: u8,
+    inner: &[u8],
+) -> Vec<u8> {
+    let listed: Vec<&str> = if reduced {
+        segments[1..].iter().rev().copied().collect()
+    } else {
+        segments.iter().rev().copied().collect()
+    };
+    let sl = (segments.len() - 1) as u8;
+    let srh_bytes = srh(inner_next, sl, (listed.len() - 1) as u8, &listed);
+    let mut h = vec![0x60 | (traffic_class >> 4), traffic_class << 4, 0, 0];
+    h.extend_from_slice(&((srh_bytes.len() + inner.len()) as u16).to_be_bytes());
+    h.push(43);
+    h.push(hop_limit);
+    h.extend_from_slice(&v6("2001:db8:ff::1").octets());
+    h.extend_from_slice(&v6(segments[0]).octets());
+    h.extend_from_slice(&srh_bytes);
+    h.extend_from_slice(inner);
+    h
+}
+
+#[test]
+fn headend_policies_longer_than_the_mbuf_headroom() {
+    let dir = TestDir::new("srv6-long");
+    let mut trace = Trace::new();
+    let long4 = [
+        "fcbb:bb00:200:300::",
+        "2001:db8:6::1",
+        "2001:db8:6::2",
+        "2001:db8:6::3",
+        "2001:db8:6::4",
+        "2001:db8:6::5",
+        "2001:db8:5::10",
+    ];
+    let long6_red = [
+        "fcbb:bb00:200:300::",
+        "2001:db8:6::1",
+        "2001:db8:6::2",
+        "2001:db8:6::3",
+        "2001:db8:6::4",
+        "2001:db8:6::5",
+        "2001:db8:6::6",
+        "2001:db8:5::11",
+    ];
+    let tagged7 = [
+        "fcbb:bb00:400::",
+        "2001:db8:6::1",
+        "2001:db8:6::2",
+        "2001:db8:6::3",
+        "2001:db8:6::4",
+        "2001:db8:6::5",
+        "2001:db8:5::10",
+    ];
+    let tagged5 = [
+        "fcbb:bb00:400::",
+        "2001:db8:6::1",
+        "2001:db8:6::2",
+        "2001:db8:6::3",
+        "2001:db8:5::10",
+    ];
+    let v4 = |dst: [u8; 4], payload: usize| {
+        ipv4_udp(
+            Ipv4Addr::new(10, 0, 0, 2),
+            Ipv4Addr::from(dst),
+            30,
+            1000,
+            4791,
+            &vec![0x5a; payload],
+        )
+    };
+    let routed4 = |inner: &[u8]| {
+        let mut r = inner.to_vec();
+        r[8] -= 1;
+        r[10..12].fill(0);
+        let c = checksum(&r[..20]);
+        r[10..12].copy_from_slice(&c.to_be_bytes());
+        r
+    };
+    // Small (padded to 60 on the wire) and near a 1500-byte MTU: the whole frame moves.
+    let small = v4([10, 21, 1, 1], 10);
+    let big = v4([10, 21, 1, 2], 1472);
+    for inner in [&small, &big] {
+        let mut frame = eth(TENANT_V4, 0x0800, inner);
+        frame.resize(frame.len().max(60), 0);
+        trace.send(2, &frame);
+    }
+    let inner6 = ipv6_udp(
+        v6("2001:db8:a::2"),
+        v6("2001:db8:21::5"),
+        30,
+        7,
+        8,
+        &[2; 800],
+    );
+    trace.send(2, &eth(TENANT_V6, 0x86dd, &inner6));
+    let to_trunk7 = v4([10, 22, 1, 1], 600);
+    let to_trunk5 = v4([10, 23, 1, 1], 600);
+    trace.send(2, &eth(TENANT_V4, 0x0800, &to_trunk7));
+    trace.send(2, &eth(TENANT_V4, 0x0800, &to_trunk5));
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &config(&dir));
+    let out = outputs(&dir);
+    assert!(drops(&stats).is_empty(), "{:?}", drops(&stats));
+
+    assert_eq!(
+        out[1].len(),
+        3,
+        "three encapsulated toward fcbb:bb00:200::/48"
+    );
+    for (i, inner) in [&small, &big].into_iter().enumerate() {
+        let want = to(
+            DOWNSTREAM,
+            eth(
+                TENANT_V4,
+                0x86dd,
+                &encapsulated(&long4, false, 4, 0, 64, &routed4(inner)),
+            ),
+        );
+        assert_eq!(want.len(), 14 + 160 + inner.len());
+        assert_eq!(
+            without_flow_label(&out[1][i]),
+            want,
+            "H.Encaps, 7 SIDs, frame {i}"
+        );
+    }
+    let mut routed6 = inner6.clone();
+    routed6[7] = 29;
+    let want = to(
+        DOWNSTREAM,
+        eth(
+            TENANT_V6,
+            0x86dd,
+            &encapsulated(&long6_red, true, 41, 0, 32, &routed6),
+        ),
+    );
+    assert_eq!(want.len(), 14 + 160 + inner6.len());
+    assert_eq!(without_flow_label(&out[1][2]), want, "H.Encaps.Red, 8 SIDs");
+
+    // Out of the trunk: the same frames with a tag for VLAN 30 (PCP 0) after the MACs.
+    assert_eq!(out[3].len(), 2, "two encapsulated toward VLAN 30");
+    for (i, (segments, inner)) in [(&tagged7[..], &to_trunk7), (&tagged5[..], &to_trunk5)]
+        .into_iter()
+        .enumerate()
+    {
+        let (frame, tci) = untagged(&out[3][i]);
+        assert_eq!(tci, 30, "trunk frame {i}");
+        let want = to(
+            TRUNK_HOST,
+            eth(
+                TENANT_V4,
+                0x86dd,
+                &encapsulated(segments, false, 4, 0, 64, &routed4(inner)),
+            ),
+        );
+        assert_eq!(without_flow_label(&frame), want, "trunk frame {i}");
+    }
+    for name in ["v4-long", "v6-long-red", "v4-long-tagged", "v4-five-tagged"] {
+        let policy = object(&stats, "policies", name);
+        assert_eq!(
+            u64_at(policy, "/packets"),
+            if name == "v4-long" { 2 } else { 1 },
+            "{name}"
+        );
+    }
 }

@@ -10,7 +10,7 @@ use dataplane::pipeline::spec::{
     StaticNeighbor, SwitchSpec, VlanSpec,
 };
 use dataplane::pipeline::spec::{
-    CsidFormat, EncapMode, PolicySpec, SidBehavior, SidSpec, Srv6Spec,
+    CsidFormat, EncapMode, MAX_SRH_SEGMENTS, PolicySpec, SidBehavior, SidSpec, Srv6Spec,
 };
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
@@ -324,7 +324,8 @@ pub mod defaults {
     pub const MBUFS: u32 = 16_383;
     pub const MBUF_CACHE: u32 = 256;
     pub const DESCRIPTORS: u32 = 1024;
-    /// 2048 bytes of data plus DPDK's 128-byte headroom.
+    /// 2048 bytes of data plus DPDK's 128-byte headroom. An SRv6 encapsulation may use all
+    /// of it (headroom and tailroom), so this bounds the encapsulated frame.
     pub const MBUF_DATA_ROOM: u16 = 2048 + 128;
     /// Switch mode: seconds a learned MAC lives without being seen.
     pub const MAC_AGING_S: i64 = 300;
@@ -2534,6 +2535,37 @@ pub mod srv6_defaults {
     pub const HOP_LIMIT: i64 = 64;
 }
 
+/// Smallest frame an SRv6 policy must be able to encapsulate: a tagged L2 header (a VLAN tag
+/// may be pushed on egress) and a 20-byte IPv4 header.
+const MIN_ENCAPSULATED_FRAME: usize = 18 + 20;
+
+// The SRH format's limit is the only one a policy's segment count needs: even then a minimum
+// packet still fits the mbuf (headroom and tailroom), the room the headend may use.
+const _: () = assert!(
+    MIN_ENCAPSULATED_FRAME
+        + dataplane::pipeline::spec::encap_overhead(EncapMode::Encaps, MAX_SRH_SEGMENTS)
+        <= defaults::MBUF_DATA_ROOM as usize
+);
+
+/// A policy's segment count, as the config file and `ctl policy add` check it: at least one,
+/// and no more than an SRH can list (RFC 8754: Hdr Ext Len counts 8-octet units in one
+/// octet); H.Encaps.Red leaves S1 out of the SRH, so it takes one more.
+pub fn check_segment_count(count: usize, mode: EncapMode) -> Result<(), String> {
+    let max = match mode {
+        EncapMode::Encaps => MAX_SRH_SEGMENTS,
+        EncapMode::EncapsRed => MAX_SRH_SEGMENTS + 1,
+    };
+    if count == 0 || count > max {
+        return Err(format!(
+            "{count} segments: give 1 to {max} (an SRH lists at most {MAX_SRH_SEGMENTS}; \
+             each adds 16 bytes to every packet, and a packet whose encapsulation does not \
+             fit the {}-byte mbuf is dropped as no_headroom)",
+            defaults::MBUF_DATA_ROOM
+        ));
+    }
+    Ok(())
+}
+
 impl SwitchBuilder<'_> {
     /// `[[srv6.sid]]` and `[[srv6.policy]]`; a policy's prefix becomes a route to it.
     fn srv6(&mut self, raw: Option<&Spanned<RawSrv6>>) -> Result<Srv6Spec, ConfigError> {
@@ -2782,20 +2814,8 @@ impl SwitchBuilder<'_> {
                     }
                 }
             }
-            let in_srh = match mode {
-                EncapMode::Encaps => segments.len(),
-                EncapMode::EncapsRed => segments.len().saturating_sub(1),
-            };
-            if segments.is_empty() || in_srh > 4 {
-                return Err(loc.at(
-                    policy.segments.span(),
-                    &field("segments"),
-                    format!(
-                        "{} segments: give 1 to {} (the SRH must fit the 128-byte mbuf headroom; pack hops into uSID containers)",
-                        segments.len(),
-                        if mode == EncapMode::Encaps { 4 } else { 5 }
-                    ),
-                ));
+            if let Err(e) = check_segment_count(segments.len(), mode) {
+                return Err(loc.at(policy.segments.span(), &field("segments"), e));
             }
             let source = match &policy.source {
                 Some(text) => match text.get_ref().trim().parse::<Ipv6Addr>() {
@@ -5231,6 +5251,29 @@ hop_limit = 200
         dataplane::pipeline::Forwarder::new(&spec).expect("the dataplane takes it");
     }
 
+    /// `n` distinct quoted SIDs for a `segments` list.
+    fn many(n: usize) -> String {
+        (1..=n)
+            .map(|i| format!("\"fc00::{i:x}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    #[test]
+    fn srv6_policies_take_as_many_segments_as_an_srh_lists() {
+        // No headroom limit any more: 127 SIDs in the SRH, with either mode.
+        for (mode, count) in [("encaps", 7), ("encaps", 127), ("encaps.red", 128)] {
+            let text = format!(
+                "{BASE}[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\nmode = \"{mode}\"\nsegments = [{}]\n",
+                many(count)
+            );
+            let spec = spec_of(&text);
+            assert_eq!(spec.srv6.policies[0].segments.len(), count);
+            dataplane::pipeline::Forwarder::new(&spec)
+                .unwrap_or_else(|e| panic!("{mode} {count}: {e}"));
+        }
+    }
+
     #[test]
     fn srv6_errors_name_line_and_field() {
         let sid = "[[srv6.sid]]\nprefix = \"fcbb:bb00:100::/48\"\n";
@@ -5318,15 +5361,24 @@ hop_limit = 200
                 format!("{policy}mode = \"encaps\"\nsegments = []\n"),
                 "srv6.policy[0].segments",
                 4,
-                "give 1 to 4",
+                "give 1 to 127",
             ),
             (
+                // One more than an SRH can list (Hdr Ext Len 2 * 128 > 255).
+                format!("{policy}mode = \"encaps\"\nsegments = [{}]\n", many(128)),
+                "srv6.policy[0].segments",
+                4,
+                "128 segments: give 1 to 127 (an SRH lists at most 127",
+            ),
+            (
+                // H.Encaps.Red leaves S1 out of the SRH: 128 fit, 129 do not.
                 format!(
-                    "{policy}mode = \"encaps\"\nsegments = [\"fc::1\", \"fc::2\", \"fc::3\", \"fc::4\", \"fc::5\"]\n"
+                    "{policy}mode = \"encaps.red\"\nsegments = [{}]\n",
+                    many(129)
                 ),
                 "srv6.policy[0].segments",
                 4,
-                "give 1 to 4",
+                "129 segments: give 1 to 128",
             ),
             (
                 format!("{policy}mode = \"encaps\"\nsegments = [\"fc::1\"]\nhop_limit = 0\n"),

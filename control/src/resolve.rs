@@ -328,17 +328,8 @@ fn segments(list: &[String], mode: EncapMode) -> Result<Vec<Ipv6Addr>, String> {
         .iter()
         .map(|s| parse_v6("segment", s))
         .collect::<Result<_, _>>()?;
-    let in_srh = match mode {
-        EncapMode::Encaps => segments.len(),
-        EncapMode::EncapsRed => segments.len().saturating_sub(1),
-    };
-    if segments.is_empty() || in_srh > 4 {
-        return Err(format!(
-            "{} segments: give 1 to {} (the SRH must fit the 128-byte mbuf headroom; pack hops into uSID containers)",
-            segments.len(),
-            if mode == EncapMode::Encaps { 4 } else { 5 }
-        ));
-    }
+    crate::config::check_segment_count(segments.len(), mode)
+        .map_err(|e| format!("`segments`: {e}"))?;
     Ok(segments)
 }
 
@@ -923,10 +914,6 @@ behavior = "uN"
                 r#"{"op":"add_policy","policy":"p","segments":["fc00::1"],"mode":"tunnel"}"#,
                 "mode `tunnel`",
             ),
-            (
-                r#"{"op":"add_policy","policy":"p","segments":["::1","::2","::3","::4","::5"]}"#,
-                "5 segments: give 1 to 4",
-            ),
             (r#"{"op":"del_policy","policy":"p"}"#, "no SRv6 policy `p`"),
             (
                 r#"{"op":"add_group","group":"up","members":[{"via":"10.255.0.0","dev":"p0"}]}"#,
@@ -943,6 +930,30 @@ behavior = "uN"
         ] {
             let e = err(&n, line);
             assert!(e.contains(message), "{line}: {e}");
+        }
+        // As many SIDs as an SRH lists (127, one more with H.Encaps.Red), not one more.
+        let sids = |count: usize| {
+            (1..=count)
+                .map(|i| format!("\"fc00::{i:x}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        for (mode, fits) in [("encaps", 127), ("encaps.red", 128)] {
+            let line = |count| {
+                format!(
+                    r#"{{"op":"add_policy","policy":"p","mode":"{mode}","segments":[{}]}}"#,
+                    sids(count)
+                )
+            };
+            assert!(resolve(&n, &op(&line(fits))).is_ok(), "{mode} {fits}");
+            let e = err(&n, &line(fits + 1));
+            assert!(
+                e.contains(&format!(
+                    "`segments`: {} segments: give 1 to {fits}",
+                    fits + 1
+                )),
+                "{mode}: {e}"
+            );
         }
         let (update, _) = resolve(
             &n,

@@ -203,25 +203,48 @@ impl<'a> PacketMut<'a> {
         }
     }
 
-    /// The first segment's buffer from its very start (headroom included) to the end of the
-    /// data, and the data's offset in it: the pipeline grows a frame into the headroom in
-    /// place and the caller then moves the data window with `prepend`/`adj`/`trim`.
+    /// The first segment's whole buffer (headroom, data and tailroom) and where the data
+    /// starts and ends in it: the pipeline grows a frame into the headroom in place, or moves
+    /// it toward the tailroom when the headroom is short, and the caller then applies the new
+    /// window with [`Self::set_data_window`].
     #[inline]
-    pub fn headroom_and_data_mut(&mut self) -> (&mut [u8], usize) {
+    pub fn buffer_mut(&mut self) -> (&mut [u8], usize, usize) {
         // SAFETY: the view holds the only mutable borrow of a live mbuf; buf_addr is the start
-        // of its buffer and data_off + data_len <= buf_len. The headroom is mapped pool memory
-        // (zeroed by the OS when mapped, or stale packet bytes since): initialised u8s.
+        // of its buf_len-byte buffer and data_off + data_len <= buf_len. ironclos never
+        // attaches external or indirect buffers (flooding deep-copies), so the buffer is this
+        // mbuf's alone. Headroom and tailroom are mapped pool memory (zeroed by the OS when
+        // mapped, or stale packet bytes since): initialised u8s.
         unsafe {
             let m = &*self.raw;
-            let offset = usize::from(m.data_off);
+            let start = usize::from(m.data_off);
             (
-                std::slice::from_raw_parts_mut(
-                    m.buf_addr.cast::<u8>(),
-                    offset + usize::from(m.data_len),
-                ),
-                offset,
+                std::slice::from_raw_parts_mut(m.buf_addr.cast::<u8>(), usize::from(m.buf_len)),
+                start,
+                start + usize::from(m.data_len),
             )
         }
+    }
+
+    /// Makes `buffer[start..end]` (offsets in [`Self::buffer_mut`]'s buffer) the packet's
+    /// data: data_off, data_len and pkt_len. Only for a single-segment packet; false, and
+    /// nothing changed, for a chained one or a window that is not inside the buffer.
+    #[inline]
+    pub fn set_data_window(&mut self, start: usize, end: usize) -> bool {
+        // SAFETY: the view holds the only mutable borrow of a live mbuf, so plain writes to
+        // its fields race with nothing. Every byte of the buffer is initialised (see
+        // `buffer_mut`), so any window inside buf_len is valid data for `data`/`data_mut`;
+        // the checks keep it inside, and a single segment's pkt_len is its data_len.
+        unsafe {
+            let m = &mut *self.raw;
+            if m.nb_segs != 1 || start > end || end > usize::from(m.buf_len) {
+                return false;
+            }
+            // buf_len is a u16, so both fit.
+            m.data_off = start as u16;
+            m.data_len = (end - start) as u16;
+            m.pkt_len = (end - start) as u32;
+        }
+        true
     }
 
     /// Adds `len` bytes in front of the data (from the headroom) and returns them, or `None`
@@ -250,18 +273,40 @@ impl<'a> PacketMut<'a> {
         unsafe { !dpdk_sys::rte_pktmbuf_adj(self.raw, len).is_null() }
     }
 
-    /// Inserts an 802.1Q tag (TPID 0x8100, PCP 0) with `vid` after the MAC addresses. False
-    /// (nothing changed) without headroom or for a frame shorter than two MACs.
+    /// Inserts an 802.1Q tag (TPID 0x8100, PCP 0) with `vid` after the MAC addresses: in the
+    /// headroom (the MACs move 4 bytes to the front) or, when the headroom is short (an SRv6
+    /// encapsulation took it), in the tailroom (what follows the MACs moves 4 bytes to the
+    /// back). False (nothing changed) for a frame shorter than two MACs or without 4 free
+    /// bytes in the buffer.
     #[inline]
     pub fn push_vlan(&mut self, vid: u16) -> bool {
-        if self.data().len() < 12 || self.prepend(4).is_none() {
+        if self.data().len() < 12 {
+            return false;
+        }
+        if self.prepend(4).is_some() {
+            self.data_mut().copy_within(4..16, 0);
+        } else if !self.push_vlan_into_tailroom() {
             return false;
         }
         let data = self.data_mut();
-        data.copy_within(4..16, 0);
         data[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
         data[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
         true
+    }
+
+    /// Makes room for a tag after the MACs by moving the rest of the frame 4 bytes back.
+    #[cold]
+    #[inline(never)]
+    fn push_vlan_into_tailroom(&mut self) -> bool {
+        if self.segments() != 1 {
+            return false;
+        }
+        let (buffer, start, end) = self.buffer_mut();
+        if end + 4 > buffer.len() {
+            return false;
+        }
+        buffer.copy_within(start + 12..end, start + 16);
+        self.set_data_window(start, end + 4)
     }
 
     /// Removes the 802.1Q tag after the MAC addresses. False (nothing changed) if the frame

@@ -439,13 +439,13 @@ impl SwitchWorker {
         }
     }
 
-    /// Runs the pipeline on the mbuf's data with its headroom available (SRv6 encapsulation
-    /// grows the frame to the front, decapsulation shrinks it), then moves the mbuf's data
-    /// window to where the pipeline left the frame.
+    /// Runs the pipeline on the mbuf's data with the rest of its buffer available (SRv6
+    /// encapsulation grows the frame to the front, into the headroom or, when that is short,
+    /// after moving the frame toward the tailroom; decapsulation shrinks it), then sets the
+    /// mbuf's data window to where the pipeline left the frame.
     fn process_resizable(&mut self, mbuf: &mut Mbuf, in_port: u16, now: Picos) -> Verdict {
         let mut packet = mbuf.packet_mut();
-        let (buffer, start) = packet.headroom_and_data_mut();
-        let end = buffer.len();
+        let (buffer, start, end) = packet.buffer_mut();
         let Some(mut frame) = Frame::new(buffer, start, end) else {
             return Verdict::Drop(DropReason::Truncated);
         };
@@ -454,14 +454,9 @@ impl SwitchWorker {
         if (new_start, new_end) == (start, end) {
             return verdict;
         }
-        // The frame only moves inside the buffer and its end never grows, so these succeed.
-        let moved = if new_start > start {
-            packet.adj((new_start - start) as u16)
-        } else {
-            new_start == start || packet.prepend((start - new_start) as u16).is_some()
-        };
-        let trimmed = moved && packet.trim((end - new_end) as u16);
-        if !trimmed {
+        // The frame only moves inside the buffer and `handle` let single segments through
+        // only, so this succeeds.
+        if !packet.set_data_window(new_start, new_end) {
             return Verdict::Drop(DropReason::NoHeadroom);
         }
         verdict

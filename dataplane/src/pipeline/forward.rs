@@ -654,7 +654,8 @@ impl Forwarder {
         verdict
     }
 
-    /// [`Self::process`] on a frame with headroom: SRv6 encapsulation grows it to the front,
+    /// [`Self::process`] on a frame with headroom and tailroom: SRv6 encapsulation grows it
+    /// to the front (moving it toward the end of the buffer when the headroom is short),
     /// decapsulation and SRH removal shrink it from the front, padding may be cut from the
     /// end. The caller applies the new window (`Frame::start`, `Frame::end`) to its buffer.
     /// The caller also calls [`Self::begin_burst`] before each burst and after any table or

@@ -1,12 +1,14 @@
 //! A frame inside a larger buffer, so the pipeline can change its length at the front (SRv6
 //! encapsulation takes headroom, decapsulation and SRH removal give it back) without copying
-//! the payload. It dereferences to the frame's bytes, so code that only rewrites in place
-//! treats it as a `&mut [u8]`.
+//! the payload in the common case. It dereferences to the frame's bytes, so code that only
+//! rewrites in place treats it as a `&mut [u8]`.
 
 use std::ops::{Deref, DerefMut};
 
-/// `buf[start..end]` is the frame; `buf[..start]` is headroom the pipeline may grow into.
-/// The end never grows: what follows the frame is not the pipeline's to use.
+/// `buf[start..end]` is the frame; `buf[..start]` is headroom the pipeline may grow into and
+/// `buf[end..]` tailroom: when the headroom is short, [`Frame::grow_front`] moves the frame
+/// toward the end of the buffer (so the end may grow). The owner of the buffer applies the
+/// final window ([`Frame::start`], [`Frame::end`]) afterwards.
 #[derive(Debug)]
 pub struct Frame<'a> {
     buf: &'a mut [u8],
@@ -44,14 +46,38 @@ impl<'a> Frame<'a> {
         self.start
     }
 
+    /// Bytes free after the frame.
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.buf.len() - self.end
+    }
+
     /// Extends the frame `len` bytes to the front (their content is whatever the buffer
-    /// held); false, and nothing changed, without that much headroom.
+    /// held). Takes the headroom when it is long enough; otherwise, if headroom and tailroom
+    /// together suffice, first moves the frame's bytes to the very end of the buffer (one
+    /// copy), which leaves all the room that is left in front of it (for a VLAN tag pushed
+    /// later). False, and nothing changed, when the buffer cannot hold `len` more bytes.
     #[inline]
     pub fn grow_front(&mut self, len: usize) -> bool {
-        if len > self.start {
+        if len <= self.start {
+            self.start -= len;
+            return true;
+        }
+        self.move_to_end_and_grow(len)
+    }
+
+    /// [`Self::grow_front`] when the headroom is short.
+    #[cold]
+    #[inline(never)]
+    fn move_to_end_and_grow(&mut self, len: usize) -> bool {
+        let (frame_len, total) = (self.end - self.start, self.buf.len());
+        if len > total - frame_len {
             return false;
         }
-        self.start -= len;
+        let new_start = total - frame_len;
+        self.buf.copy_within(self.start..self.end, new_start);
+        self.start = new_start - len;
+        self.end = total;
         true
     }
 
@@ -113,5 +139,44 @@ mod tests {
         );
         frame[0] = 70;
         assert_eq!(buf[7], 70);
+    }
+
+    #[test]
+    fn growth_beyond_the_headroom_moves_the_frame_to_the_end_of_the_buffer() {
+        // Headroom 2, frame [2..6) = 2 3 4 5, tailroom 4.
+        let mut buf: Vec<u8> = (0..10).collect();
+        let mut frame = Frame::new(&mut buf, 2, 6).unwrap();
+        assert_eq!((frame.headroom(), frame.tailroom()), (2, 4));
+        assert!(frame.grow_front(5));
+        // The content moved to buf[6..10) and 5 bytes were added in front of it.
+        assert_eq!((frame.start(), frame.end()), (1, 10));
+        assert_eq!(&frame[5..], &[2, 3, 4, 5]);
+        assert_eq!(frame.len(), 9);
+        assert_eq!((frame.headroom(), frame.tailroom()), (1, 0));
+        frame[0] = 99;
+        assert_eq!(buf[1], 99);
+        assert_eq!(&buf[6..], &[2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn growth_beyond_the_whole_buffer_fails_and_changes_nothing() {
+        let mut buf: Vec<u8> = (0..10).collect();
+        let mut frame = Frame::new(&mut buf, 2, 6).unwrap();
+        // 2 + 4 bytes free: 7 does not fit.
+        assert!(!frame.grow_front(7));
+        assert_eq!((frame.start(), frame.end()), (2, 6));
+        assert_eq!(&frame[..], &[2, 3, 4, 5]);
+        // Exactly the free room fits, and the frame then fills the buffer.
+        assert!(frame.grow_front(6));
+        assert_eq!((frame.start(), frame.end()), (0, 10));
+        assert_eq!(&frame[6..], &[2, 3, 4, 5]);
+        assert!(!frame.grow_front(1));
+        assert_eq!((frame.start(), frame.end()), (0, 10));
+        assert_eq!(&buf[6..], &[2, 3, 4, 5]);
+        // A whole buffer has neither headroom nor tailroom.
+        let mut buf: Vec<u8> = (0..4).collect();
+        let mut frame = Frame::whole(&mut buf);
+        assert!(!frame.grow_front(1));
+        assert_eq!(&frame[..], &[0, 1, 2, 3]);
     }
 }

@@ -204,6 +204,25 @@ pub enum EncapMode {
     EncapsRed,
 }
 
+/// The most segments a policy's SRH may list: Hdr Ext Len is one octet counting 8-octet
+/// units, two per segment (RFC 8754 section 2), so 127 is the format's own limit. The
+/// headend has no smaller one: it grows a frame into the mbuf's headroom or, when that is
+/// short, moves it toward the tailroom, so what counts is the whole mbuf buffer (2176 bytes
+/// by default, see `control::config::defaults::MBUF_DATA_ROOM`). A frame whose
+/// encapsulation (plus a VLAN tag pushed on egress) does not fit it is dropped as
+/// `no_headroom`; with 127 segments a minimum IPv4 packet still fits.
+pub const MAX_SRH_SEGMENTS: usize = 127;
+
+/// Bytes a policy with `segments` (S1 first) adds in front of the inner packet: the outer
+/// IPv6 header and, unless H.Encaps.Red leaves none, the SRH.
+pub const fn encap_overhead(mode: EncapMode, segments: usize) -> usize {
+    let in_srh = match mode {
+        EncapMode::Encaps => segments,
+        EncapMode::EncapsRed => segments.saturating_sub(1),
+    };
+    40 + if in_srh == 0 { 0 } else { 8 + 16 * in_srh }
+}
+
 /// An SRv6 headend policy, attached to routes with `RouteTarget::Srv6Policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySpec {

@@ -380,12 +380,12 @@ fn a_policy_created_at_run_time_takes_a_route_and_is_deleted_when_unused() {
             "VRF 9 does not exist",
         ),
         (
-            policy_spec(
-                "long",
-                EncapMode::Encaps,
-                &["::1", "::2", "::3", "::4", "::5"],
-            ),
-            "do not fit",
+            PolicySpec {
+                // One more than Hdr Ext Len can express.
+                segments: vec!["fcbb:bb00:300::".parse().unwrap(); 128],
+                ..policy_spec("long", EncapMode::Encaps, &["fcbb:bb00:300::"])
+            },
+            "128 segments do not fit an SRH (at most 127 in it)",
         ),
     ] {
         let (_, e) = refused(

@@ -696,6 +696,78 @@ fn h_encaps_red_leaves_the_first_sid_out_of_the_srh_or_omits_it() {
     );
 }
 
+/// `run` in a buffer of `headroom`, the frame and `tailroom`; also where the frame ended up.
+fn run_in(
+    f: &mut Forwarder,
+    frame: &[u8],
+    headroom: usize,
+    tailroom: usize,
+) -> (Verdict, Vec<u8>, (usize, usize)) {
+    let mut buf = vec![0u8; headroom];
+    buf.extend_from_slice(frame);
+    let end = buf.len();
+    buf.resize(end + tailroom, 0);
+    let mut window = Frame::new(&mut buf, headroom, end).unwrap();
+    let verdict = f.process_frame(&mut window, 2, T0);
+    (verdict, window.to_vec(), (window.start(), window.end()))
+}
+
+#[test]
+fn h_encaps_beyond_the_headroom_moves_the_frame_into_the_tailroom() {
+    // Seven SIDs: outer IPv6 40 + SRH 8 + 7 * 16 = 160 bytes, more than 128 of headroom.
+    let sids = [
+        "fcbb:bb00:200:300::",
+        "2001:db8:6::1",
+        "2001:db8:6::2",
+        "2001:db8:6::3",
+        "2001:db8:6::4",
+        "2001:db8:6::5",
+        "2001:db8:5::10",
+    ];
+    let mut s = spec();
+    s.srv6.policies[0].segments = sids.iter().map(|a| v6(a)).collect();
+    let mut f = Forwarder::new(&s).expect("seven SIDs are a valid policy");
+    let inner = ipv4([10, 20, 1, 1], 30, 0xb9);
+    let frame = eth(&inner, 0x0800);
+    // RFC 8986 H.Encaps: Segment List[0] = S7 ... [6] = S1, SL = LE = 6, NH = 4.
+    let reversed: Vec<&str> = sids.iter().rev().copied().collect();
+    let srh_bytes = srh(4, 6, 6, &reversed);
+    let mut routed = inner.clone();
+    routed[8] = 29;
+    routed[10..12].fill(0);
+    let c = checksum(&routed[..20]);
+    routed[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut payload = expected_outer(43, 0xb9, routed.len(), &srh_bytes);
+    payload.extend_from_slice(&routed);
+    let want = rewritten(eth(&payload, 0x86dd), N1);
+    assert_eq!(want.len(), frame.len() + 160);
+
+    let (verdict, out, (start, end)) = run_in(&mut f, &frame, HEADROOM, 2048);
+    assert_eq!(verdict, forward(1));
+    assert_eq!(without_flow_label(&out), want);
+    // Moved to the end of the buffer: all the room left is in front (for a VLAN tag).
+    let total = HEADROOM + frame.len() + 2048;
+    assert_eq!((start, end), (total - want.len(), total));
+
+    // Exactly enough room in front and behind together; then one byte short.
+    let (verdict, out, window) = run_in(&mut f, &frame, HEADROOM, 160 - HEADROOM);
+    assert_eq!(verdict, forward(1));
+    assert_eq!(without_flow_label(&out), want);
+    assert_eq!(window, (0, HEADROOM + frame.len() + 160 - HEADROOM));
+    let (verdict, out, window) = run_in(&mut f, &frame, HEADROOM, 160 - HEADROOM - 1);
+    assert_eq!(verdict, Verdict::Drop(DropReason::NoHeadroom));
+    assert_eq!(
+        (out, window),
+        (frame.clone(), (HEADROOM, HEADROOM + frame.len()))
+    );
+    // Without any headroom (`process`) it is still a no_headroom drop.
+    let mut whole = frame.clone();
+    assert_eq!(
+        f.process(&mut whole, 2, T0),
+        Verdict::Drop(DropReason::NoHeadroom)
+    );
+}
+
 #[test]
 fn headend_without_headroom_or_with_expired_ttl_drops() {
     let mut f = forwarder();
@@ -818,10 +890,10 @@ fn bad_srv6_specs_are_refused() {
     };
     assert!(Forwarder::new(&s).is_err());
     let mut s = spec();
-    s.srv6.policies[0].segments = vec![v6("fcbb::1"); 5];
+    s.srv6.policies[0].segments = vec![v6("fcbb::1"); 128];
     assert!(
         Forwarder::new(&s).is_err(),
-        "5 SIDs in an SRH exceed the headroom"
+        "128 SIDs do not fit an SRH (Hdr Ext Len)"
     );
     let mut s = spec();
     s.routes[5].target = RouteTarget::Srv6Policy(9);

@@ -223,7 +223,8 @@ impl<'a> Iterator for Tlvs<'a> {
 
 /// Writes an SRH with `segments` (already in wire order: Segment List[0] first), Segments
 /// Left and Last Entry as given, no flags, tag or TLVs, into `buf`; returns its length
-/// (`8 + 16 * segments.len()`), or [`Error::BufferTooSmall`].
+/// (`8 + 16 * segments.len()`), or [`Error::BufferTooSmall`] (also for no segments or more
+/// than 127, which Hdr Ext Len cannot express).
 pub fn emit(
     buf: &mut [u8],
     next_header: u8,
@@ -232,7 +233,7 @@ pub fn emit(
     segments: &[[u8; 16]],
 ) -> Result<usize, Error> {
     let len = FIXED_LEN + SEGMENT_LEN * segments.len();
-    if buf.len() < len || segments.is_empty() || segments.len() > 128 {
+    if buf.len() < len || segments.is_empty() || segments.len() > 127 {
         return Err(Error::BufferTooSmall);
     }
     buf[field::NEXT_HEADER] = next_header;
@@ -387,6 +388,20 @@ mod tests {
         srh.check_tlvs().unwrap();
         assert_eq!(
             emit(&mut buf[..39], 41, 0, 0, &[seg(1), seg(2)]),
+            Err(Error::BufferTooSmall)
+        );
+    }
+
+    #[test]
+    fn emit_stops_at_what_hdr_ext_len_can_express() {
+        // 127 segments: Hdr Ext Len 254; 128 would need 256, which one octet cannot hold.
+        let mut buf = vec![0u8; 8 + 16 * 128];
+        let segments = vec![seg(1); 128];
+        let len = emit(&mut buf, 41, 126, 126, &segments[..127]).unwrap();
+        let srh = SrhPacket::new_checked(&buf[..len]).unwrap();
+        assert_eq!((len, srh.hdr_ext_len()), (8 + 16 * 127, 254));
+        assert_eq!(
+            emit(&mut buf, 41, 127, 127, &segments),
             Err(Error::BufferTooSmall)
         );
     }

@@ -8,7 +8,7 @@
 use super::{Forwarder, ForwarderError, RouteTarget, route_value};
 use crate::clock::Picos;
 use crate::counters::{DropReason, Srv6Counters};
-use crate::pipeline::spec::{SidBehavior, SidSpec, Srv6Spec};
+use crate::pipeline::spec::{MAX_SRH_SEGMENTS, SidBehavior, SidSpec, Srv6Spec};
 use crate::pipeline::{Frame, Icmpv6Error, PuntReason, Verdict};
 use crate::tables::Lpm6;
 use crate::tables::flowhash::{FlowKey, flow_hash};
@@ -34,9 +34,10 @@ const PARAM_PROBLEM_SR_UPPER_LAYER: u8 = 4;
 /// Local SIDs one packet may go through (e.g. uN then uA of the same node); bounds the work
 /// a crafted packet can cause.
 pub(super) const MAX_LOCAL_SIDS: u8 = 8;
-/// Largest SRH a policy may push: with 40 bytes of outer IPv6 and an 18-byte tagged L2 header
-/// it still fits DPDK's default 128-byte mbuf headroom.
-pub const MAX_POLICY_SRH_LEN: usize = 8 + 4 * 16;
+/// Largest SRH a policy may push (the SRH format's limit, see
+/// [`crate::pipeline::spec::MAX_SRH_SEGMENTS`]); frames it does not leave room for in the
+/// mbuf are dropped as `no_headroom`.
+pub const MAX_POLICY_SRH_LEN: usize = 8 + MAX_SRH_SEGMENTS * 16;
 
 /// NEXT-C-SID shift parameters, precomputed as masks over the address as a `u128`.
 #[derive(Debug, Clone, Copy)]
@@ -660,6 +661,8 @@ impl Forwarder {
         let Ok(payload_len) = u16::try_from(srh_len + inner_len) else {
             return Verdict::Drop(DropReason::NoHeadroom);
         };
+        // Ethernet padding does not enter the tunnel (and is not moved if the frame must be).
+        frame.truncate(l3 + inner_len);
         if !frame.grow_front(outer_len) {
             return Verdict::Drop(DropReason::NoHeadroom);
         }
@@ -675,7 +678,6 @@ impl Forwarder {
         } else {
             frame[inner + 7] -= 1;
         }
-        frame.truncate(inner + inner_len);
         frame.copy_within(outer_len..outer_len + l3, 0);
         frame[l3 - 2..l3].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
         // Outer header: traffic class (DSCP + ECN) copied from the inner packet (RFC 2983

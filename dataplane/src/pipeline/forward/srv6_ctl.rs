@@ -64,7 +64,7 @@ impl Srv6State {
         if !in_srh.is_empty() {
             if 8 + 16 * in_srh.len() > MAX_POLICY_SRH_LEN {
                 return err(format!(
-                    "{what}: {} segments do not fit the mbuf headroom (at most {} in the SRH)",
+                    "{what}: {} segments do not fit an SRH (at most {} in it)",
                     spec.segments.len(),
                     (MAX_POLICY_SRH_LEN - 8) / 16
                 ));
