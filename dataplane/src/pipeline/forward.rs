@@ -948,8 +948,8 @@ impl Forwarder {
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
         let staged = self.take_staged(false, vrf, u128::from(u32::from(dst)));
         let fib = &self.fib4[usize::from(vrf)];
-        let found = match staged {
-            Some((value, _)) => {
+        let found = match staged.and_then(|s| s.fib_answer()) {
+            Some(value) => {
                 debug_assert_eq!(value, fib.lookup(dst), "staged IPv4 route differs");
                 value
             }
@@ -973,7 +973,7 @@ impl Forwarder {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
-        let staged = staged.and_then(|(_, hash)| hash);
+        let staged = staged.and_then(|s| s.flow_hash());
         let hash = || {
             let computed = || flow_hash_ipv4(ip, header_len, seed);
             debug_assert!(
@@ -1024,12 +1024,19 @@ impl Forwarder {
         let dst = Ipv6Addr::from(dst_bytes);
         // Taken before the my-SID lookup: an endpoint routes its new destination afresh.
         let staged = self.take_staged(true, vrf, u128::from(dst));
-        if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
+        let sid = match staged {
+            Some(staged) => {
+                debug_assert_eq!(staged.sid(), self.srv6.lookup_sid(vrf, dst), "staged SID");
+                staged.sid()
+            }
+            None => self.srv6.lookup_sid(vrf, dst),
+        };
+        if let Some(sid) = sid {
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
         let fib = &self.fib6[usize::from(vrf)];
-        let found = match staged {
-            Some((value, _)) => {
+        let found = match staged.and_then(|s| s.fib_answer()) {
+            Some(value) => {
                 debug_assert_eq!(value, fib.lookup(dst), "staged IPv6 route differs");
                 value
             }
@@ -1056,7 +1063,7 @@ impl Forwarder {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
-        let staged = staged.and_then(|(_, hash)| hash);
+        let staged = staged.and_then(|s| s.flow_hash());
         let hash = || {
             let computed = || flow_hash_ipv6(ip, seed);
             debug_assert!(

@@ -1032,6 +1032,17 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         len: 48,
         target: RouteTarget::Group(0),
     });
+    // A local SID: staged frames to it skip the FIB and hand the SID to the pipeline.
+    spec.srv6.sids.push(SidSpec {
+        name: "sid".into(),
+        vrf: 0,
+        prefix: "2001:db8:5::".parse().unwrap(),
+        len: 48,
+        behavior: SidBehavior::End,
+        next_csid: None,
+        psp: false,
+        usp: false,
+    });
     let mut forwarder = Forwarder::new(&spec).unwrap();
     let uplink = spec
         .ports
@@ -1045,6 +1056,7 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         state
     };
     let (mut staged_count, mut routed_with_staged, mut v6_routed_with_staged) = (0, 0, 0);
+    let mut staged_sids = 0;
     for round in 0..20_000 {
         if round % 4 == 3 {
             let len = 14 + (next() % 110) as usize;
@@ -1058,9 +1070,10 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
                 frame[18..20].copy_from_slice(&payload.to_be_bytes());
                 frame[21] = 64;
                 frame[22..24].copy_from_slice(&[0x20, 0x01]);
-                let prefix: [u8; 6] = match next() % 3 {
+                let prefix: [u8; 6] = match next() % 4 {
                     0 => [0x20, 0x01, 0x0d, 0xb8, 0, 0x0e],
                     1 => [0x20, 0x01, 0x0d, 0xb8, 0, 0x0b],
+                    2 => [0x20, 0x01, 0x0d, 0xb8, 0, 0x05],
                     _ => [0x20, 0x01, 0x0d, 0xb8, 0, 0x77],
                 };
                 frame[38..44].copy_from_slice(&prefix);
@@ -1068,6 +1081,7 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
             let mut stage = RouteStage::default();
             stage.run(&forwarder, &[&frame], uplink);
             let staged = stage.staged(0).flow_hash();
+            staged_sids += usize::from(stage.staged(0).sid().is_some());
             forwarder.set_staged_route(stage.staged(0));
             let verdict = forwarder.process(&mut frame, uplink, T0);
             let chose = matches!(
@@ -1130,6 +1144,7 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         v6_routed_with_staged > 500,
         "only {v6_routed_with_staged} staged IPv6 frames were routed"
     );
+    assert!(staged_sids > 500, "only {staged_sids} frames staged a SID");
 }
 
 #[test]

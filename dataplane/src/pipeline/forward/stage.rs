@@ -3,7 +3,8 @@
 //! frames overlap instead of stalling each frame in turn (the idea of DPDK's l3fwd and VPP's
 //! vector nodes, kept outside the per-frame pipeline):
 //!
-//! 1. parse the destination and prefetch the FIB's first-level entry;
+//! 1. parse the destination and prefetch the FIB's first-level entry (IPv6: unless the
+//!    destination is a local SID, which the my-SID table, small and cached, answers at once);
 //! 2. IPv4: prefetch the second-level entry the first level points to; IPv6: walk the
 //!    burst's lookups level by level in lockstep (`Lpm6::lookup_batch`);
 //! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
@@ -34,6 +35,8 @@ pub struct StagedRoute {
     l3: u8,
     /// The destination (IPv4 in the low 32 bits).
     dst: u128,
+    /// IPv6: the local SID the destination matches (then the FIB is not staged).
+    sid: Option<u32>,
     /// Whether `value` holds the FIB's answer yet.
     looked_up: bool,
     value: Option<u32>,
@@ -47,19 +50,21 @@ impl StagedRoute {
         self.hash
     }
 
-    /// The staged FIB answer and hash if they are for this lookup.
+    /// The local SID the staged IPv6 destination matches.
     #[inline(always)]
-    pub(super) fn answer_for(
-        &self,
-        v6: bool,
-        vrf: u16,
-        dst: u128,
-    ) -> Option<(Option<u32>, Option<u32>)> {
-        (self.looked_up
-            && self.v6 == v6
-            && self.dst == dst
-            && u32::from(self.vrf_plus_one) == u32::from(vrf) + 1)
-            .then_some((self.value, self.hash))
+    pub(crate) fn sid(&self) -> Option<u32> {
+        self.sid
+    }
+
+    /// The staged FIB answer, if the FIB was looked up.
+    #[inline(always)]
+    pub(super) fn fib_answer(&self) -> Option<Option<u32>> {
+        self.looked_up.then_some(self.value)
+    }
+
+    #[inline(always)]
+    fn is_for(&self, v6: bool, vrf: u16, dst: u128) -> bool {
+        self.v6 == v6 && self.dst == dst && u32::from(self.vrf_plus_one) == u32::from(vrf) + 1
     }
 }
 
@@ -91,8 +96,13 @@ impl RouteStage {
             }
             let vrf = usize::from(staged.vrf_plus_one - 1);
             if staged.v6 {
-                v6_frames += 1;
-                forwarder.fib6[vrf].prefetch_first(staged.dst);
+                staged.sid = forwarder
+                    .srv6
+                    .lookup_sid(vrf as u16, std::net::Ipv6Addr::from(staged.dst));
+                if staged.sid.is_none() {
+                    v6_frames += 1;
+                    forwarder.fib6[vrf].prefetch_first(staged.dst);
+                }
             } else {
                 forwarder.fib4[vrf].prefetch_first(staged.dst as u32);
             }
@@ -128,7 +138,7 @@ impl RouteStage {
         let mut which = [0u8; MAX_BURST];
         let mut n = 0;
         for (index, staged) in self.frames[..count].iter().enumerate() {
-            if staged.vrf_plus_one != 0 && staged.v6 {
+            if staged.vrf_plus_one != 0 && staged.v6 && staged.sid.is_none() {
                 addrs[n] = staged.dst;
                 which[n] = index as u8;
                 n += 1;
@@ -228,18 +238,12 @@ impl Forwarder {
         self.staged = staged;
     }
 
-    /// The staged FIB answer and flow hash for this lookup, if the frame's staging was for
-    /// it; either way the staging is used up (it belongs to one lookup of one frame).
+    /// What was staged for this lookup, if the frame's staging was for it; either way the
+    /// staging is used up (it belongs to the first lookup of one frame).
     #[inline(always)]
-    pub(super) fn take_staged(
-        &mut self,
-        v6: bool,
-        vrf: u16,
-        dst: u128,
-    ) -> Option<(Option<u32>, Option<u32>)> {
-        let answer = self.staged.answer_for(v6, vrf, dst);
+    pub(super) fn take_staged(&mut self, v6: bool, vrf: u16, dst: u128) -> Option<StagedRoute> {
+        let staged = self.staged;
         self.staged.vrf_plus_one = 0;
-        self.staged.looked_up = false;
-        answer
+        staged.is_for(v6, vrf, dst).then_some(staged)
     }
 }
