@@ -575,8 +575,31 @@ impl SwitchWorker {
         }
     }
 
-    /// Rewrites the tag and offers the frame to (port, tc)'s egress queue.
-    fn send(&mut self, mut mbuf: Mbuf, port: u16, tag: TagOp, tc: u8, in_port: u16, now: Picos) {
+    /// Rewrites the tag and offers the frame to (port, tc)'s egress queue. The common case (an
+    /// untouched tag, a port with nothing queued: `TrafficManager::try_pass_through`) goes
+    /// straight to the TX burst; everything else takes `send_in_full`.
+    #[inline(always)]
+    fn send(&mut self, mbuf: Mbuf, port: u16, tag: TagOp, tc: u8, in_port: u16, now: Picos) {
+        if tag == TagOp::Keep && self.forwarder.port_up(port) {
+            let len = mbuf.packet().data().len() as u32;
+            if self.tm.try_pass_through(now, port, tc, in_port, len) {
+                self.tx.push(port, mbuf, &self.counters);
+                return;
+            }
+        }
+        self.send_in_full(mbuf, port, tag, tc, in_port, now);
+    }
+
+    #[inline(never)]
+    fn send_in_full(
+        &mut self,
+        mut mbuf: Mbuf,
+        port: u16,
+        tag: TagOp,
+        tc: u8,
+        in_port: u16,
+        now: Picos,
+    ) {
         if !self.forwarder.port_up(port) {
             self.counters.drop_packets(DropReason::LinkDown, 1);
             return;

@@ -350,6 +350,55 @@ impl<P> TrafficManager<P> {
         self.immediate = immediate;
     }
 
+    /// Live mode's common case, decided in a few loads before the engine does anything else
+    /// with the frame: true when a frame of `len` bytes for `egress` in `tc` goes straight to
+    /// the TX ring, and it is then counted (enqueued and dequeued) and the caller transmits it.
+    /// That is when the port's queues are all empty and its ring has room, no pause is in force
+    /// and no watchdog storm runs on the egress or ingress port, the class is lossy, and at its
+    /// depth the frame neither overflows the queue or the buffer nor meets the ECN curve: then
+    /// `enqueue_or_send` would do the same, and false leaves every other case to it.
+    #[inline(always)]
+    pub fn try_pass_through(
+        &mut self,
+        now: Picos,
+        egress: u16,
+        tc: u8,
+        ingress: u16,
+        len: u32,
+    ) -> bool {
+        let (e, t) = (usize::from(egress), usize::from(tc & 7));
+        let Some(port) = self.ports.get(e) else {
+            return false;
+        };
+        let depth = port.depth[t];
+        let config = &port.tcs[t];
+        let quiet_ingress = self
+            .ports
+            .get(usize::from(ingress))
+            .is_none_or(|p| p.lossless & (1 << t) == 0 && !p.pfc.in_storm());
+        let passes = self.immediate
+            && port.nonempty == 0
+            && port.free_at <= now + COMMIT_HORIZON
+            && port.pfc.quiet_at(now)
+            && quiet_ingress
+            && depth + u64::from(len) <= config.queue_limit
+            && self.buffer_used + u64::from(len) <= self.buffer_bytes
+            && config
+                .ecn
+                .is_none_or(|c| c.probability(depth) == ecn::Probability::NEVER);
+        if !passes {
+            return false;
+        }
+        let counters = &self.counters.queues[e][t];
+        counters.enqueued_packets.add(1);
+        counters.enqueued_bytes.add(u64::from(len));
+        counters.dequeued_packets.add(1);
+        counters.dequeued_bytes.add(u64::from(len));
+        let port = &mut self.ports[e];
+        port.free_at = port.free_at.max(now) + port.rate.wire_time(len);
+        true
+    }
+
     /// As `enqueue`; in immediate (live) mode a frame for an idle port goes to `transmit` at
     /// once.
     // The two closures are what keeps the traffic manager free of mbufs and TX queues.

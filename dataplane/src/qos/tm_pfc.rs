@@ -67,6 +67,19 @@ impl PortPfc {
         self.watchdog.map(|w| w.action)
     }
 
+    /// True when a watchdog storm runs on some TC of this port.
+    #[inline(always)]
+    pub(super) fn in_storm(&self) -> bool {
+        self.storm != 0
+    }
+
+    /// True when no received pause holds any TC at `at` and no TC is in storm state: nothing
+    /// PFC decides changes what happens to a frame for this port.
+    #[inline(always)]
+    pub(super) fn quiet_at(&self, at: Picos) -> bool {
+        at >= self.pauses_over_at && self.storm == 0
+    }
+
     /// TCs whose egress queue may not start a frame at `at` (paused, unless the watchdog's
     /// forward action overrides the pause).
     #[inline]

@@ -993,3 +993,154 @@ fn a_live_drain_ends_while_a_pause_refresh_waits_for_another_port() {
     assert_eq!(sent, vec![0, 1, 2, 3, 4]);
     assert!(!tm.is_busy());
 }
+
+#[test]
+fn pass_through_decides_exactly_as_the_full_path() {
+    // Two live-mode traffic managers see the same random arrivals, pauses and time steps: one
+    // offers every frame to `try_pass_through` first, the other only to `enqueue_or_send`.
+    // Small queue limits (below some frames) and buffer, a lossless class whose headroom is
+    // smaller than some frames, ECN curves (a step marker at depth 0) and 10G ports (so the ring fills and
+    // frames queue) reach every branch. Whatever the fast
+    // path takes, the full path must have sent at once, unmarked, with the same accounting.
+    let spec = {
+        let mut spec = spec(3, |p| {
+            p.speed = PortSpeed::Gbps(10);
+            p.lossless = 1 << 3;
+            p.pfc[3] = Some(PfcThresholds {
+                xoff: 500,
+                xon: 200,
+                headroom: 300,
+            });
+            p.tcs[1].queue_limit = 1_000;
+            p.tcs[2].ecn = Some(EcnProfile {
+                kmin: 0,
+                kmax: 0,
+                pmax: 1.0,
+            });
+            p.tcs[4].ecn = Some(EcnProfile {
+                kmin: 2_000,
+                kmax: 6_000,
+                pmax: 1.0,
+            });
+        });
+        spec.buffer_bytes = 15_000;
+        spec
+    };
+    let (mut fast, mut full) = (tm(&spec), tm(&spec));
+    fast.set_immediate(true);
+    full.set_immediate(true);
+    let mut state = 0x853c_49e6_748f_ea9bu64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut sent_fast, mut sent_full) = (Vec::new(), Vec::new());
+    let (mut now, mut taken, mut sent_at_once) = (0u64, 0, 0);
+    for id in 0..20_000u32 {
+        // Half the frames arrive at the same instant as the one before (a burst).
+        now += match next() % 8 {
+            0..=3 => 0,
+            4 => 10_000,
+            5 => 1_000_000,
+            _ => 5_000_000,
+        };
+        if next() % 64 == 0 {
+            // Long pauses of one TC fill the buffer while other ports stay idle.
+            let mut quanta = [0u16; 8];
+            quanta[(next() % 8) as usize] = (next() % 20_000) as u16;
+            let pause = MacControl::Pfc {
+                enable: 0xff,
+                quanta,
+            };
+            let port = (next() % 3) as u16;
+            fast.receive_mac_control(now, port, pause);
+            full.receive_mac_control(now, port, pause);
+        }
+        if next() % 2 == 0 {
+            fast.advance(now, true, |p, f| sent_fast.push((p, f)));
+            full.advance(now, true, |p, f| sent_full.push((p, f)));
+        }
+        let (egress, tc) = ((next() % 3) as u16, (next() % 8) as u8);
+        // Ingress: another port, or the CPU (generated frames).
+        let ingress = if next() % 16 == 0 {
+            CPU_PORT
+        } else {
+            ((egress + 1) % 3) as u16
+        };
+        let len = 60 + (next() % 1_440) as usize;
+        let ecn = [NOT_ECT, ECT0, ECT1, CE][(next() % 4) as usize];
+        let mut f = frame(len, ecn, 0);
+        f[40..44].copy_from_slice(&id.to_be_bytes());
+        let g = f.clone();
+        let fast_outcome = if fast.try_pass_through(now, egress, tc, ingress, len as u32) {
+            taken += 1;
+            sent_fast.push((egress, f));
+            Admission::Queued { marked: false }
+        } else {
+            fast.enqueue_or_send(
+                now,
+                egress,
+                tc,
+                ingress,
+                f,
+                |f| f.as_mut_slice(),
+                |p, f| sent_fast.push((p, f)),
+            )
+        };
+        let before = sent_full.len();
+        let full_outcome = full.enqueue_or_send(
+            now,
+            egress,
+            tc,
+            ingress,
+            g,
+            |f| f.as_mut_slice(),
+            |p, f| sent_full.push((p, f)),
+        );
+        sent_at_once += usize::from(sent_full.len() > before);
+        assert_eq!(fast_outcome, full_outcome, "frame {id}");
+        assert_eq!(sent_fast.len(), sent_full.len(), "frame {id}");
+    }
+    fast.drain(|p, f| sent_fast.push((p, f)));
+    full.drain(|p, f| sent_full.push((p, f)));
+    assert!(
+        sent_fast == sent_full,
+        "same frames, same order, same bytes"
+    );
+    for port in 0..3 {
+        for tc in 0..8 {
+            let (a, b) = (
+                &fast.counters().queues[port][tc],
+                &full.counters().queues[port][tc],
+            );
+            let pick = |c: &QueueCounters| {
+                [
+                    c.enqueued_packets.get(),
+                    c.enqueued_bytes.get(),
+                    c.dequeued_packets.get(),
+                    c.dequeued_bytes.get(),
+                    c.dropped_packets.get(),
+                    c.ecn_marked.get(),
+                    c.peak_depth_bytes.get(),
+                ]
+            };
+            assert_eq!(pick(a), pick(b), "port {port} tc {tc}");
+        }
+    }
+    // Both paths were busy: the fast path took a good share of what went at once (not all:
+    // lossless frames, and frames for a port with a paused queue, are the full path's).
+    assert!(
+        taken > 1_000 && sent_at_once > taken,
+        "{taken} of {sent_at_once} sent at once"
+    );
+    let queued: u64 = (0..3)
+        .flat_map(|p| (0..8).map(move |t| (p, t)))
+        .map(|(p, t)| full.counters().queues[p][t].peak_depth_bytes.get())
+        .sum();
+    assert!(
+        queued > 0,
+        "no frame ever queued: the full path was not exercised"
+    );
+}
