@@ -413,20 +413,7 @@ impl SwitchWorker {
                 vlan,
                 ingress_tagged,
             } => self.flood(mbuf, in_port, vlan, ingress_tagged, tc, now),
-            Verdict::Punt { reason, interface } => {
-                self.counters.punted.add(1);
-                self.slow.handle_punt(
-                    mbuf.packet().data(),
-                    in_port,
-                    reason,
-                    interface,
-                    now,
-                    &mut self.outgoing,
-                    &mut self.learned,
-                );
-                drop(mbuf);
-                self.apply_slow_path_results(now);
-            }
+            Verdict::Punt { reason, interface } => self.punt(mbuf, in_port, reason, interface, now),
             Verdict::Drop(reason) => self.counters.drop_packets(reason, 1),
             Verdict::DropWithIcmpError { reason, error } => {
                 self.counters.drop_packets(reason, 1);
@@ -462,8 +449,36 @@ impl SwitchWorker {
         verdict
     }
 
+    /// Answers a frame for the switch itself in the slow path, on this worker. Out of line, as
+    /// are the other rare verdicts' handlers: the per-frame path stays small.
+    #[cold]
+    #[inline(never)]
+    fn punt(
+        &mut self,
+        mbuf: Mbuf,
+        in_port: u16,
+        reason: crate::pipeline::PuntReason,
+        interface: u16,
+        now: Picos,
+    ) {
+        self.counters.punted.add(1);
+        self.slow.handle_punt(
+            mbuf.packet().data(),
+            in_port,
+            reason,
+            interface,
+            now,
+            &mut self.outgoing,
+            &mut self.learned,
+        );
+        drop(mbuf);
+        self.apply_slow_path_results(now);
+    }
+
     /// Sends the ICMPv6 error the RFC asks for about a dropped frame, if the slow path builds
     /// one (rate limit, quoting rules) and its destination is routable.
+    #[cold]
+    #[inline(never)]
     fn send_icmp_error(&mut self, mbuf: &Mbuf, in_port: u16, error: Icmpv6Error, now: Picos) {
         let built = self
             .slow
@@ -477,6 +492,8 @@ impl SwitchWorker {
     /// Sends the ICMP or ICMPv6 error a router sends about a packet it could not route (TTL
     /// or hop limit expired, no route), if the slow path builds one (RFC 1812 / RFC 4443
     /// rules, rate limit, an address on the ingress interface) and it is routable.
+    #[cold]
+    #[inline(never)]
     fn send_router_error(&mut self, mbuf: &Mbuf, error: RouterError, now: Picos) {
         let built = self.slow.router_error(mbuf.packet().data(), error, now);
         if let Some(bytes) = built {
@@ -524,6 +541,7 @@ impl SwitchWorker {
         c.icmp_errors_not_sent.set(self.slow.icmp_errors_not_sent);
     }
 
+    #[inline(never)]
     fn flood(
         &mut self,
         mbuf: Mbuf,
