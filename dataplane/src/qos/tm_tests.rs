@@ -1067,7 +1067,7 @@ fn pass_through_decides_exactly_as_the_full_path() {
         let ingress = if next() % 16 == 0 {
             CPU_PORT
         } else {
-            ((egress + 1) % 3) as u16
+            (egress + 1) % 3
         };
         let len = 60 + (next() % 1_440) as usize;
         let ecn = [NOT_ECT, ECT0, ECT1, CE][(next() % 4) as usize];
