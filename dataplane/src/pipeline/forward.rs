@@ -948,13 +948,7 @@ impl Forwarder {
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
         let staged = self.take_staged(false, vrf, u128::from(u32::from(dst)));
         let fib = &self.fib4[usize::from(vrf)];
-        let found = match staged.and_then(|s| s.fib_answer()) {
-            Some(value) => {
-                debug_assert_eq!(value, fib.lookup(dst), "staged IPv4 route differs");
-                value
-            }
-            None => fib.lookup(dst),
-        };
+        let found = stage::staged_or_looked_up(staged, || fib.lookup(dst));
         let Some(value) = found else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
@@ -1035,13 +1029,7 @@ impl Forwarder {
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
         let fib = &self.fib6[usize::from(vrf)];
-        let found = match staged.and_then(|s| s.fib_answer()) {
-            Some(value) => {
-                debug_assert_eq!(value, fib.lookup(dst), "staged IPv6 route differs");
-                value
-            }
-            None => fib.lookup(dst),
-        };
+        let found = stage::staged_or_looked_up(staged, || fib.lookup(dst));
         let Some(value) = found else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };

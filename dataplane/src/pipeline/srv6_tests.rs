@@ -637,6 +637,16 @@ fn flow_label(frame: &[u8]) -> u32 {
     u32::from_be_bytes([0, frame[L3 + 1] & 0x0f, frame[L3 + 2], frame[L3 + 3]])
 }
 
+/// An IPv4 header and payload as a router forwards it: TTL one lower, checksum recomputed.
+fn ipv4_after_hop(packet: &[u8]) -> Vec<u8> {
+    let mut routed = packet.to_vec();
+    routed[8] -= 1;
+    routed[10..12].fill(0);
+    let c = checksum(&routed[..20]);
+    routed[10..12].copy_from_slice(&c.to_be_bytes());
+    routed
+}
+
 #[test]
 fn h_encaps_pushes_ipv6_and_a_full_srh() {
     let mut f = forwarder();
@@ -647,11 +657,7 @@ fn h_encaps_pushes_ipv6_and_a_full_srh() {
     assert_eq!(verdict, forward(1), "S1 fcbb:bb00:200:300:: is behind nh1");
     // SRH: Segment List[0] = S2 (last), [1] = S1; SL = LE = 1; NH = 4 (IPv4 inside).
     let srh_bytes = srh(4, 1, 1, &["2001:db8:5::10", "fcbb:bb00:200:300::"]);
-    let mut routed = inner.clone();
-    routed[8] = 29;
-    routed[10..12].fill(0);
-    let c = checksum(&routed[..20]);
-    routed[10..12].copy_from_slice(&c.to_be_bytes());
+    let routed = ipv4_after_hop(&inner);
     let mut payload = expected_outer(43, 0xb9, routed.len(), &srh_bytes);
     payload.extend_from_slice(&routed);
     assert_eq!(
@@ -732,11 +738,7 @@ fn h_encaps_beyond_the_headroom_moves_the_frame_into_the_tailroom() {
     // RFC 8986 H.Encaps: Segment List[0] = S7 ... [6] = S1, SL = LE = 6, NH = 4.
     let reversed: Vec<&str> = sids.iter().rev().copied().collect();
     let srh_bytes = srh(4, 6, 6, &reversed);
-    let mut routed = inner.clone();
-    routed[8] = 29;
-    routed[10..12].fill(0);
-    let c = checksum(&routed[..20]);
-    routed[10..12].copy_from_slice(&c.to_be_bytes());
+    let routed = ipv4_after_hop(&inner);
     let mut payload = expected_outer(43, 0xb9, routed.len(), &srh_bytes);
     payload.extend_from_slice(&routed);
     let want = rewritten(eth(&payload, 0x86dd), N1);

@@ -160,6 +160,22 @@ impl RouteStage {
     }
 }
 
+/// The FIB's answer for a lookup: the staged one when the stage looked this lookup up, else
+/// `lookup`'s (debug builds check the two agree).
+#[inline(always)]
+pub(super) fn staged_or_looked_up(
+    staged: Option<StagedRoute>,
+    lookup: impl Fn() -> Option<u32>,
+) -> Option<u32> {
+    match staged.and_then(|s| s.fib_answer()) {
+        Some(value) => {
+            debug_assert_eq!(value, lookup(), "staged route differs");
+            value
+        }
+        None => lookup(),
+    }
+}
+
 impl Forwarder {
     /// The VRF a burst from `in_port` is most likely routed in: a routed port's, else the
     /// default VRF (a frame on a VLAN interface of another VRF only wastes its staging).
