@@ -598,7 +598,7 @@ impl SwitchWorker {
     /// straight to the TX burst; everything else takes `send_in_full`.
     #[inline(always)]
     fn send(&mut self, mbuf: Mbuf, port: u16, tag: TagOp, tc: u8, in_port: u16, now: Picos) {
-        if tag == TagOp::Keep && self.forwarder.port_up(port) {
+        if matches!(tag, TagOp::Keep) && self.forwarder.port_up(port) {
             let len = mbuf.packet().data().len() as u32;
             if self.tm.try_pass_through(now, port, tc, in_port, len) {
                 self.tx.push(port, mbuf, &self.counters);

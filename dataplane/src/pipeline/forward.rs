@@ -953,7 +953,9 @@ impl Forwarder {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
-        if target == RouteTarget::Local {
+        // matches!, not ==: the derived comparison takes the target by reference, which kept
+        // it in memory and cost a store-forwarding stall per packet on reloading it.
+        if matches!(target, RouteTarget::Local) {
             return Verdict::Punt {
                 reason: PuntReason::Local,
                 interface: in_iface,
@@ -1034,7 +1036,8 @@ impl Forwarder {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
-        if target == RouteTarget::Local {
+        // matches!, not == (see route_ipv4).
+        if matches!(target, RouteTarget::Local) {
             return Verdict::Punt {
                 reason: PuntReason::Local,
                 interface: in_iface,

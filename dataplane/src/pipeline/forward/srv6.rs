@@ -556,7 +556,7 @@ impl Forwarder {
                 route_value::decode(value)
             }
         };
-        if target == RouteTarget::Local {
+        if matches!(target, RouteTarget::Local) {
             return Verdict::Punt {
                 reason: PuntReason::Local,
                 interface: in_iface,
@@ -706,7 +706,7 @@ impl Forwarder {
             Some(value) => route_value::decode(value),
             None => return Verdict::Drop(DropReason::NoRoute),
         };
-        if target == RouteTarget::Local {
+        if matches!(target, RouteTarget::Local) {
             // The first segment is one of this switch's SIDs: process it right here.
             if let Some(sid) = self.srv6.lookup_sid(outer_vrf, dst) {
                 return self.srv6_endpoint(frame, l3, tagged, in_iface, outer_vrf, sid, now);
