@@ -261,7 +261,7 @@ impl SwitchWorker {
                 self.forwarder.begin_burst();
                 self.stage_burst(&burst, received, port as u16);
                 for (index, mbuf) in burst.drain().enumerate() {
-                    self.forwarder.set_staged_route(self.stage.staged(index));
+                    self.stage.hand_to(&mut self.forwarder, index);
                     self.handle(mbuf, port as u16, now);
                 }
                 self.serve_requests(now);

@@ -664,7 +664,7 @@ impl Forwarder {
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
         let verdict = self.process_frame_staged(frame, in_port, now);
         // A staged route belongs to this frame only, whether or not its routing used it.
-        self.staged = StagedRoute::default();
+        self.staged.clear();
         verdict
     }
 

@@ -1251,6 +1251,135 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
     assert_eq!(full.bridge_memo_hits.get(), 0);
 }
 
+#[test]
+fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
+    // Bursts mixing bridged frames, IPv4 and IPv6 frames to ECMP groups, to a single nexthop
+    // and to a local SID: staging a whole burst gives each frame what staging it alone gives,
+    // and each frame then gets the verdict and bytes it gets without any staging.
+    let mut spec = leaf_spec();
+    spec.routes.push(RouteSpec {
+        vrf: 0,
+        prefix: "2001:db8:e::".parse().unwrap(),
+        len: 48,
+        target: RouteTarget::Group(0),
+    });
+    spec.srv6.sids.push(SidSpec {
+        name: "sid".into(),
+        vrf: 0,
+        prefix: "2001:db8:5::".parse().unwrap(),
+        len: 48,
+        behavior: SidBehavior::End,
+        next_csid: None,
+        psp: false,
+        usp: false,
+    });
+    let (mut staged_forwarder, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
+    for f in [&mut staged_forwarder, &mut plain] {
+        f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+        f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
+    }
+    let uplink = 5u16;
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut make = |kind: u64| -> Vec<u8> {
+        let mut payload = vec![0u8; 8];
+        payload[0..2].copy_from_slice(&((next() % 60_000) as u16).to_be_bytes());
+        payload[2..4].copy_from_slice(&4791u16.to_be_bytes());
+        match kind {
+            0 => eth(
+                B,
+                A,
+                None,
+                0x0800,
+                &ipv4([10, 0, 10, 5], [10, 0, 10, 6], 64, 17, 1, 2),
+            ),
+            1 | 2 => {
+                let third = (next() % 256) as u8;
+                let dst = if kind == 1 {
+                    [10, 1, third, 3]
+                } else {
+                    [10, 2, third, 3]
+                };
+                let sport = (next() % 60_000) as u16;
+                eth(
+                    ROUTER,
+                    SPINE1,
+                    None,
+                    0x0800,
+                    &ipv4([10, 0, 10, 5], dst, 64, 17, sport, 4791),
+                )
+            }
+            3 => {
+                let dst = format!("2001:db8:e:{:x}::1", next() % 65_536);
+                eth(
+                    ROUTER,
+                    SPINE1,
+                    None,
+                    0x86dd,
+                    &ipv6("2001:db8:10::5", &dst, 64, 17, &payload),
+                )
+            }
+            _ => {
+                let dst = format!("2001:db8:5:{:x}::1", next() % 65_536);
+                eth(
+                    ROUTER,
+                    SPINE1,
+                    None,
+                    0x86dd,
+                    &ipv6("2001:db8:10::5", &dst, 64, 17, &payload),
+                )
+            }
+        }
+    };
+    let (mut staged_frames, mut frames_seen, mut forwarded) = (0, 0, 0);
+    for round in 0..300u64 {
+        let size = 1 + (round * 7 % 32) as usize;
+        let burst: Vec<Vec<u8>> = (0..size)
+            .map(|i| make((round + i as u64 * 3) % 5))
+            .collect();
+        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        let mut stage = RouteStage::default();
+        stage.run(&staged_forwarder, &views, uplink);
+        for (index, frame) in burst.iter().enumerate() {
+            let mut alone = RouteStage::default();
+            alone.run(&staged_forwarder, &[frame], uplink);
+            assert_eq!(
+                stage.staged(index),
+                alone.staged(0),
+                "round {round} frame {index}"
+            );
+            staged_frames += usize::from(stage.staged(index) != StagedRoute::default());
+            let (mut a, mut b) = (frame.clone(), frame.clone());
+            stage.hand_to(&mut staged_forwarder, index);
+            let got = {
+                let mut window = Frame::whole(&mut a);
+                staged_forwarder.process_frame(&mut window, uplink, T0)
+            };
+            let want = plain.process(&mut b, uplink, T0);
+            assert_eq!(got, want, "round {round} frame {index}");
+            assert_eq!(a, b, "round {round} frame {index}");
+            frames_seen += 1;
+            forwarded += usize::from(matches!(want, Verdict::Forward { .. }));
+        }
+    }
+    assert!(
+        staged_frames * 2 > frames_seen,
+        "{staged_frames} of {frames_seen} staged"
+    );
+    assert!(
+        forwarded * 2 > frames_seen,
+        "{forwarded} of {frames_seen} forwarded"
+    );
+}
+
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;
