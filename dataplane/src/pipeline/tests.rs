@@ -1017,14 +1017,9 @@ fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() 
     );
 }
 
-#[test]
-fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
-    // Random frames that look routed often enough to reach every stage check: to the router
-    // MAC, IPv4 (sometimes tagged), destinations in the ECMP prefix, random lengths, header
-    // lengths and fragment bits. Whenever the stage stages a hash, the frame's own route takes
-    // it, and debug builds (the test profile) assert it equals the pipeline's own hash, and
-    // that every staged route equals the pipeline's own lookup. A quarter of the frames are
-    // IPv6, toward an ECMP prefix, a single nexthop or nowhere.
+/// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
+/// (2001:db8:5::/48): staged frames to the SID skip the FIB and hand the SID to the pipeline.
+fn staging_spec() -> SwitchSpec {
     let mut spec = leaf_spec();
     spec.routes.push(RouteSpec {
         vrf: 0,
@@ -1032,7 +1027,6 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         len: 48,
         target: RouteTarget::Group(0),
     });
-    // A local SID: staged frames to it skip the FIB and hand the SID to the pipeline.
     spec.srv6.sids.push(SidSpec {
         name: "sid".into(),
         vrf: 0,
@@ -1043,6 +1037,18 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         psp: false,
         usp: false,
     });
+    spec
+}
+
+#[test]
+fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
+    // Random frames that look routed often enough to reach every stage check: to the router
+    // MAC, IPv4 (sometimes tagged), destinations in the ECMP prefix, random lengths, header
+    // lengths and fragment bits. Whenever the stage stages a hash, the frame's own route takes
+    // it, and debug builds (the test profile) assert it equals the pipeline's own hash, and
+    // that every staged route equals the pipeline's own lookup. A quarter of the frames are
+    // IPv6, toward an ECMP prefix, a single nexthop or nowhere.
+    let spec = staging_spec();
     let mut forwarder = Forwarder::new(&spec).unwrap();
     let uplink = spec
         .ports
@@ -1256,23 +1262,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // Bursts mixing bridged frames, IPv4 and IPv6 frames to ECMP groups, to a single nexthop
     // and to a local SID: staging a whole burst gives each frame what staging it alone gives,
     // and each frame then gets the verdict and bytes it gets without any staging.
-    let mut spec = leaf_spec();
-    spec.routes.push(RouteSpec {
-        vrf: 0,
-        prefix: "2001:db8:e::".parse().unwrap(),
-        len: 48,
-        target: RouteTarget::Group(0),
-    });
-    spec.srv6.sids.push(SidSpec {
-        name: "sid".into(),
-        vrf: 0,
-        prefix: "2001:db8:5::".parse().unwrap(),
-        len: 48,
-        behavior: SidBehavior::End,
-        next_csid: None,
-        psp: false,
-        usp: false,
-    });
+    let spec = staging_spec();
     let (mut staged_forwarder, mut plain) = (
         Forwarder::new(&spec).unwrap(),
         Forwarder::new(&spec).unwrap(),
