@@ -2595,25 +2595,8 @@ impl SwitchBuilder<'_> {
                 ));
             }
             let name_text = sid.behavior.get_ref().trim();
-            let behavior_name = name_text.to_ascii_lowercase();
-            let (kind, csid) = match behavior_name.as_str() {
-                "end" => ("end", false),
-                "end.x" => ("end.x", false),
-                "end.dt4" | "udt4" => ("end.dt4", false),
-                "end.dt6" | "udt6" => ("end.dt6", false),
-                "end.dt46" | "udt46" => ("end.dt46", false),
-                "un" => ("end", true),
-                "ua" => ("end.x", true),
-                _ => {
-                    return Err(loc.at(
-                        sid.behavior.span(),
-                        &field("behavior"),
-                        format!(
-                            "`{name_text}` is not a behaviour; use End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*)"
-                        ),
-                    ));
-                }
-            };
+            let (kind, csid) = sid_behavior_kind(name_text)
+                .map_err(|e| loc.at(sid.behavior.span(), &field("behavior"), e))?;
             let adjacency = kind == "end.x";
             let decap = kind.starts_with("end.dt");
             // Keys that only some behaviours take.
@@ -2905,6 +2888,27 @@ fn join(list: &[u16]) -> String {
         .map(u16::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A SID behaviour's name (any case) as its base behaviour and whether it has the NEXT-C-SID
+/// flavour: uN is End and uA is End.X with it; uDT4/uDT6/uDT46 are End.DT*. The config file
+/// and the control API (`sid add`) read behaviours with it.
+pub(crate) fn sid_behavior_kind(text: &str) -> Result<(&'static str, bool), String> {
+    Ok(match text.trim().to_ascii_lowercase().as_str() {
+        "end" => ("end", false),
+        "end.x" => ("end.x", false),
+        "end.dt4" | "udt4" => ("end.dt4", false),
+        "end.dt6" | "udt6" => ("end.dt6", false),
+        "end.dt46" | "udt46" => ("end.dt46", false),
+        "un" => ("end", true),
+        "ua" => ("end.x", true),
+        _ => {
+            return Err(format!(
+                "`{}` is not a behaviour; use End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*)",
+                text.trim()
+            ));
+        }
+    })
 }
 
 /// `aa:bb:cc:dd:ee:ff`: six bytes of two hex digits each.

@@ -8,7 +8,7 @@
 //! at the wrong object.
 
 use crate::api::{RouteTo, SidOp, UpdateOp};
-use crate::config::{parse_mac, srv6_defaults};
+use crate::config::{parse_mac, sid_behavior_kind, srv6_defaults};
 use crate::ecmp_config::TIMEOUT_US;
 use crate::server::{Names, parse_ip, parse_prefix};
 use dataplane::clock::PICOS_PER_MICRO;
@@ -196,20 +196,7 @@ fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>
         return Err(format!("{prefix}/{len} is already a local SID in this VRF"));
     }
     let behavior_text = op.behavior.trim();
-    let (kind, csid) = match behavior_text.to_ascii_lowercase().as_str() {
-        "end" => ("end", false),
-        "end.x" => ("end.x", false),
-        "end.dt4" | "udt4" => ("end.dt4", false),
-        "end.dt6" | "udt6" => ("end.dt6", false),
-        "end.dt46" | "udt46" => ("end.dt46", false),
-        "un" => ("end", true),
-        "ua" => ("end.x", true),
-        _ => {
-            return Err(format!(
-                "`{behavior_text}` is not a behaviour; use End, End.X, End.DT4, End.DT6, End.DT46, uN, uA (uDT4/uDT6/uDT46 are End.DT*)"
-            ));
-        }
-    };
+    let (kind, csid) = sid_behavior_kind(behavior_text)?;
     let adjacency = kind == "end.x";
     let decap = kind.starts_with("end.dt");
     let stray = [
