@@ -17,8 +17,8 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
-    ControlRequest, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage, RouterError, TagOp,
-    Verdict,
+    ControlRequest, EXPRESS_L3, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage,
+    RouterError, TagOp, Verdict,
 };
 use crate::qos::pfc;
 use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
@@ -260,9 +260,19 @@ impl SwitchWorker {
                 self.note_received(port, &burst, received);
                 self.forwarder.begin_burst();
                 self.stage_burst(&burst, received, port as u16);
+                // A port that is down delivers nothing (`handle` counts it).
+                let express = if self.forwarder.port_up(port as u16) {
+                    self.stage.express()
+                } else {
+                    0
+                };
                 for (index, mbuf) in burst.drain().enumerate() {
-                    self.stage.hand_to(&mut self.forwarder, index);
-                    self.handle(mbuf, port as u16, now);
+                    if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
+                        self.handle_express(mbuf, index, port as u16, now);
+                    } else {
+                        self.stage.hand_to(&mut self.forwarder, index);
+                        self.handle(mbuf, port as u16, now);
+                    }
                 }
                 self.serve_requests(now);
                 self.age(now);
@@ -407,6 +417,27 @@ impl SwitchWorker {
         }
         let tc = qos::classify(mbuf.packet().data(), &self.port_qos[usize::from(in_port)]);
         let verdict = self.process_resizable(&mut mbuf, in_port, now);
+        self.act_on(verdict, mbuf, in_port, tc, now);
+    }
+
+    /// `handle` for frame `index` of the burst, an express frame of the burst stage (see
+    /// `RouteStage::express`): its class and route come from the header the stage checked.
+    #[inline(always)]
+    fn handle_express(&mut self, mut mbuf: Mbuf, index: usize, in_port: u16, now: Picos) {
+        let staged = self.stage.staged(index);
+        let mut packet = mbuf.packet_mut();
+        let frame = packet.data_mut();
+        let tc = qos::classify_untagged_ipv4(
+            frame[EXPRESS_L3 + 1],
+            &self.port_qos[usize::from(in_port)],
+        );
+        let verdict = self.forwarder.route_express(frame, &staged, now);
+        self.act_on(verdict, mbuf, in_port, tc, now);
+    }
+
+    /// Carries out the pipeline's verdict on a frame of class `tc`.
+    #[inline(always)]
+    fn act_on(&mut self, verdict: Verdict, mbuf: Mbuf, in_port: u16, tc: u8, now: Picos) {
         match verdict {
             Verdict::Forward { port, tag } => self.send(mbuf, port, tag, tc, in_port, now),
             Verdict::Flood {

@@ -33,7 +33,7 @@ mod srv6;
 mod bridge_memo;
 // Burst staging: prefetches and flow hashes for a burst ahead of its frames.
 mod stage;
-pub use stage::{RouteStage, StagedRoute};
+pub use stage::{EXPRESS_L3, RouteStage, StagedRoute};
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
 
@@ -964,8 +964,7 @@ impl Forwarder {
         if let RouteTarget::Srv6Policy(policy) = target {
             return self.srv6_headend(frame, l3, tagged, in_iface, policy, now);
         }
-        let ttl = ip[8];
-        if ttl <= 1 {
+        if ip[8] <= 1 {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
@@ -982,12 +981,56 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
+        self.send_ipv4(frame, l3, tagged, out_iface, dst_mac, now)
+    }
+
+    /// Routes a frame the burst stage found ready to leave without further checks
+    /// (`RouteStage::express`): an untagged IPv4 frame to the router MAC on a routed port,
+    /// from a unicast source, with a valid 20-byte header and a TTL above 1, whose staged
+    /// route leads to a nexthop or an ECMP group. Decides exactly as [`Self::process_frame`]
+    /// would, skipping the checks the stage made.
+    #[inline(always)]
+    pub fn route_express(&mut self, frame: &mut [u8], staged: &StagedRoute, now: Picos) -> Verdict {
+        self.frame_len = frame.len() as u32;
+        let Some(value) = staged.fib_answer().flatten() else {
+            debug_assert!(false, "express frames have a route");
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let dst = Ipv4Addr::from(staged.dst_v4());
+        let hash = staged.flow_hash();
+        let hash = || {
+            debug_assert!(
+                hash.is_some(),
+                "express frames to groups have a staged hash"
+            );
+            hash.unwrap_or_default()
+        };
+        let target = route_value::decode(value);
+        match self.resolve_target(target, IpAddr::V4(dst), hash, now) {
+            Ok((out_iface, dst_mac)) => {
+                self.send_ipv4(frame, stage::EXPRESS_L3, false, out_iface, dst_mac, now)
+            }
+            Err(reason) => Verdict::Drop(reason),
+        }
+    }
+
+    /// The end of IPv4 routing once the nexthop is known: the L2 rewrite, and TTL and
+    /// checksum (RFC 1624 update) only when the packet really leaves.
+    #[inline(always)]
+    fn send_ipv4(
+        &mut self,
+        frame: &mut [u8],
+        l3: usize,
+        tagged: bool,
+        out_iface: u16,
+        dst_mac: [u8; 6],
+        now: Picos,
+    ) -> Verdict {
         let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
         if let Verdict::Forward { .. } = verdict {
-            // TTL and checksum only change when the packet really leaves (RFC 1624 update).
             let ip = &mut frame[l3..];
             let old = u16::from_be_bytes([ip[8], ip[9]]);
-            ip[8] = ttl - 1;
+            ip[8] -= 1;
             let new = u16::from_be_bytes([ip[8], ip[9]]);
             let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
             ip[10..12].copy_from_slice(&csum.to_be_bytes());

@@ -1370,6 +1370,245 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     );
 }
 
+/// The staging spec plus what only some express frames reach: a nexthop behind a VLAN
+/// interface (10.3.0.0/16 -> 10.0.10.7, whose port comes from the MAC table) and a flowlet
+/// group of it and nh1 (10.4.0.0/16).
+fn express_spec() -> SwitchSpec {
+    let mut spec = staging_spec();
+    spec.nexthops.push(NexthopSpec {
+        interface: 2,
+        ip: IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7)),
+    });
+    spec.groups.push(GroupSpec {
+        members: vec![(1, 1), (3, 2)],
+        balance: crate::tables::flowlet::BalanceSpec {
+            mode: crate::tables::flowlet::BalanceMode::Flowlet,
+            ..Default::default()
+        },
+    });
+    for (prefix, target) in [
+        ("10.3.0.0", RouteTarget::Nexthop(3)),
+        ("10.4.0.0", RouteTarget::Group(1)),
+    ] {
+        spec.routes.push(RouteSpec {
+            vrf: 0,
+            prefix: prefix.parse().unwrap(),
+            len: 16,
+            target,
+        });
+    }
+    spec
+}
+
+#[test]
+fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
+    // Random bursts on a routed uplink: IPv4 frames to every kind of route (groups in hash
+    // and flowlet mode, nexthops on a routed port and behind a VLAN, unresolved, connected,
+    // blackhole, local, none), with every header check failing now and then (version, IHL,
+    // options whose first 20 bytes sum right, total length, checksum, TTL, multicast source,
+    // a tag, another MAC, ARP), IPv6 among them, while neighbours resolve, the VLAN host
+    // moves and an uplink goes down and up. One forwarder takes the burst's express frames
+    // through `route_express` and the rest through the pipeline; the other takes every frame
+    // through the pipeline unstaged. Verdicts, bytes, control requests and the groups'
+    // counters must agree.
+    let spec = express_spec();
+    let (mut express_side, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
+    let uplink = 5u16;
+    let mut state = 0x0dd_b1a5_e5ca_1ab1u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let destinations: [[u8; 2]; 8] = [
+        [10, 1],
+        [10, 2],
+        [10, 3],
+        [10, 4],
+        [10, 9],
+        [10, 0],
+        [10, 255],
+        [192, 168],
+    ];
+    let make = |next: &mut dyn FnMut() -> u64| -> Vec<u8> {
+        let pick = |next: &mut dyn FnMut() -> u64, n: u64| next() % n;
+        let prefix = destinations[pick(next, 8) as usize];
+        let host = match prefix {
+            // The switch's own address, its /31 peer, or a connected VLAN host.
+            [10, 255] => [0, pick(next, 2) as u8],
+            [10, 0] => [10, pick(next, 10) as u8],
+            _ => [pick(next, 256) as u8, pick(next, 256) as u8],
+        };
+        let dst = [prefix[0], prefix[1], host[0], host[1]];
+        let ttl = [0, 1, 2, 64][pick(next, 4) as usize];
+        let sport = pick(next, 60_000) as u16;
+        let mut ip = ipv4([10, 0, 10, 5], dst, ttl, 17, sport, 4791);
+        let mutation = pick(next, 16);
+        match mutation {
+            0 => ip[0] = 0x40 | (pick(next, 16) as u8),   // any IHL
+            1 => ip[0] = (pick(next, 16) as u8) << 4 | 5, // any version
+            2 => {
+                // Options: one NOP word; the checksum covers only the first 20 bytes.
+                ip[0] = 0x46;
+                ip.splice(20..20, [1, 1, 1, 1]);
+                ip[2..4].copy_from_slice(&32u16.to_be_bytes());
+                ip[10..12].copy_from_slice(&[0, 0]);
+                let c = reference_checksum(&ip[..20]);
+                ip[10..12].copy_from_slice(&c.to_be_bytes());
+                if pick(next, 2) == 0 {
+                    // Now right over all 24 bytes: a valid header with options.
+                    ip[10..12].copy_from_slice(&[0, 0]);
+                    let c = reference_checksum(&ip[..24]);
+                    ip[10..12].copy_from_slice(&c.to_be_bytes());
+                }
+            }
+            3 => {
+                let total = [0u16, 19, 20, 27, 29, 1500][pick(next, 6) as usize];
+                ip[2..4].copy_from_slice(&total.to_be_bytes());
+            }
+            4 => ip[10] ^= 1 << pick(next, 8),
+            5 => ip[4] ^= 0x40, // identification: the checksum no longer matches
+            _ => {}
+        }
+        if matches!(mutation, 0 | 1 | 3) && pick(next, 2) == 0 {
+            // The first 20 bytes sum right again, so only the changed field can fail.
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let c = reference_checksum(&ip[..20]);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let (src, vlan, dst_mac, ethertype) = match pick(next, 24) {
+            0 => ([0x03, 0, 0, 0, 0, 1], None, ROUTER, 0x0800),
+            1 => (SPINE1, Some(10), ROUTER, 0x0800),
+            2 => (SPINE1, None, B, 0x0800),
+            3 => (SPINE1, None, ROUTER, 0x0806),
+            _ => (SPINE1, None, ROUTER, 0x0800),
+        };
+        if pick(next, 8) == 0 {
+            let dst = format!(
+                "2001:db8:{:x}::1",
+                [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize]
+            );
+            return eth(
+                ROUTER,
+                SPINE1,
+                None,
+                0x86dd,
+                &ipv6("2001:db8:10::5", &dst, 64, 17, &ip[20..]),
+            );
+        }
+        let mut frame = eth(dst_mac, src, vlan, ethertype, &ip);
+        // Ethernet padding beyond the IP total length, sometimes.
+        frame.resize(frame.len() + [0, 0, 6][pick(next, 3) as usize], 0);
+        frame
+    };
+    let mut now = T0;
+    let (mut express_frames, mut express_forwarded, mut frames) = (0, 0, 0);
+    let mut hosts = 0u16;
+    for round in 0..2_000u64 {
+        now += match next() % 8 {
+            0 => 200 * crate::clock::PICOS_PER_MICRO,
+            1 => 2 * PICOS_PER_SECOND,
+            _ => 1_000,
+        };
+        // Neighbours come and go, the VLAN host answers from one port or another, an uplink
+        // fails: the same events on both sides, between bursts.
+        let event = next() % 16;
+        for f in [&mut express_side, &mut plain] {
+            match event {
+                0 => f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1),
+                1 => f.neighbor_lost(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0))),
+                2 => f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2),
+                3 => f.neighbor_resolved(2, IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7)), C),
+                4 => f.set_port_up(6, round % 3 != 0),
+                _ => {}
+            }
+        }
+        if event == 5 || event == 6 {
+            // The VLAN host speaks from access port 0 or 1: both sides learn it there.
+            let in_port = u16::from(event == 6);
+            let hello = eth(BCAST, C, None, 0x0806, &[0u8; 28]);
+            assert_eq!(
+                express_side.process(&mut hello.clone(), in_port, now),
+                plain.process(&mut hello.clone(), in_port, now)
+            );
+        }
+        // Now and then a burst from an access port of VLAN 10, each frame from a new host: routed
+        // through its VLAN interface, never express (the pipeline learns each source first).
+        let in_port = if next() % 4 == 0 { 0 } else { uplink };
+        let size = 1 + (next() % 32) as usize;
+        let burst: Vec<Vec<u8>> = (0..size)
+            .map(|_| {
+                let mut frame = make(&mut next);
+                if in_port != uplink {
+                    hosts += 1;
+                    frame[10..12].copy_from_slice(&hosts.to_be_bytes());
+                }
+                frame
+            })
+            .collect();
+        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        let mut stage = RouteStage::default();
+        stage.run(&express_side, &views, in_port);
+        express_side.begin_burst();
+        for (index, frame) in burst.iter().enumerate() {
+            let (mut a, mut b) = (frame.clone(), frame.clone());
+            let express = stage.express() >> index & 1 != 0;
+            let got = if express {
+                express_side.route_express(&mut a, &stage.staged(index), now)
+            } else {
+                stage.hand_to(&mut express_side, index);
+                let mut window = Frame::whole(&mut a);
+                express_side.process_frame(&mut window, in_port, now)
+            };
+            let want = plain.process(&mut b, in_port, now);
+            assert_eq!(
+                got, want,
+                "round {round} frame {index} (express {express}): {frame:02x?}"
+            );
+            assert_eq!(a, b, "round {round} frame {index} bytes");
+            frames += 1;
+            express_frames += usize::from(express);
+            express_forwarded += usize::from(express && matches!(want, Verdict::Forward { .. }));
+        }
+        assert_eq!(
+            express_side.drain_requests().collect::<Vec<_>>(),
+            plain.drain_requests().collect::<Vec<_>>(),
+            "round {round}: control requests"
+        );
+    }
+    assert_eq!(express_side.mac_count(), plain.mac_count(), "learned MACs");
+    for (x, p) in express_side
+        .balance_counters()
+        .iter()
+        .zip(plain.balance_counters())
+    {
+        assert_eq!(x.flowlets.get(), p.flowlets.get());
+        assert_eq!(x.moves.get(), p.moves.get());
+        for (xb, pb) in x.member_bytes.iter().zip(&p.member_bytes) {
+            assert_eq!(xb.get(), pb.get());
+        }
+    }
+    // About one frame in ten passes every check (half the destinations are routes to
+    // nexthops or groups, half the TTLs are above 1, most headers and L2 headers are valid,
+    // three bursts in four are on the uplink).
+    assert!(
+        express_frames * 14 > frames,
+        "only {express_frames} of {frames} frames were express"
+    );
+    assert!(
+        express_forwarded * 4 > express_frames,
+        "only {express_forwarded} of {express_frames} express frames were forwarded"
+    );
+    assert!(
+        express_forwarded < express_frames,
+        "no express frame was dropped after resolution"
+    );
+}
+
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;

@@ -74,18 +74,34 @@ pub fn traffic_class_byte(frame: &[u8], offset: usize, version: IpVersion) -> u8
 #[inline]
 pub fn classify(frame: &[u8], qos: &PortQos) -> u8 {
     let location = locate_l3(frame);
-    let pcp_class = |pcp: Option<u8>| qos.pcp_to_tc[usize::from(pcp.unwrap_or(0) & 7)];
     match qos.trust {
-        Trust::Pcp => pcp_class(location.pcp),
+        Trust::Pcp => pcp_class(location.pcp, qos),
         Trust::Dscp => match location.ip {
-            Some((offset, version)) => {
-                let dscp = traffic_class_byte(frame, offset, version) >> 2;
-                qos.dscp_to_tc[usize::from(dscp)]
-            }
-            None if location.pcp.is_some() => pcp_class(location.pcp),
+            Some((offset, version)) => dscp_class(traffic_class_byte(frame, offset, version), qos),
+            None if location.pcp.is_some() => pcp_class(location.pcp, qos),
             None => 0,
         },
     }
+}
+
+/// [`classify`] for an untagged IPv4 frame whose header's version the caller checked, from
+/// the header's second byte (DSCP and ECN), without walking the frame again.
+#[inline(always)]
+pub fn classify_untagged_ipv4(tos: u8, qos: &PortQos) -> u8 {
+    match qos.trust {
+        Trust::Pcp => pcp_class(None, qos),
+        Trust::Dscp => dscp_class(tos, qos),
+    }
+}
+
+#[inline(always)]
+fn pcp_class(pcp: Option<u8>, qos: &PortQos) -> u8 {
+    qos.pcp_to_tc[usize::from(pcp.unwrap_or(0) & 7)]
+}
+
+#[inline(always)]
+fn dscp_class(traffic_class: u8, qos: &PortQos) -> u8 {
+    qos.dscp_to_tc[usize::from(traffic_class >> 2)]
 }
 
 #[cfg(test)]
@@ -124,6 +140,30 @@ mod tests {
             assert_eq!(classify(&ipv4(dscp, 2), &qos), tc, "v4 dscp {dscp}");
             assert_eq!(classify(&ipv6(dscp, 1), &qos), tc, "v6 dscp {dscp}");
             assert_eq!(classify(&tagged(ipv4(dscp, 0), 7, 10), &qos), tc);
+        }
+    }
+
+    #[test]
+    fn the_untagged_ipv4_shortcut_classifies_as_the_frame_walk() {
+        let mut dscp_to_tc = [0u8; 64];
+        for (dscp, tc) in dscp_to_tc.iter_mut().enumerate() {
+            *tc = (dscp * 5 % 8) as u8;
+        }
+        for trust in [Trust::Dscp, Trust::Pcp] {
+            let qos = PortQos {
+                trust,
+                dscp_to_tc,
+                pcp_to_tc: [3, 0, 2, 1, 4, 5, 6, 7],
+                ..PortQos::default()
+            };
+            for tos in 0..=255u8 {
+                let frame = ipv4(tos >> 2, tos & 3);
+                assert_eq!(
+                    classify_untagged_ipv4(tos, &qos),
+                    classify(&frame, &qos),
+                    "{trust:?} tos {tos:#04x}"
+                );
+            }
         }
     }
 

@@ -10,6 +10,13 @@
 //! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
 //!    hash and prefetch the group's flowlet slot for it.
 //!
+//! The last pass also marks the burst's *express* frames: untagged IPv4 frames on a routed
+//! port that pass every check the pipeline makes before resolving their route (unicast
+//! source, a 20-byte header with a valid checksum and length, TTL above 1, a route to a
+//! nexthop or an ECMP group). The engine sends them straight to `Forwarder::route_express`,
+//! skipping the per-frame parse, the port-mode dispatch and the header checks, which the
+//! pass made for the whole burst in one loop.
+//!
 //! The route and hash are handed to the frame's own routing (`Forwarder::set_staged_route`),
 //! which uses them only if the frame is routed in the VRF and to the destination they were
 //! staged for; hashing a burst in one loop also lets the CPU overlap the hash chains of
@@ -62,6 +69,12 @@ impl StagedRoute {
         self.looked_up.then_some(self.value)
     }
 
+    /// The staged IPv4 destination.
+    #[inline(always)]
+    pub(super) fn dst_v4(&self) -> u32 {
+        self.dst as u32
+    }
+
     /// Makes this staging match no lookup (a VRF + 1 of 0 is never a lookup's).
     #[inline(always)]
     pub(super) fn clear(&mut self) {
@@ -80,13 +93,19 @@ pub struct RouteStage {
     /// Bit i: frame i of the burst is staged (`frames[i]` is stale otherwise). A burst of
     /// bridged frames then costs one parse check per frame and nothing else.
     staged: u64,
+    /// Bit i: frame i is an express frame (a subset of `staged`).
+    express: u64,
 }
+
+/// Where an express frame's IPv4 header starts: right after an untagged Ethernet header.
+pub const EXPRESS_L3: usize = 14;
 
 impl Default for RouteStage {
     fn default() -> Self {
         RouteStage {
             frames: [StagedRoute::default(); MAX_BURST],
             staged: 0,
+            express: 0,
         }
     }
 }
@@ -106,9 +125,14 @@ impl RouteStage {
     pub fn run(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16) {
         let count = frames.len().min(MAX_BURST);
         self.staged = 0;
+        self.express = 0;
         let Some(vrf) = forwarder.staging_vrf(in_port) else {
             return;
         };
+        let routed_port = matches!(
+            forwarder.ports.get(usize::from(in_port)).map(|p| &p.mode),
+            Some(PortMode::Routed { .. })
+        );
         let mut v6_frames = 0;
         for (index, (staged, frame)) in self.frames[..count].iter_mut().zip(frames).enumerate() {
             let Some(parsed) = forwarder.stage_parse(frame, vrf) else {
@@ -150,6 +174,9 @@ impl RouteStage {
                 staged.looked_up = true;
             }
             forwarder.stage_hash(staged, frame);
+            if routed_port && is_express(staged, frame) {
+                self.express |= 1 << index;
+            }
         }
     }
 
@@ -186,6 +213,14 @@ impl RouteStage {
         }
     }
 
+    /// The burst's express frames (bit i: frame i), for `Forwarder::route_express` with
+    /// [`Self::staged`]; the caller still owes them what the pipeline checks outside the
+    /// frame's bytes (the in-port up, a single segment).
+    #[inline]
+    pub fn express(&self) -> u64 {
+        self.express
+    }
+
     /// Hands what was staged for frame `index` to the forwarder, right before that frame
     /// (`Forwarder::set_staged_route` without copying an empty staging).
     #[inline]
@@ -196,6 +231,33 @@ impl RouteStage {
             forwarder.staged.clear();
         }
     }
+}
+
+/// Whether a staged frame (to the router MAC, received on a routed port, so staged in its
+/// VRF) passes every check `Forwarder::process_frame` makes before it resolves the route:
+/// untagged IPv4, a unicast source, version 4 with a 20-byte header, a total length within
+/// the frame, a valid header checksum, TTL above 1, and a route to a nexthop or to an ECMP
+/// group with the flow hash staged. Frames with options, or that would be dropped, punted,
+/// encapsulated or gleaned before resolution, take the full pipeline.
+#[inline(always)]
+fn is_express(staged: &StagedRoute, frame: &[u8]) -> bool {
+    if staged.v6 || usize::from(staged.l3) != EXPRESS_L3 || frame[6] & 1 != 0 {
+        return false;
+    }
+    let Some(ip) = frame.get(EXPRESS_L3..EXPRESS_L3 + 20) else {
+        return false;
+    };
+    let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let resolvable = match staged.value.map(route_value::decode) {
+        Some(RouteTarget::Nexthop(_)) => true,
+        Some(RouteTarget::Group(_)) => staged.hash.is_some(),
+        _ => false,
+    };
+    resolvable
+        && ip[0] == 0x45
+        && (20..=frame.len() - EXPRESS_L3).contains(&total_len)
+        && ip[8] > 1
+        && crate::wire::checksum::sum(ip) == 0xffff
 }
 
 /// The FIB's answer for a lookup: the staged one when the stage looked this lookup up, else
