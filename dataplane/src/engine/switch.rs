@@ -20,6 +20,7 @@ use crate::pipeline::{
     ControlRequest, EXPRESS_L3, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage,
     RouterError, TagOp, Verdict,
 };
+use crate::qos::classify::IpVersion;
 use crate::qos::pfc;
 use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
@@ -427,10 +428,13 @@ impl SwitchWorker {
         let staged = self.stage.staged(index);
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
-        let tc = qos::classify_untagged_ipv4(
-            frame[EXPRESS_L3 + 1],
-            &self.port_qos[usize::from(in_port)],
-        );
+        let version = if staged.is_ipv6() {
+            IpVersion::V6
+        } else {
+            IpVersion::V4
+        };
+        let traffic_class = qos::classify::traffic_class_byte(frame, EXPRESS_L3, version);
+        let tc = qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(in_port)]);
         let verdict = self.forwarder.route_express(frame, &staged, now);
         self.act_on(verdict, mbuf, in_port, tc, now);
     }

@@ -985,10 +985,10 @@ impl Forwarder {
     }
 
     /// Routes a frame the burst stage found ready to leave without further checks
-    /// (`RouteStage::express`): an untagged IPv4 frame to the router MAC on a routed port,
-    /// from a unicast source, with a valid 20-byte header and a TTL above 1, whose staged
-    /// route leads to a nexthop or an ECMP group. Decides exactly as [`Self::process_frame`]
-    /// would, skipping the checks the stage made.
+    /// (`RouteStage::express`): an untagged IPv4 or IPv6 frame to the router MAC on a routed
+    /// port that passed every header check, whose staged route leads to a nexthop or an ECMP
+    /// group. Decides exactly as [`Self::process_frame`] would, skipping the checks the stage
+    /// made.
     #[inline(always)]
     pub fn route_express(&mut self, frame: &mut [u8], staged: &StagedRoute, now: Picos) -> Verdict {
         self.frame_len = frame.len() as u32;
@@ -996,7 +996,6 @@ impl Forwarder {
             debug_assert!(false, "express frames have a route");
             return Verdict::Drop(DropReason::NoRoute);
         };
-        let dst = Ipv4Addr::from(staged.dst_v4());
         let hash = staged.flow_hash();
         let hash = || {
             debug_assert!(
@@ -1006,11 +1005,14 @@ impl Forwarder {
             hash.unwrap_or_default()
         };
         let target = route_value::decode(value);
-        match self.resolve_target(target, IpAddr::V4(dst), hash, now) {
-            Ok((out_iface, dst_mac)) => {
-                self.send_ipv4(frame, stage::EXPRESS_L3, false, out_iface, dst_mac, now)
-            }
-            Err(reason) => Verdict::Drop(reason),
+        let (out_iface, dst_mac) = match self.resolve_target(target, staged.dst(), hash, now) {
+            Ok(found) => found,
+            Err(reason) => return Verdict::Drop(reason),
+        };
+        if staged.is_ipv6() {
+            self.send_ipv6(frame, stage::EXPRESS_L3, false, out_iface, dst_mac, now)
+        } else {
+            self.send_ipv4(frame, stage::EXPRESS_L3, false, out_iface, dst_mac, now)
         }
     }
 
@@ -1092,8 +1094,7 @@ impl Forwarder {
         if is_link_local(&src) || is_link_local(&dst_bytes) {
             return Verdict::Drop(DropReason::LinkLocal);
         }
-        let hop_limit = ip[7];
-        if hop_limit <= 1 {
+        if ip[7] <= 1 {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
@@ -1110,9 +1111,24 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
+        self.send_ipv6(frame, l3, tagged, out_iface, dst_mac, now)
+    }
+
+    /// The end of IPv6 routing once the nexthop is known: the L2 rewrite, and the hop limit
+    /// only when the packet really leaves.
+    #[inline(always)]
+    fn send_ipv6(
+        &mut self,
+        frame: &mut [u8],
+        l3: usize,
+        tagged: bool,
+        out_iface: u16,
+        dst_mac: [u8; 6],
+        now: Picos,
+    ) -> Verdict {
         let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
         if let Verdict::Forward { .. } = verdict {
-            frame[l3 + 7] = hop_limit - 1;
+            frame[l3 + 7] -= 1;
         }
         verdict
     }

@@ -1371,8 +1371,9 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
 }
 
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN
-/// interface (10.3.0.0/16 -> 10.0.10.7, whose port comes from the MAC table) and a flowlet
-/// group of it and nh1 (10.4.0.0/16).
+/// interface (10.3.0.0/16 -> 10.0.10.7, whose port comes from the MAC table), a flowlet
+/// group of it and nh1 (10.4.0.0/16), and a route over link-local destinations (fe80::/16,
+/// which no router should have: such packets are still never forwarded).
 fn express_spec() -> SwitchSpec {
     let mut spec = staging_spec();
     spec.nexthops.push(NexthopSpec {
@@ -1389,6 +1390,7 @@ fn express_spec() -> SwitchSpec {
     for (prefix, target) in [
         ("10.3.0.0", RouteTarget::Nexthop(3)),
         ("10.4.0.0", RouteTarget::Group(1)),
+        ("fe80::", RouteTarget::Nexthop(2)),
     ] {
         spec.routes.push(RouteSpec {
             vrf: 0,
@@ -1406,7 +1408,8 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     // and flowlet mode, nexthops on a routed port and behind a VLAN, unresolved, connected,
     // blackhole, local, none), with every header check failing now and then (version, IHL,
     // options whose first 20 bytes sum right, total length, checksum, TTL, multicast source,
-    // a tag, another MAC, ARP), IPv6 among them, while neighbours resolve, the VLAN host
+    // a tag, another MAC, ARP), and IPv6 frames to a group, a nexthop, a local SID or no
+    // route (hop limit, version, payload length, link-local source), while neighbours resolve, the VLAN host
     // moves and an uplink goes down and up. One forwarder takes the burst's express frames
     // through `route_express` and the rest through the pipeline; the other takes every frame
     // through the pipeline unstaged. Verdicts, bytes, control requests and the groups'
@@ -1480,27 +1483,40 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             let c = reference_checksum(&ip[..20]);
             ip[10..12].copy_from_slice(&c.to_be_bytes());
         }
-        let (src, vlan, dst_mac, ethertype) = match pick(next, 24) {
+        let (src_mac, vlan, dst_mac, ethertype) = match pick(next, 24) {
             0 => ([0x03, 0, 0, 0, 0, 1], None, ROUTER, 0x0800),
             1 => (SPINE1, Some(10), ROUTER, 0x0800),
             2 => (SPINE1, None, B, 0x0800),
             3 => (SPINE1, None, ROUTER, 0x0806),
             _ => (SPINE1, None, ROUTER, 0x0800),
         };
-        if pick(next, 8) == 0 {
+        if pick(next, 3) == 0 {
+            // IPv6 to a group, a nexthop, a local SID or nowhere, from or to a link-local
+            // address now and then, with any hop limit, version or payload length.
             let dst = format!(
-                "2001:db8:{:x}::1",
-                [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize]
+                "{}:{:x}::{:x}",
+                ["2001:db8", "fe80:0"][usize::from(pick(next, 8) == 0)],
+                [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize],
+                pick(next, 65_536)
             );
-            return eth(
-                ROUTER,
-                SPINE1,
-                None,
-                0x86dd,
-                &ipv6("2001:db8:10::5", &dst, 64, 17, &ip[20..]),
-            );
+            let src = ["2001:db8:10::5", "fe80::5"][usize::from(pick(next, 8) == 0)];
+            let mut ip6 = ipv6(src, &dst, ttl, 17, &ip[20..]);
+            match mutation {
+                0 => ip6[0] = (pick(next, 16) as u8) << 4,
+                1 => {
+                    let payload = [0u16, 7, 8, 9, 200][pick(next, 5) as usize];
+                    ip6[4..6].copy_from_slice(&payload.to_be_bytes());
+                }
+                _ => {}
+            }
+            let ethertype = if ethertype == 0x0800 {
+                0x86dd
+            } else {
+                ethertype
+            };
+            return eth(dst_mac, src_mac, vlan, ethertype, &ip6);
         }
-        let mut frame = eth(dst_mac, src, vlan, ethertype, &ip);
+        let mut frame = eth(dst_mac, src_mac, vlan, ethertype, &ip);
         // Ethernet padding beyond the IP total length, sometimes.
         frame.resize(frame.len() + [0, 0, 6][pick(next, 3) as usize], 0);
         frame
@@ -1523,6 +1539,7 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
                 1 => f.neighbor_lost(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0))),
                 2 => f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2),
                 3 => f.neighbor_resolved(2, IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7)), C),
+                7 => f.neighbor_resolved(0, "2001:db8:ff::".parse().unwrap(), SPINE1),
                 4 => f.set_port_up(6, round % 3 != 0),
                 _ => {}
             }

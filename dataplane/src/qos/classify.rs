@@ -84,13 +84,14 @@ pub fn classify(frame: &[u8], qos: &PortQos) -> u8 {
     }
 }
 
-/// [`classify`] for an untagged IPv4 frame whose header's version the caller checked, from
-/// the header's second byte (DSCP and ECN), without walking the frame again.
+/// [`classify`] for an untagged IPv4 or IPv6 frame whose header's version the caller
+/// checked, from its traffic-class byte (DSCP and ECN, [`traffic_class_byte`]), without
+/// walking the frame again.
 #[inline(always)]
-pub fn classify_untagged_ipv4(tos: u8, qos: &PortQos) -> u8 {
+pub fn classify_untagged_ip(traffic_class: u8, qos: &PortQos) -> u8 {
     match qos.trust {
         Trust::Pcp => pcp_class(None, qos),
-        Trust::Dscp => dscp_class(tos, qos),
+        Trust::Dscp => dscp_class(traffic_class, qos),
     }
 }
 
@@ -144,7 +145,7 @@ mod tests {
     }
 
     #[test]
-    fn the_untagged_ipv4_shortcut_classifies_as_the_frame_walk() {
+    fn the_untagged_ip_shortcut_classifies_as_the_frame_walk() {
         let mut dscp_to_tc = [0u8; 64];
         for (dscp, tc) in dscp_to_tc.iter_mut().enumerate() {
             *tc = (dscp * 5 % 8) as u8;
@@ -156,13 +157,19 @@ mod tests {
                 pcp_to_tc: [3, 0, 2, 1, 4, 5, 6, 7],
                 ..PortQos::default()
             };
-            for tos in 0..=255u8 {
-                let frame = ipv4(tos >> 2, tos & 3);
-                assert_eq!(
-                    classify_untagged_ipv4(tos, &qos),
-                    classify(&frame, &qos),
-                    "{trust:?} tos {tos:#04x}"
-                );
+            for byte in 0..=255u8 {
+                for (frame, version) in [
+                    (ipv4(byte >> 2, byte & 3), IpVersion::V4),
+                    (ipv6(byte >> 2, byte & 3), IpVersion::V6),
+                ] {
+                    let traffic_class = traffic_class_byte(&frame, ETHERNET_HEADER, version);
+                    assert_eq!(traffic_class, byte);
+                    assert_eq!(
+                        classify_untagged_ip(traffic_class, &qos),
+                        classify(&frame, &qos),
+                        "{trust:?} {version:?} traffic class {byte:#04x}"
+                    );
+                }
             }
         }
     }

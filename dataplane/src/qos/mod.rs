@@ -10,7 +10,7 @@ pub mod ecn;
 pub mod pfc;
 pub mod tm;
 
-pub use classify::{classify, classify_untagged_ipv4};
+pub use classify::{classify, classify_untagged_ip};
 pub use pfc::{MacControl, PfcThresholds};
 pub use tm::{
     Admission, CPU_PORT, PfcFrame, QosEvent, QosEventKind, QueueCounters, TmCounters,

@@ -10,10 +10,11 @@
 //! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
 //!    hash and prefetch the group's flowlet slot for it.
 //!
-//! The last pass also marks the burst's *express* frames: untagged IPv4 frames on a routed
-//! port that pass every check the pipeline makes before resolving their route (unicast
-//! source, a 20-byte header with a valid checksum and length, TTL above 1, a route to a
-//! nexthop or an ECMP group). The engine sends them straight to `Forwarder::route_express`,
+//! The last pass also marks the burst's *express* frames: untagged IPv4 and IPv6 frames on a
+//! routed port that pass every check the pipeline makes before resolving their route
+//! (unicast source; IPv4: a 20-byte header with a valid checksum and length, TTL above 1;
+//! IPv6: a payload length within the frame, no link-local address, hop limit above 1, not a
+//! local SID; a route to a nexthop or an ECMP group). The engine sends them straight to `Forwarder::route_express`,
 //! skipping the per-frame parse, the port-mode dispatch and the header checks, which the
 //! pass made for the whole burst in one loop.
 //!
@@ -27,10 +28,11 @@
 
 use super::{
     ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, Forwarder, PortMode, flow_hash_ipv4,
-    flow_hash_ipv6, route_value,
+    flow_hash_ipv6, is_link_local, route_value,
 };
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// What the burst stage found for one frame, for that frame's routing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,10 +71,20 @@ impl StagedRoute {
         self.looked_up.then_some(self.value)
     }
 
-    /// The staged IPv4 destination.
+    /// Whether the staged frame is IPv6 (else IPv4).
     #[inline(always)]
-    pub(super) fn dst_v4(&self) -> u32 {
-        self.dst as u32
+    pub fn is_ipv6(&self) -> bool {
+        self.v6
+    }
+
+    /// The staged destination.
+    #[inline(always)]
+    pub(super) fn dst(&self) -> IpAddr {
+        if self.v6 {
+            IpAddr::V6(Ipv6Addr::from(self.dst))
+        } else {
+            IpAddr::V4(Ipv4Addr::from(self.dst as u32))
+        }
     }
 
     /// Makes this staging match no lookup (a VRF + 1 of 0 is never a lookup's).
@@ -235,29 +247,56 @@ impl RouteStage {
 
 /// Whether a staged frame (to the router MAC, received on a routed port, so staged in its
 /// VRF) passes every check `Forwarder::process_frame` makes before it resolves the route:
-/// untagged IPv4, a unicast source, version 4 with a 20-byte header, a total length within
-/// the frame, a valid header checksum, TTL above 1, and a route to a nexthop or to an ECMP
-/// group with the flow hash staged. Frames with options, or that would be dropped, punted,
-/// encapsulated or gleaned before resolution, take the full pipeline.
+/// untagged, a unicast source, a route to a nexthop or to an ECMP group with the flow hash
+/// staged, and the header checks of `is_express_ipv4` or `is_express_ipv6`. Frames that would
+/// be dropped, punted, encapsulated, gleaned or handled as a local SID before resolution take
+/// the full pipeline.
 #[inline(always)]
 fn is_express(staged: &StagedRoute, frame: &[u8]) -> bool {
-    if staged.v6 || usize::from(staged.l3) != EXPRESS_L3 || frame[6] & 1 != 0 {
+    if usize::from(staged.l3) != EXPRESS_L3 || frame[6] & 1 != 0 {
         return false;
     }
-    let Some(ip) = frame.get(EXPRESS_L3..EXPRESS_L3 + 20) else {
-        return false;
-    };
-    let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     let resolvable = match staged.value.map(route_value::decode) {
         Some(RouteTarget::Nexthop(_)) => true,
         Some(RouteTarget::Group(_)) => staged.hash.is_some(),
         _ => false,
     };
+    let ip = &frame[EXPRESS_L3..];
     resolvable
-        && ip[0] == 0x45
-        && (20..=frame.len() - EXPRESS_L3).contains(&total_len)
-        && ip[8] > 1
-        && crate::wire::checksum::sum(ip) == 0xffff
+        && if staged.v6 {
+            staged.sid.is_none() && is_express_ipv6(ip)
+        } else {
+            is_express_ipv4(ip)
+        }
+}
+
+/// Version 4 with a 20-byte header (options take the full pipeline), a total length within
+/// the frame, a valid header checksum and TTL above 1.
+#[inline(always)]
+fn is_express_ipv4(ip: &[u8]) -> bool {
+    let Some(header) = ip.get(..20) else {
+        return false;
+    };
+    let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+    header[0] == 0x45
+        && (20..=ip.len()).contains(&total_len)
+        && header[8] > 1
+        && crate::wire::checksum::sum(header) == 0xffff
+}
+
+/// Version 6, the payload within the frame, neither address link-local, hop limit above 1.
+#[inline(always)]
+fn is_express_ipv6(ip: &[u8]) -> bool {
+    let Some(header) = ip.get(..40) else {
+        return false;
+    };
+    let payload_len = usize::from(u16::from_be_bytes([header[4], header[5]]));
+    let address = |at: usize| -> &[u8; 16] { header[at..at + 16].try_into().expect("16 bytes") };
+    header[0] >> 4 == 6
+        && 40 + payload_len <= ip.len()
+        && !is_link_local(address(8))
+        && !is_link_local(address(24))
+        && header[7] > 1
 }
 
 /// The FIB's answer for a lookup: the staged one when the stage looked this lookup up, else
