@@ -1,7 +1,7 @@
 //! End to end with real Linux hosts: network namespaces on veth pairs, the switch side of each
 //! pair attached with net_af_packet (DESIGN.md: link state works there, unlike a TAP moved
 //! into a namespace). Hosts ping through ironclos and move 10 MB over TCP, routed between
-//! VLANs and bridged within one; the bytes are compared; `ping -t 1` and a ping without a
+//! VLANs, from a routed port to a VLAN, and bridged within one; the bytes are compared; `ping -t 1` and a ping without a
 //! route get the switch's ICMP errors. Needs root (CI runs as root).
 
 mod common;
@@ -47,6 +47,7 @@ fn hosts_ping_and_move_10_mb_through_the_leaf_routed_and_bridged() {
     hosts.add("h1", "10.0.10.2/24", "10.0.10.1");
     hosts.add("h3", "10.0.10.3/24", "10.0.10.1");
     hosts.add("h2", "10.0.20.2/24", "10.0.20.1");
+    hosts.add("h4", "10.0.30.2/24", "10.0.30.1");
     let config = format!(
         r#"[switch]
 name = "{tag}"
@@ -73,11 +74,16 @@ vlan = {{ mode = "access", id = 10 }}
 name = "h2"
 devargs = "net_af_packet2,iface={h2}"
 vlan = {{ mode = "access", id = 20 }}
+[[port]]
+name = "h4"
+devargs = "net_af_packet3,iface={h4}"
+ipv4 = ["10.0.30.1/24"]
 "#,
         eal = dir.eal_toml(),
         h1 = hosts.veth("h1"),
         h2 = hosts.veth("h2"),
         h3 = hosts.veth("h3"),
+        h4 = hosts.veth("h4"),
     );
     let path = dir.file("leaf.toml");
     std::fs::write(&path, config).expect("write config");
@@ -89,6 +95,8 @@ vlan = {{ mode = "access", id = 20 }}
     ping(&hosts, "h1", "10.0.10.3");
     ping(&hosts, "h3", "10.0.10.2");
     ping(&hosts, "h1", "10.0.10.1");
+    ping(&hosts, "h4", "10.0.10.2");
+    ping(&hosts, "h1", "10.0.30.2");
 
     // The switch is a router hop: TTL 1 toward another VLAN gets Time Exceeded, a
     // destination without a route gets net unreachable, both from h1's gateway address.
@@ -115,6 +123,14 @@ vlan = {{ mode = "access", id = 20 }}
         routed == payload,
         "routed TCP transfer corrupted ({} of {} bytes)",
         routed.len(),
+        payload.len()
+    );
+    // From a routed port: the data frames take the express path (`RouteStage::express`).
+    let from_routed = netns::tcp_transfer(&hosts.0, &dir, "h4", "h1", "10.0.10.2", &payload);
+    assert!(
+        from_routed == payload,
+        "TCP transfer from the routed port corrupted ({} of {} bytes)",
+        from_routed.len(),
         payload.len()
     );
     let bridged = netns::tcp_transfer(&hosts.0, &dir, "h3", "h1", "10.0.10.2", &payload);
