@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::netns::{self, Namespaces, can_run, sh, start_switch};
+use common::netns::{self, Namespaces, Reaper, can_run, sh, start_switch};
 use common::{TestDir, dpdk_lock, wait_with_timeout};
 use std::time::Duration;
 
@@ -88,7 +88,9 @@ ipv4 = ["10.0.30.1/24"]
     let path = dir.file("leaf.toml");
     std::fs::write(&path, config).expect("write config");
     let _lock = dpdk_lock();
-    let switch = start_switch(path.to_str().unwrap());
+    // Killed if the test fails before stopping it: a busy-polling switch left behind would
+    // slow every later test.
+    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
 
     ping(&hosts, "h1", "10.0.20.2");
     ping(&hosts, "h2", "10.0.10.2");
@@ -141,6 +143,7 @@ ipv4 = ["10.0.30.1/24"]
         payload.len()
     );
 
+    let switch = switch.0.take().expect("still running");
     let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
     assert!(killed.status.success());
     let out = wait_with_timeout(switch, Duration::from_secs(20));
