@@ -996,13 +996,32 @@ impl Forwarder {
             debug_assert!(false, "express frames have a route");
             return Verdict::Drop(DropReason::NoRoute);
         };
-        let hash = staged.flow_hash();
+        // Debug builds check the staging against the frame's own lookup and hash.
+        debug_assert_eq!(
+            Some(value),
+            match staged.dst() {
+                IpAddr::V4(dst) => self.fib4[usize::from(staged.vrf())].lookup(dst),
+                IpAddr::V6(dst) => self.fib6[usize::from(staged.vrf())].lookup(dst),
+            },
+            "staged route differs"
+        );
+        let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
+        let ip = &frame[stage::EXPRESS_L3..];
         let hash = || {
             debug_assert!(
-                hash.is_some(),
+                staged_hash.is_some(),
                 "express frames to groups have a staged hash"
             );
-            hash.unwrap_or_default()
+            debug_assert_eq!(
+                staged_hash,
+                Some(if staged.is_ipv6() {
+                    flow_hash_ipv6(ip, seed)
+                } else {
+                    flow_hash_ipv4(ip, 20, seed)
+                }),
+                "staged hash differs"
+            );
+            staged_hash.unwrap_or_default()
         };
         let target = route_value::decode(value);
         let (out_iface, dst_mac) = match self.resolve_target(target, staged.dst(), hash, now) {

@@ -1260,8 +1260,9 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
 #[test]
 fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // Bursts mixing bridged frames, IPv4 and IPv6 frames to ECMP groups, to a single nexthop
-    // and to a local SID: staging a whole burst gives each frame what staging it alone gives,
-    // and each frame then gets the verdict and bytes it gets without any staging.
+    // and to a local SID, with runs of one flow: staging a whole burst gives each frame what
+    // staging it alone gives, and each frame then gets the verdict and bytes it gets without
+    // any staging.
     let spec = staging_spec();
     let (mut staged_forwarder, mut plain) = (
         Forwarder::new(&spec).unwrap(),
@@ -1329,15 +1330,63 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
             }
         }
     };
+    // Runs of one flow: a frame may repeat the one before it with bytes the flow hash does
+    // not read changed (TTL or hop limit, IPv4 id, payload, IPv6 traffic class), which the
+    // stage takes as a repeat, or with one it does read changed (an address, a port, the
+    // protocol, fragment bits, the flow label, ports cut off), which it must not.
+    let mut repeat_state = 0x5eed_0ff1_0a7e_1100_u64;
+    let mut coin = move |n: u64| {
+        repeat_state ^= repeat_state << 13;
+        repeat_state ^= repeat_state >> 7;
+        repeat_state ^= repeat_state << 17;
+        repeat_state % n
+    };
+    let repeat = |previous: &[u8], which: u64| -> Vec<u8> {
+        let mut frame = previous.to_vec();
+        let last = frame.len() - 1;
+        let v6 = frame[12..14] == [0x86, 0xdd];
+        match (v6, which) {
+            (false, 0) => frame[22] ^= 0x21,           // TTL
+            (false, 1) => frame[18] ^= 0x40,           // identification
+            (false, 2) => frame[26] ^= 1,              // source address
+            (false, 3) => frame[35] ^= 1,              // source port
+            (false, 4) => frame[20] |= 0x20,           // more fragments
+            (false, 5) => frame[23] = 6,               // protocol
+            (false, _) => frame.truncate(14 + 20 + 2), // no room for the ports
+            (true, 0) => frame[21] ^= 0x21,            // hop limit
+            (true, 1) => frame[14] ^= 0x05,            // traffic class
+            (true, 2) => frame[22] ^= 1,               // source address
+            (true, 3) => frame[55] ^= 1,               // source port
+            (true, 4) => frame[20] = 6,                // next header
+            (true, 5) => frame[15] ^= 0x01,            // flow label
+            (true, _) => frame.truncate(14 + 40 + 2),  // no room for the ports
+        }
+        if which < 2 {
+            frame[last] ^= 0xff;
+        }
+        if !v6 && frame.len() >= 34 {
+            frame[24..26].copy_from_slice(&[0, 0]);
+            let c = reference_checksum(&frame[14..34]);
+            frame[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+        frame
+    };
     let (mut staged_frames, mut frames_seen, mut forwarded) = (0, 0, 0);
+    let mut repeats = 0;
     for round in 0..300u64 {
         let size = 1 + (round * 7 % 32) as usize;
-        let burst: Vec<Vec<u8>> = (0..size)
-            .map(|i| make((round + i as u64 * 3) % 5))
-            .collect();
+        let mut burst: Vec<Vec<u8>> = Vec::with_capacity(size);
+        for i in 0..size {
+            let frame = match burst.last() {
+                Some(previous) if coin(2) == 0 => repeat(previous, coin(8)),
+                _ => make((round + i as u64 * 3) % 5),
+            };
+            burst.push(frame);
+        }
         let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
         let mut stage = RouteStage::default();
         stage.run(&staged_forwarder, &views, uplink);
+        repeats += stage.repeats().count_ones() as usize;
         for (index, frame) in burst.iter().enumerate() {
             let mut alone = RouteStage::default();
             alone.run(&staged_forwarder, &[frame], uplink);
@@ -1365,7 +1414,11 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         "{staged_frames} of {frames_seen} staged"
     );
     assert!(
-        forwarded * 2 > frames_seen,
+        repeats * 8 > frames_seen,
+        "only {repeats} of {frames_seen} frames repeated a staged flow"
+    );
+    assert!(
+        forwarded * 3 > frames_seen,
         "{forwarded} of {frames_seen} forwarded"
     );
 }
@@ -1557,16 +1610,24 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         // through its VLAN interface, never express (the pipeline learns each source first).
         let in_port = if next() % 4 == 0 { 0 } else { uplink };
         let size = 1 + (next() % 32) as usize;
-        let burst: Vec<Vec<u8>> = (0..size)
-            .map(|_| {
-                let mut frame = make(&mut next);
-                if in_port != uplink {
-                    hosts += 1;
-                    frame[10..12].copy_from_slice(&hosts.to_be_bytes());
+        let mut burst: Vec<Vec<u8>> = Vec::with_capacity(size);
+        for _ in 0..size {
+            let mut frame = match burst.last() {
+                // Runs of one flow (the stage's repeats), the payload changed.
+                Some(previous) if next() % 4 == 0 => {
+                    let mut frame = previous.clone();
+                    let last = frame.len() - 1;
+                    frame[last] ^= 0x5a;
+                    frame
                 }
-                frame
-            })
-            .collect();
+                _ => make(&mut next),
+            };
+            if in_port != uplink {
+                hosts += 1;
+                frame[10..12].copy_from_slice(&hosts.to_be_bytes());
+            }
+            burst.push(frame);
+        }
         let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
         let mut stage = RouteStage::default();
         stage.run(&express_side, &views, in_port);

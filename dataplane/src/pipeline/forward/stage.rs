@@ -10,6 +10,10 @@
 //! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
 //!    hash and prefetch the group's flowlet slot for it.
 //!
+//! A frame that repeats the flow of the frame looked up before it (same destination and the
+//! same bytes wherever the hash reads: an elephant flow fills whole bursts) skips the passes
+//! and takes that frame's staging.
+//!
 //! The last pass also marks the burst's *express* frames: untagged IPv4 and IPv6 frames on a
 //! routed port that pass every check the pipeline makes before resolving their route
 //! (unicast source; IPv4: a 20-byte header with a valid checksum and length, TTL above 1;
@@ -77,6 +81,12 @@ impl StagedRoute {
         self.v6
     }
 
+    /// The VRF the frame was staged in.
+    #[inline(always)]
+    pub(super) fn vrf(&self) -> u16 {
+        self.vrf_plus_one.saturating_sub(1)
+    }
+
     /// The staged destination.
     #[inline(always)]
     pub(super) fn dst(&self) -> IpAddr {
@@ -107,6 +117,12 @@ pub struct RouteStage {
     staged: u64,
     /// Bit i: frame i is an express frame (a subset of `staged`).
     express: u64,
+    /// Bit i: frame i repeats the flow of the last staged frame before it that was looked up
+    /// itself (`same_flow`), so it takes that frame's staging instead of a lookup and a hash:
+    /// an elephant flow fills whole bursts. A subset of `staged`.
+    repeats: u64,
+    /// For each repeat, the index of the frame whose staging it takes.
+    head_of: [u8; MAX_BURST],
 }
 
 /// Where an express frame's IPv4 header starts: right after an untagged Ethernet header.
@@ -118,6 +134,8 @@ impl Default for RouteStage {
             frames: [StagedRoute::default(); MAX_BURST],
             staged: 0,
             express: 0,
+            repeats: 0,
+            head_of: [0; MAX_BURST],
         }
     }
 }
@@ -138,6 +156,7 @@ impl RouteStage {
         let count = frames.len().min(MAX_BURST);
         self.staged = 0;
         self.express = 0;
+        self.repeats = 0;
         let Some(vrf) = forwarder.staging_vrf(in_port) else {
             return;
         };
@@ -146,12 +165,26 @@ impl RouteStage {
             Some(PortMode::Routed { .. })
         );
         let mut v6_frames = 0;
-        for (index, (staged, frame)) in self.frames[..count].iter_mut().zip(frames).enumerate() {
+        // The last frame looked up itself, which a repeat of its flow copies, and its
+        // destination (kept in a register: reading it back from the staging just written
+        // would stall on store forwarding for every frame).
+        let mut head: Option<(usize, u128)> = None;
+        for (index, &frame) in frames[..count].iter().enumerate() {
             let Some(parsed) = forwarder.stage_parse(frame, vrf) else {
                 continue;
             };
-            *staged = parsed;
             self.staged |= 1 << index;
+            if let Some((head, head_dst)) = head
+                && head_dst == parsed.dst
+                && same_flow(frames[head], &self.frames[head], frame, &parsed)
+            {
+                self.repeats |= 1 << index;
+                self.head_of[index] = head as u8;
+                continue;
+            }
+            head = Some((index, parsed.dst));
+            let staged = &mut self.frames[index];
+            *staged = parsed;
             let vrf = usize::from(staged.vrf_plus_one - 1);
             if staged.v6 {
                 staged.sid = forwarder
@@ -168,7 +201,7 @@ impl RouteStage {
         if self.staged == 0 {
             return;
         }
-        for index in bits(self.staged) {
+        for index in bits(self.staged & !self.repeats) {
             let staged = &self.frames[index];
             if !staged.v6 {
                 forwarder.fib4[usize::from(staged.vrf_plus_one - 1)]
@@ -178,7 +211,7 @@ impl RouteStage {
         if v6_frames > 0 {
             self.look_up_v6(forwarder, vrf);
         }
-        for index in bits(self.staged) {
+        for index in bits(self.staged & !self.repeats) {
             let (staged, frame) = (&mut self.frames[index], frames[index]);
             if !staged.v6 {
                 let fib = &forwarder.fib4[usize::from(staged.vrf_plus_one - 1)];
@@ -190,6 +223,12 @@ impl RouteStage {
                 self.express |= 1 << index;
             }
         }
+        for index in bits(self.repeats) {
+            self.frames[index] = self.frames[usize::from(self.head_of[index])];
+            if routed_port && is_express(&self.frames[index], frames[index]) {
+                self.express |= 1 << index;
+            }
+        }
     }
 
     /// Pass 2 for the burst's IPv6 frames: one lockstep walk of their FIB lookups (all staged
@@ -198,7 +237,7 @@ impl RouteStage {
         let mut addrs = [0u128; MAX_BURST];
         let mut which = [0u8; MAX_BURST];
         let mut n = 0;
-        for index in bits(self.staged) {
+        for index in bits(self.staged & !self.repeats) {
             let staged = &self.frames[index];
             if staged.v6 && staged.sid.is_none() {
                 addrs[n] = staged.dst;
@@ -225,6 +264,12 @@ impl RouteStage {
         }
     }
 
+    /// The burst's frames that took the staging of an earlier frame of their flow.
+    #[cfg(test)]
+    pub(crate) fn repeats(&self) -> u64 {
+        self.repeats
+    }
+
     /// The burst's express frames (bit i: frame i), for `Forwarder::route_express` with
     /// [`Self::staged`]; the caller still owes them what the pipeline checks outside the
     /// frame's bytes (the in-port up, a single segment).
@@ -242,6 +287,39 @@ impl RouteStage {
         } else {
             forwarder.staged.clear();
         }
+    }
+}
+
+/// Whether `frame`, staged as `staged`, looks up and hashes exactly as `head` did, staged as
+/// `head_staged`: the same VRF, family, header offset and destination, and the same bytes
+/// wherever the flow hash reads (IPv4: header length, fragment bits, protocol, addresses;
+/// IPv6: flow label, next header, addresses; both: the ports, present in both or neither).
+#[inline(always)]
+fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], staged: &StagedRoute) -> bool {
+    if head_staged.vrf_plus_one != staged.vrf_plus_one
+        || head_staged.v6 != staged.v6
+        || head_staged.l3 != staged.l3
+        || head_staged.dst != staged.dst
+    {
+        return false;
+    }
+    let l3 = usize::from(staged.l3);
+    let (a, b) = (&head[l3..], &frame[l3..]);
+    let ports_at = |offset: usize| a.get(offset..offset + 4) == b.get(offset..offset + 4);
+    if staged.v6 {
+        a[1] & 0x0f == b[1] & 0x0f
+            && a[2..4] == b[2..4]
+            && a[6] == b[6]
+            && a[8..40] == b[8..40]
+            && ports_at(40)
+    } else {
+        let header_len = usize::from(b[0] & 0x0f) * 4;
+        a[0] == b[0]
+            && a[6..8] == b[6..8]
+            && a[9] == b[9]
+            && a[12..20] == b[12..20]
+            && (a.len() >= header_len) == (b.len() >= header_len)
+            && ports_at(header_len)
     }
 }
 
