@@ -981,7 +981,7 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
-        self.send_ipv4(frame, l3, tagged, out_iface, dst_mac, now)
+        self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now)
     }
 
     /// Routes a frame the burst stage found ready to leave without further checks
@@ -1028,20 +1028,19 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
-        if staged.is_ipv6() {
-            self.send_ipv6(frame, stage::EXPRESS_L3, false, out_iface, dst_mac, now)
-        } else {
-            self.send_ipv4(frame, stage::EXPRESS_L3, false, out_iface, dst_mac, now)
-        }
+        let (l3, ipv6) = (stage::EXPRESS_L3, staged.is_ipv6());
+        self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now)
     }
 
-    /// The end of IPv4 routing once the nexthop is known: the L2 rewrite, and TTL and
-    /// checksum (RFC 1624 update) only when the packet really leaves.
+    /// The end of routing once the nexthop is known: the L2 rewrite, and only when the
+    /// packet really leaves, the hop limit (IPv6) or TTL and checksum (IPv4, RFC 1624 update).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn send_ipv4(
+    fn send_routed(
         &mut self,
         frame: &mut [u8],
         l3: usize,
+        ipv6: bool,
         tagged: bool,
         out_iface: u16,
         dst_mac: [u8; 6],
@@ -1050,11 +1049,15 @@ impl Forwarder {
         let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
         if let Verdict::Forward { .. } = verdict {
             let ip = &mut frame[l3..];
-            let old = u16::from_be_bytes([ip[8], ip[9]]);
-            ip[8] -= 1;
-            let new = u16::from_be_bytes([ip[8], ip[9]]);
-            let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
-            ip[10..12].copy_from_slice(&csum.to_be_bytes());
+            if ipv6 {
+                ip[7] -= 1;
+            } else {
+                let old = u16::from_be_bytes([ip[8], ip[9]]);
+                ip[8] -= 1;
+                let new = u16::from_be_bytes([ip[8], ip[9]]);
+                let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+                ip[10..12].copy_from_slice(&csum.to_be_bytes());
+            }
         }
         verdict
     }
@@ -1130,26 +1133,7 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
-        self.send_ipv6(frame, l3, tagged, out_iface, dst_mac, now)
-    }
-
-    /// The end of IPv6 routing once the nexthop is known: the L2 rewrite, and the hop limit
-    /// only when the packet really leaves.
-    #[inline(always)]
-    fn send_ipv6(
-        &mut self,
-        frame: &mut [u8],
-        l3: usize,
-        tagged: bool,
-        out_iface: u16,
-        dst_mac: [u8; 6],
-        now: Picos,
-    ) -> Verdict {
-        let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
-        if let Verdict::Forward { .. } = verdict {
-            frame[l3 + 7] -= 1;
-        }
-        verdict
+        self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now)
     }
 
     /// Routes an IPv4 packet the switch built (an ICMP error) in `vrf`: FIB only, TTL as
