@@ -121,6 +121,16 @@ fn leaf_spec() -> SwitchSpec {
     spec
 }
 
+/// A xorshift64 generator (13, 7, 17) from `seed`: the random tests' reproducible source.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// A routing drop the source hears about, from ingress interface `interface` (VRF 0).
 fn router_error(reason: DropReason, kind: RouterErrorKind, interface: u16) -> Verdict {
     Verdict::DropWithRouterError {
@@ -1162,13 +1172,7 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
     let spec = leaf_spec();
     let mut memo = Forwarder::new(&spec).unwrap();
     let mut full = Forwarder::new(&spec).unwrap();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     let hosts = [A, B, C, [0x02, 0, 0, 0, 0, 0x0d]];
     let mut now = T0;
     // The last few frames: a repeat of an earlier one after a flood that moved a host must
@@ -1181,19 +1185,19 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
             1 | 2 => 2 * PICOS_PER_SECOND,
             _ => 1_000,
         };
-        if next() % 16 == 0 {
+        if next().is_multiple_of(16) {
             assert_eq!(memo.age_macs(now), full.age_macs(now));
         }
         memo.begin_burst();
         for _ in 0..1 + next() % 32 {
-            if next() % 16 == 0 {
+            if next().is_multiple_of(16) {
                 // Time also moves within a burst in replays.
                 now += 1_000;
             }
             let pick = (next() % 3) as usize;
             let (frame, in_port) = match recent.iter().rev().nth(pick) {
                 // Mostly a recent frame again (payload bytes may differ).
-                Some((frame, port)) if next() % 4 != 0 => {
+                Some((frame, port)) if !next().is_multiple_of(4) => {
                     let mut frame = frame.clone();
                     let last = frame.len() - 1;
                     frame[last] = next() as u8;
@@ -1273,13 +1277,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
     }
     let uplink = 5u16;
-    let mut state = 0x1234_5678_9abc_def1u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x1234_5678_9abc_def1u64);
     let mut make = |kind: u64| -> Vec<u8> {
         let mut payload = vec![0u8; 8];
         payload[0..2].copy_from_slice(&((next() % 60_000) as u16).to_be_bytes());
@@ -1334,13 +1332,8 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // not read changed (TTL or hop limit, IPv4 id, payload, IPv6 traffic class), which the
     // stage takes as a repeat, or with one it does read changed (an address, a port, the
     // protocol, fragment bits, the flow label, ports cut off), which it must not.
-    let mut repeat_state = 0x5eed_0ff1_0a7e_1100_u64;
-    let mut coin = move |n: u64| {
-        repeat_state ^= repeat_state << 13;
-        repeat_state ^= repeat_state >> 7;
-        repeat_state ^= repeat_state << 17;
-        repeat_state % n
-    };
+    let mut repeat_draw = xorshift(0x5eed_0ff1_0a7e_1100);
+    let mut coin = move |n: u64| repeat_draw() % n;
     let repeat = |previous: &[u8], which: u64| -> Vec<u8> {
         let mut frame = previous.to_vec();
         let last = frame.len() - 1;
@@ -1457,29 +1450,24 @@ fn express_spec() -> SwitchSpec {
 
 #[test]
 fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
-    // Random bursts on a routed uplink: IPv4 frames to every kind of route (groups in hash
-    // and flowlet mode, nexthops on a routed port and behind a VLAN, unresolved, connected,
-    // blackhole, local, none), with every header check failing now and then (version, IHL,
-    // options whose first 20 bytes sum right, total length, checksum, TTL, multicast source,
-    // a tag, another MAC, ARP), and IPv6 frames to a group, a nexthop, a local SID or no
-    // route (hop limit, version, payload length, link-local source), while neighbours resolve, the VLAN host
-    // moves and an uplink goes down and up. One forwarder takes the burst's express frames
-    // through `route_express` and the rest through the pipeline; the other takes every frame
-    // through the pipeline unstaged. Verdicts, bytes, control requests and the groups'
-    // counters must agree.
+    // Random bursts on a routed uplink (and now and then an access port): IPv4 frames to
+    // every kind of route (groups in hash and flowlet mode, nexthops on a routed port and
+    // behind a VLAN, unresolved, connected, blackhole, local, none), with every header check
+    // failing now and then (version, IHL, options whose first 20 bytes sum right, total
+    // length, checksum, TTL, multicast source, a tag, another MAC, ARP), IPv6 frames to a
+    // group, a nexthop, a local SID or no route (hop limit, version, payload length,
+    // link-local source or destination), and runs of one flow, while neighbours resolve, the
+    // VLAN host moves and an uplink goes down and up. One forwarder takes the burst's express
+    // frames through `route_express` and the rest through the pipeline; the other takes every
+    // frame through the pipeline unstaged. Verdicts, bytes, control requests, learned MACs and
+    // the groups' counters must agree.
     let spec = express_spec();
     let (mut express_side, mut plain) = (
         Forwarder::new(&spec).unwrap(),
         Forwarder::new(&spec).unwrap(),
     );
     let uplink = 5u16;
-    let mut state = 0x0dd_b1a5_e5ca_1ab1u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x0dd_b1a5_e5ca_1ab1u64);
     let destinations: [[u8; 2]; 8] = [
         [10, 1],
         [10, 2],
@@ -1608,13 +1596,13 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         }
         // Now and then a burst from an access port of VLAN 10, each frame from a new host: routed
         // through its VLAN interface, never express (the pipeline learns each source first).
-        let in_port = if next() % 4 == 0 { 0 } else { uplink };
+        let in_port = if next().is_multiple_of(4) { 0 } else { uplink };
         let size = 1 + (next() % 32) as usize;
         let mut burst: Vec<Vec<u8>> = Vec::with_capacity(size);
         for _ in 0..size {
             let mut frame = match burst.last() {
                 // Runs of one flow (the stage's repeats), the payload changed.
-                Some(previous) if next() % 4 == 0 => {
+                Some(previous) if next().is_multiple_of(4) => {
                     let mut frame = previous.clone();
                     let last = frame.len() - 1;
                     frame[last] ^= 0x5a;
