@@ -165,9 +165,10 @@ lookup_vrf = "tenant"
 {policies}"#,
         eal = dir.eal_toml(),
         policies = if policies {
-            POLICIES
+            format!("{POLICIES}{}", long_policies_toml())
         } else {
             "[[route]]\nvrf = \"tenant\"\nprefix = \"10.20.0.0/16\"\nvia = \"10.0.0.2\"\nport = \"p2\"\n"
+                .to_string()
         }
     );
     let roles = [
@@ -202,44 +203,76 @@ mode = "encaps.red"
 segments = ["fcbb:bb00:200:300::", "2001:db8:5::11"]
 source = "2001:db8:ff::1"
 hop_limit = 32
-
-# Longer than the 128-byte mbuf headroom: outer IPv6 + SRH of 7 SIDs = 160 bytes.
-[[srv6.policy]]
-name = "v4-long"
-vrf = "tenant"
-prefix = "10.21.0.0/16"
-mode = "encaps"
-segments = ["fcbb:bb00:200:300::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:6::4", "2001:db8:6::5", "2001:db8:5::10"]
-source = "2001:db8:ff::1"
-
-# H.Encaps.Red, 8 SIDs: 7 in the SRH, 160 bytes again.
-[[srv6.policy]]
-name = "v6-long-red"
-vrf = "tenant"
-prefix = "2001:db8:21::/48"
-mode = "encaps.red"
-segments = ["fcbb:bb00:200:300::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:6::4", "2001:db8:6::5", "2001:db8:6::6", "2001:db8:5::11"]
-source = "2001:db8:ff::1"
-hop_limit = 32
-
-# Out of the trunk (a VLAN tag pushed after the encapsulation): 7 SIDs (the frame moved)...
-[[srv6.policy]]
-name = "v4-long-tagged"
-vrf = "tenant"
-prefix = "10.22.0.0/16"
-mode = "encaps"
-segments = ["fcbb:bb00:400::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:6::4", "2001:db8:6::5", "2001:db8:5::10"]
-source = "2001:db8:ff::1"
-
-# ... and 5 SIDs: 40 + 8 + 80 = 128 bytes take the whole headroom, the tag goes behind.
-[[srv6.policy]]
-name = "v4-five-tagged"
-vrf = "tenant"
-prefix = "10.23.0.0/16"
-mode = "encaps"
-segments = ["fcbb:bb00:400::", "2001:db8:6::1", "2001:db8:6::2", "2001:db8:6::3", "2001:db8:5::10"]
-source = "2001:db8:ff::1"
 "#;
+
+/// Headend policies longer than the 128-byte mbuf headroom, and the shorter tagged one that
+/// fills it exactly: (name, prefix, mode, segments). The config and the expected frames of
+/// `headend_policies_longer_than_the_mbuf_headroom` both come from these.
+const LONG_POLICIES: [(&str, &str, &str, &[&str]); 4] = [
+    // Outer IPv6 + SRH of 7 SIDs = 160 bytes.
+    ("v4-long", "10.21.0.0/16", "encaps", &LONG4),
+    // H.Encaps.Red, 8 SIDs: 7 in the SRH, 160 bytes again.
+    ("v6-long-red", "2001:db8:21::/48", "encaps.red", &LONG6_RED),
+    // Out of the trunk (a VLAN tag pushed after the encapsulation): 7 SIDs (the frame moved)...
+    ("v4-long-tagged", "10.22.0.0/16", "encaps", &TAGGED7),
+    // ... and 5 SIDs: 40 + 8 + 80 = 128 bytes take the whole headroom, the tag goes behind.
+    ("v4-five-tagged", "10.23.0.0/16", "encaps", &TAGGED5),
+];
+const LONG4: [&str; 7] = [
+    "fcbb:bb00:200:300::",
+    "2001:db8:6::1",
+    "2001:db8:6::2",
+    "2001:db8:6::3",
+    "2001:db8:6::4",
+    "2001:db8:6::5",
+    "2001:db8:5::10",
+];
+const LONG6_RED: [&str; 8] = [
+    "fcbb:bb00:200:300::",
+    "2001:db8:6::1",
+    "2001:db8:6::2",
+    "2001:db8:6::3",
+    "2001:db8:6::4",
+    "2001:db8:6::5",
+    "2001:db8:6::6",
+    "2001:db8:5::11",
+];
+const TAGGED7: [&str; 7] = [
+    "fcbb:bb00:400::",
+    "2001:db8:6::1",
+    "2001:db8:6::2",
+    "2001:db8:6::3",
+    "2001:db8:6::4",
+    "2001:db8:6::5",
+    "2001:db8:5::10",
+];
+const TAGGED5: [&str; 5] = [
+    "fcbb:bb00:400::",
+    "2001:db8:6::1",
+    "2001:db8:6::2",
+    "2001:db8:6::3",
+    "2001:db8:5::10",
+];
+
+/// `LONG_POLICIES` as config (hop limit 32 for the H.Encaps.Red one, as its expected frame).
+fn long_policies_toml() -> String {
+    LONG_POLICIES
+        .iter()
+        .map(|(name, prefix, mode, segments)| {
+            let segments: Vec<String> = segments.iter().map(|s| format!("\"{s}\"")).collect();
+            let hop_limit = if *mode == "encaps.red" {
+                "hop_limit = 32\n"
+            } else {
+                ""
+            };
+            format!(
+                "\n[[srv6.policy]]\nname = \"{name}\"\nvrf = \"tenant\"\nprefix = \"{prefix}\"\n\
+                 mode = \"{mode}\"\nsegments = [{}]\nsource = \"2001:db8:ff::1\"\n{hop_limit}",
+                segments.join(", ")
+            )
+        })
+        .collect()
+}
 
 fn eth(src: Mac, ethertype: u16, payload: &[u8]) -> Vec<u8> {
     let mut f = ROUTER.to_vec();
@@ -768,41 +801,6 @@ fn encapsulated(
 fn headend_policies_longer_than_the_mbuf_headroom() {
     let dir = TestDir::new("srv6-long");
     let mut trace = Trace::new();
-    let long4 = [
-        "fcbb:bb00:200:300::",
-        "2001:db8:6::1",
-        "2001:db8:6::2",
-        "2001:db8:6::3",
-        "2001:db8:6::4",
-        "2001:db8:6::5",
-        "2001:db8:5::10",
-    ];
-    let long6_red = [
-        "fcbb:bb00:200:300::",
-        "2001:db8:6::1",
-        "2001:db8:6::2",
-        "2001:db8:6::3",
-        "2001:db8:6::4",
-        "2001:db8:6::5",
-        "2001:db8:6::6",
-        "2001:db8:5::11",
-    ];
-    let tagged7 = [
-        "fcbb:bb00:400::",
-        "2001:db8:6::1",
-        "2001:db8:6::2",
-        "2001:db8:6::3",
-        "2001:db8:6::4",
-        "2001:db8:6::5",
-        "2001:db8:5::10",
-    ];
-    let tagged5 = [
-        "fcbb:bb00:400::",
-        "2001:db8:6::1",
-        "2001:db8:6::2",
-        "2001:db8:6::3",
-        "2001:db8:5::10",
-    ];
     let v4 = |dst: [u8; 4], payload: usize| {
         ipv4_udp(
             Ipv4Addr::new(10, 0, 0, 2),
@@ -858,7 +856,7 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
             eth(
                 TENANT_V4,
                 0x86dd,
-                &encapsulated(&long4, false, 4, 0, 64, &routed4(inner)),
+                &encapsulated(&LONG4, false, 4, 0, 64, &routed4(inner)),
             ),
         );
         assert_eq!(want.len(), 14 + 160 + inner.len());
@@ -875,7 +873,7 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
         eth(
             TENANT_V6,
             0x86dd,
-            &encapsulated(&long6_red, true, 41, 0, 32, &routed6),
+            &encapsulated(&LONG6_RED, true, 41, 0, 32, &routed6),
         ),
     );
     assert_eq!(want.len(), 14 + 160 + inner6.len());
@@ -883,7 +881,7 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
 
     // Out of the trunk: the same frames with a tag for VLAN 30 (PCP 0) after the MACs.
     assert_eq!(out[3].len(), 2, "two encapsulated toward VLAN 30");
-    for (i, (segments, inner)) in [(&tagged7[..], &to_trunk7), (&tagged5[..], &to_trunk5)]
+    for (i, (segments, inner)) in [(&TAGGED7[..], &to_trunk7), (&TAGGED5[..], &to_trunk5)]
         .into_iter()
         .enumerate()
     {
@@ -899,7 +897,7 @@ fn headend_policies_longer_than_the_mbuf_headroom() {
         );
         assert_eq!(without_flow_label(&frame), want, "trunk frame {i}");
     }
-    for name in ["v4-long", "v6-long-red", "v4-long-tagged", "v4-five-tagged"] {
+    for (name, ..) in LONG_POLICIES {
         let policy = object(&stats, "policies", name);
         assert_eq!(
             u64_at(policy, "/packets"),
