@@ -987,8 +987,8 @@ impl Forwarder {
     /// Routes a frame the burst stage found ready to leave without further checks
     /// (`RouteStage::express`): an untagged IPv4 or IPv6 frame to the router MAC on a routed
     /// port that passed every header check, whose staged route leads to a nexthop or an ECMP
-    /// group. Decides exactly as [`Self::process_frame`] would, skipping the checks the stage
-    /// made.
+    /// group (for a frame to a uN SID, the route of its shifted destination). Decides exactly
+    /// as [`Self::process_frame`] would, skipping the checks the stage made.
     #[inline(always)]
     pub fn route_express(&mut self, frame: &mut [u8], staged: &StagedRoute, now: Picos) -> Verdict {
         self.frame_len = frame.len() as u32;
@@ -1005,6 +1005,9 @@ impl Forwarder {
             },
             "staged route differs"
         );
+        if let Some(sid) = staged.sid().filter(|_| staged.is_usid()) {
+            return self.usid_express(frame, staged, sid, value, now);
+        }
         let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
         let ip = &frame[stage::EXPRESS_L3..];
         let hash = || {
@@ -1376,11 +1379,22 @@ fn flow_hash_ipv4(ip: &[u8], header_len: usize, seed: u32) -> u32 {
 /// destination, flow label, next header and the ports right after the fixed header.
 #[inline(always)]
 fn flow_hash_ipv6(ip: &[u8], seed: u32) -> u32 {
+    flow_hash_ipv6_to(ip, ip[24..40].try_into().expect("16 bytes"), true, seed)
+}
+
+/// The flow hash of an IPv6 packet once its destination is `dst`, over its ports only when
+/// `with_ports` (SRv6 endpoints hash without them, see `srv6::outer_hash`).
+#[inline(always)]
+fn flow_hash_ipv6_to(ip: &[u8], dst: [u8; 16], with_ports: bool, seed: u32) -> u32 {
     let next = ip[6];
-    let ports = l4_ports(ip, next, 40, false);
+    let ports = if with_ports {
+        l4_ports(ip, next, 40, false)
+    } else {
+        (0, 0)
+    };
     let key = FlowKey::V6 {
         src: ip[8..24].try_into().expect("16 bytes"),
-        dst: ip[24..40].try_into().expect("16 bytes"),
+        dst,
         flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
         proto: next,
         sport: ports.0,

@@ -1445,7 +1445,60 @@ fn express_spec() -> SwitchSpec {
             target,
         });
     }
+    // NEXT-C-SID SIDs (see `usid_destination`): a uN and a uA (32-bit block, 16-bit uSIDs),
+    // whose next uSIDs lead to both groups, a nexthop, nowhere or a local SID; and a uN with
+    // an 8-bit block and 8-bit uSIDs whose shift may make a link-local destination.
+    let csid = |name: &str, prefix: &str, len, behavior, block_bits, shift_bits| SidSpec {
+        name: name.into(),
+        vrf: 0,
+        prefix: prefix.parse().unwrap(),
+        len,
+        behavior,
+        next_csid: Some(CsidFormat {
+            block_bits,
+            shift_bits,
+        }),
+        psp: false,
+        usp: false,
+    };
+    let ua = SidBehavior::EndX {
+        target: RouteTarget::Nexthop(2),
+    };
+    spec.srv6.sids.extend([
+        csid("un", "fcbb:bb00:100::", 48, SidBehavior::End, 32, 16),
+        csid("ua", "fcbb:bb00:600::", 48, ua, 32, 16),
+        csid("un8", "fe11::", 16, SidBehavior::End, 8, 8),
+    ]);
+    for (prefix, len, target) in [
+        ("fcbb:bb00:200::", 48, RouteTarget::Group(0)),
+        ("fcbb:bb00:300::", 48, RouteTarget::Nexthop(2)),
+        ("fcbb:bb00:500::", 48, RouteTarget::Group(1)),
+        // Covers the SIDs: a shift to a SID must reach the SID, not this route.
+        ("fcbb:bb00::", 37, RouteTarget::Nexthop(2)),
+    ] {
+        spec.routes.push(RouteSpec {
+            vrf: 0,
+            prefix: prefix.parse().unwrap(),
+            len,
+            target,
+        });
+    }
     spec
+}
+
+/// A destination to one of `express_spec`'s NEXT-C-SID SIDs. Behind the uN or the uA, the
+/// next uSID leads to a group, a nexthop, no route or a local SID, or is zero (the container
+/// ends: End processing, no shift); the uSIDs after it are zero or not. Behind the 8-bit uN,
+/// the shift makes a link-local destination (routed, by `fe80::/16`) or another one.
+fn usid_destination(next: &mut dyn FnMut() -> u64) -> String {
+    if next().is_multiple_of(5) {
+        let next_usid = [0x80, 0xbf, 0x40, 0xc0][(next() % 4) as usize];
+        return format!("fe11:{next_usid:02x}{:02x}::", next() % 256);
+    }
+    let sid = [0x100, 0x600][(next() % 2) as usize];
+    let next_usid = [0x200, 0x300, 0x900, 0x500, 0x100, 0x600, 0][(next() % 7) as usize];
+    let after = [0, next() % 65_536][(next() % 2) as usize];
+    format!("fcbb:bb00:{sid:x}:{next_usid:x}:{after:x}::")
 }
 
 #[test]
@@ -1455,12 +1508,12 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     // behind a VLAN, unresolved, connected, blackhole, local, none), with every header check
     // failing now and then (version, IHL, options whose first 20 bytes sum right, total
     // length, checksum, TTL, multicast source, a tag, another MAC, ARP), IPv6 frames to a
-    // group, a nexthop, a local SID or no route (hop limit, version, payload length,
-    // link-local source or destination), and runs of one flow, while neighbours resolve, the
-    // VLAN host moves and an uplink goes down and up. One forwarder takes the burst's express
-    // frames through `route_express` and the rest through the pipeline; the other takes every
-    // frame through the pipeline unstaged. Verdicts, bytes, control requests, learned MACs and
-    // the groups' counters must agree.
+    // group, a nexthop, a local SID, a uN SID (its next uSID routed or not) or no route (hop
+    // limit, version, payload length, link-local source or destination), and runs of one
+    // flow, while neighbours resolve, the VLAN host moves and an uplink goes down and up. One
+    // forwarder takes the burst's express frames through `route_express` and the rest through
+    // the pipeline; the other takes every frame through the pipeline unstaged. Verdicts,
+    // bytes, control requests, learned MACs, the groups' and the SIDs' counters must agree.
     let spec = express_spec();
     let (mut express_side, mut plain) = (
         Forwarder::new(&spec).unwrap(),
@@ -1534,12 +1587,16 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         if pick(next, 3) == 0 {
             // IPv6 to a group, a nexthop, a local SID or nowhere, from or to a link-local
             // address now and then, with any hop limit, version or payload length.
-            let dst = format!(
-                "{}:{:x}::{:x}",
-                ["2001:db8", "fe80:0"][usize::from(pick(next, 8) == 0)],
-                [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize],
-                pick(next, 65_536)
-            );
+            let dst = if pick(next, 3) == 0 {
+                usid_destination(next)
+            } else {
+                format!(
+                    "{}:{:x}::{:x}",
+                    ["2001:db8", "fe80:0"][usize::from(pick(next, 8) == 0)],
+                    [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize],
+                    pick(next, 65_536)
+                )
+            };
             let src = ["2001:db8:10::5", "fe80::5"][usize::from(pick(next, 8) == 0)];
             let mut ip6 = ipv6(src, &dst, ttl, 17, &ip[20..]);
             match mutation {
@@ -1564,6 +1621,7 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     };
     let mut now = T0;
     let (mut express_frames, mut express_forwarded, mut frames) = (0, 0, 0);
+    let mut usid_express_forwarded = 0;
     let mut hosts = 0u16;
     for round in 0..2_000u64 {
         now += match next() % 8 {
@@ -1639,6 +1697,9 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             frames += 1;
             express_frames += usize::from(express);
             express_forwarded += usize::from(express && matches!(want, Verdict::Forward { .. }));
+            usid_express_forwarded += usize::from(
+                express && stage.staged(index).is_usid() && matches!(want, Verdict::Forward { .. }),
+            );
         }
         assert_eq!(
             express_side.drain_requests().collect::<Vec<_>>(),
@@ -1647,6 +1708,15 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         );
     }
     assert_eq!(express_side.mac_count(), plain.mac_count(), "learned MACs");
+    for (x, p) in express_side
+        .srv6_counters()
+        .sids
+        .iter()
+        .zip(&plain.srv6_counters().sids)
+    {
+        assert_eq!(x.snapshot(), p.snapshot(), "SID counters");
+    }
+    assert!(usid_express_forwarded > 0, "no uN frame was forwarded express");
     for (x, p) in express_side
         .balance_counters()
         .iter()

@@ -5,6 +5,7 @@
 //! Checks run in the RFC's order and before the packet is changed, so a packet that is dropped
 //! with an ICMPv6 error (`Verdict::DropWithIcmpError`) is still the one that arrived.
 
+use super::stage::{EXPRESS_L3, StagedRoute};
 use super::{Forwarder, ForwarderError, RouteTarget, route_value};
 use crate::clock::Picos;
 use crate::counters::{DropReason, Srv6Counters};
@@ -216,6 +217,24 @@ impl Srv6State {
     #[inline(always)]
     pub(super) fn lookup_sid(&self, vrf: u16, dst: Ipv6Addr) -> Option<u32> {
         self.my_sid.get(usize::from(vrf))?.as_ref()?.lookup(dst)
+    }
+
+    /// For a packet to local SID `sid` at destination `dst` in `vrf`: the destination a uN
+    /// shift gives it, when that is all the endpoint does before the FIB (the SID is End with
+    /// NEXT-C-SID, the argument is not zero, and the new destination is neither link-local nor
+    /// another local SID). The burst stage looks the new destination up for express frames.
+    #[inline(always)]
+    pub(super) fn usid_shift_to_fib(&self, vrf: u16, sid: u32, dst: u128) -> Option<u128> {
+        let Some(Some(sid)) = self.sids.get(sid as usize) else {
+            return None;
+        };
+        if !matches!(sid.behavior, SidBehavior::End) {
+            return None;
+        }
+        let shifted = sid.csid?.shifted(dst)?;
+        let routed = !super::is_link_local(&shifted.to_be_bytes())
+            && self.lookup_sid(vrf, Ipv6Addr::from(shifted)).is_none();
+        routed.then_some(shifted)
     }
 }
 
@@ -569,6 +588,58 @@ impl Forwarder {
         }
     }
 
+    /// An express frame to a uN SID (`RouteStage::express`): the stage found the shift and
+    /// looked up and hashed the shifted destination, `staged.dst()`, which leads to a nexthop
+    /// or an ECMP group (`value`). Does what [`Self::srv6_endpoint`] does for it: the shift,
+    /// the hop-limit decrement, resolution and the L2 rewrite, and the SID's counters.
+    /// Out of line: inlined into the engine's express loop it slowed IPv4 frames by 3 to 5 %.
+    #[inline(never)]
+    pub(super) fn usid_express(
+        &mut self,
+        frame: &mut [u8],
+        staged: &StagedRoute,
+        sid: u32,
+        value: u32,
+        now: Picos,
+    ) -> Verdict {
+        let arrived_len = frame.len();
+        let std::net::IpAddr::V6(dst) = staged.dst() else {
+            debug_assert!(false, "uN express frames are IPv6");
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let ip = &mut frame[EXPRESS_L3..];
+        debug_assert_eq!(
+            self.srv6.usid_shift_to_fib(
+                staged.vrf(),
+                sid,
+                u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"))
+            ),
+            Some(u128::from(dst)),
+            "staged uN shift differs"
+        );
+        ip[24..40].copy_from_slice(&dst.octets());
+        ip[7] -= 1;
+        let staged_hash = staged.flow_hash();
+        let seed = self.flow_hash_seed;
+        let hash = || {
+            debug_assert_eq!(
+                staged_hash,
+                Some(outer_hash(&frame[EXPRESS_L3..], seed)),
+                "staged hash differs"
+            );
+            staged_hash.unwrap_or_default()
+        };
+        let verdict = match self.resolve_target(route_value::decode(value), dst.into(), hash, now)
+        {
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+            Err(reason) => Verdict::Drop(reason),
+        };
+        if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
+            counters.count(arrived_len, reason_of(&verdict));
+        }
+        verdict
+    }
+
     /// A route with SRv6 policy `policy` matched: H.Encaps or H.Encaps.Red.
     #[inline(never)]
     pub(super) fn srv6_headend(
@@ -754,15 +825,7 @@ impl Forwarder {
 /// ECMP hash of an SRv6 packet: addresses, flow label and next header (the flow label carries
 /// the inner flow's entropy; ports are not looked for behind the SRH).
 fn outer_hash(ip: &[u8], seed: u32) -> u32 {
-    let key = FlowKey::V6 {
-        src: ip[8..24].try_into().expect("16 bytes"),
-        dst: ip[24..40].try_into().expect("16 bytes"),
-        flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
-        proto: ip[6],
-        sport: 0,
-        dport: 0,
-    };
-    flow_hash(&key, seed)
+    super::flow_hash_ipv6_to(ip, ip[24..40].try_into().expect("16 bytes"), false, seed)
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! vector nodes, kept outside the per-frame pipeline):
 //!
 //! 1. parse the destination and prefetch the FIB's first-level entry (IPv6: unless the
-//!    destination is a local SID, which the my-SID table, small and cached, answers at once);
+//!    destination is a local SID, which the my-SID table, small and cached, answers at once;
+//!    for a uN SID whose shift sends the frame on to the FIB, the shifted destination's);
 //! 2. IPv4: prefetch the second-level entry the first level points to; IPv6: walk the
 //!    burst's lookups level by level in lockstep (`Lpm6::lookup_batch`);
 //! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
@@ -18,9 +19,12 @@
 //! routed port that pass every check the pipeline makes before resolving their route
 //! (unicast source; IPv4: a 20-byte header with a valid checksum and length, TTL above 1;
 //! IPv6: a payload length within the frame, no link-local address, hop limit above 1, not a
-//! local SID; a route to a nexthop or an ECMP group). The engine sends them straight to `Forwarder::route_express`,
+//! local SID unless a uN one; a route to a nexthop or an ECMP group, for a uN frame its
+//! shifted destination's). The engine sends them straight to `Forwarder::route_express`,
 //! skipping the per-frame parse, the port-mode dispatch and the header checks, which the
-//! pass made for the whole burst in one loop.
+//! pass made for the whole burst in one loop. A uN express frame is one the endpoint would
+//! only shift, decrement and route (RFC 9800: a non-zero argument is shifted before any SRH
+//! processing, so its SRH, if any, is not read).
 //!
 //! The route and hash are handed to the frame's own routing (`Forwarder::set_staged_route`),
 //! which uses them only if the frame is routed in the VRF and to the destination they were
@@ -32,7 +36,7 @@
 
 use super::{
     ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, Forwarder, PortMode, flow_hash_ipv4,
-    flow_hash_ipv6, is_link_local, route_value,
+    flow_hash_ipv6_to, is_link_local, route_value,
 };
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
@@ -46,10 +50,15 @@ pub struct StagedRoute {
     v6: bool,
     /// Offset of the IP header.
     l3: u8,
-    /// The destination (IPv4 in the low 32 bits).
+    /// The destination the FIB is staged for (IPv4 in the low 32 bits): the frame's own, or,
+    /// when `usid`, the one its uN SID shifts in.
     dst: u128,
-    /// IPv6: the local SID the destination matches (then the FIB is not staged).
+    /// IPv6: the local SID the frame's destination matches (then the FIB is staged only when
+    /// `usid`).
     sid: Option<u32>,
+    /// The SID is a uN whose shift sends the frame on to the FIB (`Srv6State::usid_shift_to_fib`)
+    /// with `dst`, the shifted destination.
+    usid: bool,
     /// Whether `value` holds the FIB's answer yet.
     looked_up: bool,
     value: Option<u32>,
@@ -87,7 +96,7 @@ impl StagedRoute {
         self.vrf_plus_one.saturating_sub(1)
     }
 
-    /// The staged destination.
+    /// The destination the FIB was staged for (a uN frame's after its shift).
     #[inline(always)]
     pub(super) fn dst(&self) -> IpAddr {
         if self.v6 {
@@ -101,6 +110,12 @@ impl StagedRoute {
     #[inline(always)]
     pub(super) fn clear(&mut self) {
         self.vrf_plus_one = 0;
+    }
+
+    /// Whether the FIB is staged for a uN SID's shifted destination.
+    #[inline(always)]
+    pub(crate) fn is_usid(&self) -> bool {
+        self.usid
     }
 
     #[inline(always)]
@@ -190,7 +205,14 @@ impl RouteStage {
                 staged.sid = forwarder
                     .srv6
                     .lookup_sid(vrf as u16, std::net::Ipv6Addr::from(staged.dst));
-                if staged.sid.is_none() {
+                let shifted = staged
+                    .sid
+                    .and_then(|sid| forwarder.srv6.usid_shift_to_fib(vrf as u16, sid, staged.dst));
+                if let Some(shifted) = shifted {
+                    staged.dst = shifted;
+                    staged.usid = true;
+                }
+                if staged.sid.is_none() || staged.usid {
                     v6_frames += 1;
                     forwarder.fib6[vrf].prefetch_first(staged.dst);
                 }
@@ -239,7 +261,7 @@ impl RouteStage {
         let mut n = 0;
         for index in bits(self.staged & !self.repeats) {
             let staged = &self.frames[index];
-            if staged.v6 && staged.sid.is_none() {
+            if staged.v6 && (staged.sid.is_none() || staged.usid) {
                 addrs[n] = staged.dst;
                 which[n] = index as u8;
                 n += 1;
@@ -290,16 +312,16 @@ impl RouteStage {
     }
 }
 
-/// Whether `frame`, staged as `staged`, looks up and hashes exactly as `head` did, staged as
-/// `head_staged`: the same VRF, family, header offset and destination, and the same bytes
-/// wherever the flow hash reads (IPv4: header length, fragment bits, protocol, addresses;
+/// Whether `frame`, parsed as `staged`, looks up and hashes exactly as `head` did, staged as
+/// `head_staged`: the same VRF, family and header offset, and the same bytes wherever the
+/// lookup and the flow hash read (IPv4: header length, fragment bits, protocol, addresses;
 /// IPv6: flow label, next header, addresses; both: the ports, present in both or neither).
+/// The destinations are compared as bytes: a uN frame's staging holds its shifted one.
 #[inline(always)]
 fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], staged: &StagedRoute) -> bool {
     if head_staged.vrf_plus_one != staged.vrf_plus_one
         || head_staged.v6 != staged.v6
         || head_staged.l3 != staged.l3
-        || head_staged.dst != staged.dst
     {
         return false;
     }
@@ -342,7 +364,7 @@ fn is_express(staged: &StagedRoute, frame: &[u8]) -> bool {
     let ip = &frame[EXPRESS_L3..];
     resolvable
         && if staged.v6 {
-            staged.sid.is_none() && is_express_ipv6(ip)
+            (staged.sid.is_none() || staged.usid) && is_express_ipv6(ip)
         } else {
             is_express_ipv4(ip)
         }
@@ -450,7 +472,9 @@ impl Forwarder {
         };
         let ip = &frame[usize::from(staged.l3)..];
         let hash = if staged.v6 {
-            flow_hash_ipv6(ip, self.flow_hash_seed)
+            // A uN frame hashes as its endpoint will, after the shift (`srv6::outer_hash`).
+            let dst = staged.dst.to_be_bytes();
+            flow_hash_ipv6_to(ip, dst, !staged.usid, self.flow_hash_seed)
         } else {
             let header_len = usize::from(ip[0] & 0x0f) * 4;
             if header_len < 20 || header_len > ip.len() {
