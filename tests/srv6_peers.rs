@@ -1,8 +1,9 @@
 //! End to end with Linux as the SRv6 peers: two network namespaces on veth pairs attached to
 //! ironclos with net_af_packet. Each host is a headend (`encap seg6 mode encap`) toward the
-//! other and its far end (`seg6local End.DT6`). The SID list sends every packet through
-//! ironclos as an End SID and then its uN SID: ping and a TCP transfer must succeed, and a
-//! capture at the far side must show the destination shifted as RFC 9800 says. Needs root.
+//! other and its far end (`seg6local End.DT6`). From a, the SID list sends every packet
+//! through ironclos as an End SID and then its uN SID; from b, as the uN SID alone (the packet
+//! arrives addressed to it: the burst stage's express path). Ping and a TCP transfer must
+//! succeed, and a capture at b must show the destination shifted as RFC 9800 says. Needs root.
 
 mod common;
 
@@ -100,13 +101,13 @@ fn linux_headend_and_end_dt6_through_ironclos_as_end_and_un() {
     peers.add("a", "02:00:00:00:0a:01", "2001:db8:a1::2", "2001:db8:a1::1");
     peers.add("b", "02:00:00:00:0b:01", "2001:db8:b1::2", "2001:db8:b1::1");
     // a -> b: End at the switch (2001:db8:5::1), then the switch's uN with b's uSID 0200;
-    // b decapsulates fcbb:bb00:200::/48. b -> a likewise with a's uSID 0300.
-    for (host, src, far, usid) in [
+    // b decapsulates fcbb:bb00:200::/48. b -> a: the switch's uN with a's uSID 0300 only.
+    for (host, src, far, segments) in [
         (
             "a",
             "2001:db8:a1::2",
             "2001:db8:b1::/64",
-            "fcbb:bb00:100:200::",
+            "2001:db8:5::1,fcbb:bb00:100:200::",
         ),
         (
             "b",
@@ -116,12 +117,11 @@ fn linux_headend_and_end_dt6_through_ironclos_as_end_and_un() {
         ),
     ] {
         peers.must(host, &["ip", "sr", "tunsrc", "set", src]);
-        let segments = format!("2001:db8:5::1,{usid}");
         peers.must(
             host,
             &[
                 "ip", "-6", "route", "add", far, "encap", "seg6", "mode", "encap", "segs",
-                &segments, "dev", "eth0", "advmss", "1200",
+                segments, "dev", "eth0", "advmss", "1200",
             ],
         );
         peers.must(
@@ -256,6 +256,9 @@ behavior = "End"
             "tcpdump",
             "-i",
             "eth0",
+            // What b receives only: b's own headend traffic is addressed to fcbb::/16 too.
+            "-Q",
+            "in",
             "-U",
             "-w",
             capture.to_str().unwrap(),
