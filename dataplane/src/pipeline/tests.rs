@@ -1716,7 +1716,10 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     {
         assert_eq!(x.snapshot(), p.snapshot(), "SID counters");
     }
-    assert!(usid_express_forwarded > 0, "no uN frame was forwarded express");
+    assert!(
+        usid_express_forwarded > 0,
+        "no uN frame was forwarded express"
+    );
     for (x, p) in express_side
         .balance_counters()
         .iter()

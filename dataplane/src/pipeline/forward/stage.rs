@@ -205,9 +205,11 @@ impl RouteStage {
                 staged.sid = forwarder
                     .srv6
                     .lookup_sid(vrf as u16, std::net::Ipv6Addr::from(staged.dst));
-                let shifted = staged
-                    .sid
-                    .and_then(|sid| forwarder.srv6.usid_shift_to_fib(vrf as u16, sid, staged.dst));
+                let shifted = staged.sid.and_then(|sid| {
+                    forwarder
+                        .srv6
+                        .usid_shift_to_fib(vrf as u16, sid, staged.dst)
+                });
                 if let Some(shifted) = shifted {
                     staged.dst = shifted;
                     staged.usid = true;
