@@ -11,7 +11,7 @@ use crate::clock::Picos;
 use crate::counters::{DropReason, Srv6Counters};
 use crate::pipeline::spec::{MAX_SRH_SEGMENTS, SidBehavior, SidSpec, Srv6Spec};
 use crate::pipeline::{Frame, Icmpv6Error, PuntReason, Verdict};
-use crate::tables::Lpm6;
+use crate::tables::SidTable;
 use crate::tables::flowhash::{FlowKey, flow_hash};
 use crate::wire::checksum;
 use crate::wire::ip::protocol;
@@ -98,7 +98,7 @@ pub struct Policy {
 #[derive(Debug, Default)]
 pub(crate) struct Srv6State {
     /// Per VRF; `None` when the VRF has no SID, so plain routing skips the lookup.
-    my_sid: Vec<Option<Lpm6>>,
+    my_sid: Vec<Option<SidTable>>,
     /// By slot; `None` where a SID was deleted at run time (the slot is free again).
     sids: Vec<Option<Sid>>,
     policies: Vec<Policy>,
@@ -127,7 +127,7 @@ impl Srv6State {
         for (index, s) in spec.sids.iter().enumerate() {
             let sid = Self::build_sid(s, vrfs, fw.nexthops.len(), |g| fw.group_live(g))?;
             state.my_sid[usize::from(s.vrf)]
-                .get_or_insert_with(Lpm6::new)
+                .get_or_insert_with(SidTable::new)
                 .insert(s.prefix, s.len, index as u32)
                 .map_err(|e| ForwarderError(format!("SID {}: {e}", s.name)))?;
             state.sids.push(Some(sid));
@@ -629,8 +629,7 @@ impl Forwarder {
             );
             staged_hash.unwrap_or_default()
         };
-        let verdict = match self.resolve_target(route_value::decode(value), dst.into(), hash, now)
-        {
+        let verdict = match self.resolve_target(route_value::decode(value), dst.into(), hash, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         };

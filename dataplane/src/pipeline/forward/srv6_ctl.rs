@@ -4,7 +4,7 @@
 //! adding and deleting policies and local SIDs in slots (a deleted one leaves its slot free
 //! for the next addition; counters restart when a slot is reused).
 
-use super::{Lpm6, MAX_POLICY_SRH_LEN, Policy, Sid, Srv6State};
+use super::{MAX_POLICY_SRH_LEN, Policy, Sid, SidTable, Srv6State};
 use crate::pipeline::ForwarderError;
 use crate::pipeline::spec::{EncapMode, PolicySpec, SidSpec};
 use crate::wire::srh;
@@ -169,7 +169,7 @@ impl Srv6State {
             .my_sid
             .get_mut(vrf)
             .ok_or_else(|| ForwarderError(format!("VRF {vrf} does not exist")))?
-            .get_or_insert_with(Lpm6::new);
+            .get_or_insert_with(SidTable::new);
         table
             .insert(spec.prefix, spec.len, slot)
             .map_err(|e| ForwarderError(format!("SID {}: {e}", spec.name)))?;
@@ -282,7 +282,7 @@ impl Srv6State {
             } => {
                 if let Some(table) = self.my_sid.get_mut(usize::from(vrf)) {
                     let _ = table
-                        .get_or_insert_with(Lpm6::new)
+                        .get_or_insert_with(SidTable::new)
                         .insert(prefix, len, slot);
                 }
                 if let Some(s) = self.sids.get_mut(slot as usize) {
