@@ -1,9 +1,11 @@
 //! End to end with Linux as the SRv6 peers: two network namespaces on veth pairs attached to
 //! ironclos with net_af_packet. Each host is a headend (`encap seg6 mode encap`) toward the
-//! other and its far end (`seg6local End.DT6`). From a, the SID list sends every packet
-//! through ironclos as an End SID and then its uN SID; from b, as the uN SID alone (the packet
-//! arrives addressed to it: the burst stage's express path). Ping and a TCP transfer must
-//! succeed, and a capture at b must show the destination shifted as RFC 9800 says. Needs root.
+//! other and its far end (`seg6local End.DT6`). From a to b's address, the SID list sends
+//! every packet through ironclos as an End SID and then its uN SID; from a to b's second
+//! address, through the End SID alone, whose next segment is b's; from b, through the uN SID
+//! alone. (The last two are the burst stage's express endpoints: one step, then the FIB.)
+//! Ping and a TCP transfer must succeed, and a capture at b must show the destination set as
+//! RFC 8986 and RFC 9800 say. Needs root.
 
 mod common;
 
@@ -197,6 +199,31 @@ fn linux_headend_and_end_dt6_through_ironclos_as_end_and_un() {
             "eth0",
         ],
     );
+    // b's second address, reached from a through the End SID alone (its next segment is b's
+    // End.DT6 SID, routed by the switch's FIB).
+    peers.must("b", &["ip", "link", "set", "lo", "up"]);
+    peers.must(
+        "b",
+        &["ip", "-6", "addr", "add", "2001:db8:b2::2/128", "dev", "lo"],
+    );
+    peers.must(
+        "a",
+        &[
+            "ip",
+            "-6",
+            "route",
+            "add",
+            "2001:db8:b2::/64",
+            "encap",
+            "seg6",
+            "mode",
+            "encap",
+            "segs",
+            "2001:db8:5::1,fcbb:bb00:200::",
+            "dev",
+            "eth0",
+        ],
+    );
 
     let config = format!(
         r#"[switch]
@@ -273,6 +300,7 @@ behavior = "End"
 
     ping(&peers, "a", "2001:db8:b1::2");
     ping(&peers, "b", "2001:db8:a1::2");
+    ping(&peers, "a", "2001:db8:b2::2");
     // The switch's own SIDs answer a ping (RFC 8986 4.1.1 upper-layer processing): the End
     // SID, and the uN SID whose container ends after its own uSID. From a, so b's capture
     // holds only the SRv6 traffic it checks below.
@@ -296,10 +324,11 @@ behavior = "End"
     }
     let packets = control::pcap::read_pcap_file(&capture).expect("capture");
     assert!(!packets.is_empty(), "nothing captured at b");
-    // Every SRv6 packet at b: SRH with SL 0 after the End, Segment List[0] the uSID container
-    // a put there, and the DA that container shifted by one uSID (RFC 9800).
+    // Every SRv6 packet at b: SRH with SL 0 after the End; Segment List[0] either the uSID
+    // container a put there, with the DA that container shifted by one uSID (RFC 9800), or
+    // b's SID itself, which the End made the DA.
     let container: Ipv6Addr = "fcbb:bb00:100:200::".parse().unwrap();
-    let mut checked = 0;
+    let (mut checked, mut end_only) = (0, 0);
     for packet in &packets {
         let frame = &packet.data;
         if frame.len() < 14 + 40 + 8 + 32 || frame[12..14] != [0x86, 0xdd] {
@@ -315,12 +344,26 @@ behavior = "End"
             "SRH type 4, SL 0, LE 1"
         );
         let segment0 = Ipv6Addr::from(<[u8; 16]>::try_from(&srh[8..24]).unwrap());
-        assert_eq!(segment0, container);
-        assert_eq!(da, usid_shift_f3216(container), "DA after uN");
-        assert_eq!(da, "fcbb:bb00:200::".parse::<Ipv6Addr>().unwrap());
-        checked += 1;
+        let b_sid: Ipv6Addr = "fcbb:bb00:200::".parse().unwrap();
+        if segment0 == container {
+            assert_eq!(da, usid_shift_f3216(container), "DA after uN");
+            assert_eq!(da, b_sid);
+            checked += 1;
+        } else {
+            // Through the End SID alone: DA = Segment List[SL] (RFC 8986 4.1 S14-S15).
+            assert_eq!(segment0, b_sid, "Segment List[0] of a's second policy");
+            assert_eq!(da, segment0, "DA after End");
+            end_only += 1;
+        }
     }
-    assert!(checked >= 3, "only {checked} SRv6 packets captured at b");
+    assert!(
+        checked >= 3,
+        "only {checked} SRv6 packets through End and uN captured at b"
+    );
+    assert!(
+        end_only >= 3,
+        "only {end_only} packets through the End SID alone captured at b"
+    );
 
     let mut child = switch.0.take().unwrap();
     let killed = sh(&["kill", "-TERM", &child.id().to_string()]);

@@ -33,7 +33,7 @@ mod srv6;
 mod bridge_memo;
 // Burst staging: prefetches and flow hashes for a burst ahead of its frames.
 mod stage;
-pub use stage::{EXPRESS_L3, RouteStage, StagedRoute};
+pub use stage::{EXPRESS_L3, EndpointStep, RouteStage, StagedRoute};
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
 
@@ -1005,8 +1005,8 @@ impl Forwarder {
             },
             "staged route differs"
         );
-        if let Some(sid) = staged.sid().filter(|_| staged.is_usid()) {
-            return self.usid_express(frame, staged, sid, value, now);
+        if let (Some(sid), Some(step)) = (staged.sid(), staged.endpoint()) {
+            return self.endpoint_express(frame, staged, sid, step, value, now);
         }
         let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
         let ip = &frame[stage::EXPRESS_L3..];

@@ -12,7 +12,9 @@ mod srv6_tests;
 #[cfg(test)]
 mod tests;
 
-pub use forward::{ControlRequest, EXPRESS_L3, Forwarder, ForwarderError, RouteStage, StagedRoute};
+pub use forward::{
+    ControlRequest, EXPRESS_L3, EndpointStep, Forwarder, ForwarderError, RouteStage, StagedRoute,
+};
 pub use frame::Frame;
 
 use crate::counters::DropReason;

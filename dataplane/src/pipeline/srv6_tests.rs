@@ -184,7 +184,7 @@ fn ipv6(src: &str, dst: &str, hop_limit: u8, next: u8, payload: &[u8]) -> Vec<u8
 }
 
 /// An SRH written field by field: Segment List in wire order (index 0 first).
-fn srh(next: u8, segments_left: u8, last_entry: u8, segments: &[&str]) -> Vec<u8> {
+pub(super) fn srh(next: u8, segments_left: u8, last_entry: u8, segments: &[&str]) -> Vec<u8> {
     let mut h = vec![
         next,
         (2 * segments.len()) as u8,

@@ -1317,21 +1317,25 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
                 )
             }
             _ => {
+                // To the End SID, one in three with an SRH whose next segment is routed.
                 let dst = format!("2001:db8:5:{:x}::1", next() % 65_536);
-                eth(
-                    ROUTER,
-                    SPINE1,
-                    None,
-                    0x86dd,
-                    &ipv6("2001:db8:10::5", &dst, 64, 17, &payload),
-                )
+                let ip = if next().is_multiple_of(3) {
+                    let segment = format!("2001:db8:e:{:x}::1", next() % 65_536);
+                    let mut srh = super::srv6_tests::srh(17, 1, 0, &[&segment]);
+                    srh.extend_from_slice(&payload);
+                    ipv6("2001:db8:10::5", &dst, 64, 43, &srh)
+                } else {
+                    ipv6("2001:db8:10::5", &dst, 64, 17, &payload)
+                };
+                eth(ROUTER, SPINE1, None, 0x86dd, &ip)
             }
         }
     };
     // Runs of one flow: a frame may repeat the one before it with bytes the flow hash does
     // not read changed (TTL or hop limit, IPv4 id, payload, IPv6 traffic class), which the
     // stage takes as a repeat, or with one it does read changed (an address, a port, the
-    // protocol, fragment bits, the flow label, ports cut off), which it must not.
+    // protocol, fragment bits, the flow label, ports cut off, an SRH's segment), which it must
+    // not.
     let mut repeat_draw = xorshift(0x5eed_0ff1_0a7e_1100);
     let mut coin = move |n: u64| repeat_draw() % n;
     let repeat = |previous: &[u8], which: u64| -> Vec<u8> {
@@ -1352,6 +1356,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
             (true, 3) => frame[55] ^= 1,               // source port
             (true, 4) => frame[20] = 6,                // next header
             (true, 5) => frame[15] ^= 0x01,            // flow label
+            (true, 7) if frame[20] == 43 && frame.len() > 65 => frame[65] ^= 1, // SRH segment
             (true, _) => frame.truncate(14 + 40 + 2),  // no room for the ports
         }
         if which < 2 {
@@ -1406,8 +1411,10 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         staged_frames * 2 > frames_seen,
         "{staged_frames} of {frames_seen} staged"
     );
+    // Half the frames repeat the one before, a quarter of those with only bytes the hash
+    // ignores changed: one in eight at most, less repeats of bridged frames and of SRH frames.
     assert!(
-        repeats * 8 > frames_seen,
+        repeats * 10 > frames_seen,
         "only {repeats} of {frames_seen} frames repeated a staged flow"
     );
     assert!(
@@ -1468,6 +1475,16 @@ fn express_spec() -> SwitchSpec {
         csid("un", "fcbb:bb00:100::", 48, SidBehavior::End, 32, 16),
         csid("ua", "fcbb:bb00:600::", 48, ua, 32, 16),
         csid("un8", "fe11::", 16, SidBehavior::End, 8, 8),
+        SidSpec {
+            name: "end-psp".into(),
+            vrf: 0,
+            prefix: "2001:db8:6::".parse().unwrap(),
+            len: 48,
+            behavior: SidBehavior::End,
+            next_csid: None,
+            psp: true,
+            usp: false,
+        },
     ]);
     for (prefix, len, target) in [
         ("fcbb:bb00:200::", 48, RouteTarget::Group(0)),
@@ -1484,6 +1501,47 @@ fn express_spec() -> SwitchSpec {
         });
     }
     spec
+}
+
+/// An SRH (now and then behind a Hop-by-Hop header) carrying `upper` as UDP, for a packet
+/// to an End SID: its segments lead to a group, a nexthop, no route, a link-local address or
+/// a local SID; Segments Left, Last Entry, the routing type and the header length are right
+/// most of the time and anything now and then. Returns the next header and the payload.
+fn srh_payload(next: &mut dyn FnMut() -> u64, upper: &[u8]) -> (u8, Vec<u8>) {
+    const SEGMENTS: [&str; 8] = [
+        "2001:db8:e::1",
+        "2001:db8:b::1",
+        "2001:db8:77::1",
+        "fe80::1",
+        "2001:db8:5::2",
+        "fcbb:bb00:100:200::",
+        "fcbb:bb00:200::7",
+        "2001:db8:e::2",
+    ];
+    let count = 1 + (next() % 3) as usize;
+    let segments: Vec<&str> = (0..count)
+        .map(|_| SEGMENTS[(next() % 8) as usize])
+        .collect();
+    let segments_left = [1, 1, 2, 3, 0][(next() % 5) as usize];
+    let last_entry = match next() % 6 {
+        0 => (next() % 4) as u8,
+        _ => count as u8 - 1,
+    };
+    let mut header = super::srv6_tests::srh(17, segments_left, last_entry, &segments);
+    match next() % 12 {
+        0 => header[2] = 3,                       // another routing type
+        1 => header[1] = (next() % 8) as u8,      // any header length
+        2 => header.truncate(8 + 16 * count - 4), // cut short
+        _ => {}
+    }
+    header.extend_from_slice(upper);
+    if next().is_multiple_of(6) {
+        // A Hop-by-Hop header first: one PadN option filling its 8 bytes.
+        let mut with_hop_by_hop = vec![43, 0, 1, 4, 0, 0, 0, 0];
+        with_hop_by_hop.extend_from_slice(&header);
+        return (0, with_hop_by_hop);
+    }
+    (43, header)
 }
 
 /// A destination to one of `express_spec`'s NEXT-C-SID SIDs. Behind the uN or the uA, the
@@ -1598,7 +1656,19 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
                 )
             };
             let src = ["2001:db8:10::5", "fe80::5"][usize::from(pick(next, 8) == 0)];
-            let mut ip6 = ipv6(src, &dst, ttl, 17, &ip[20..]);
+            let mut ip6 = if pick(next, 2) == 0 {
+                // An SRH to End (with PSP or not) or to a uN (its argument zero or not).
+                let dst = match pick(next, 4) {
+                    0 => format!("2001:db8:5::{:x}", pick(next, 65_536)),
+                    1 => format!("2001:db8:6::{:x}", pick(next, 65_536)),
+                    2 => "fcbb:bb00:100::".to_string(),
+                    _ => usid_destination(next),
+                };
+                let (next_header, payload) = srh_payload(next, &ip[20..]);
+                ipv6(src, &dst, ttl, next_header, &payload)
+            } else {
+                ipv6(src, &dst, ttl, 17, &ip[20..])
+            };
             match mutation {
                 0 => ip6[0] = (pick(next, 16) as u8) << 4,
                 1 => {
@@ -1621,7 +1691,7 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     };
     let mut now = T0;
     let (mut express_frames, mut express_forwarded, mut frames) = (0, 0, 0);
-    let mut usid_express_forwarded = 0;
+    let (mut shifts_forwarded, mut srh_steps_forwarded) = (0, 0);
     let mut hosts = 0u16;
     for round in 0..2_000u64 {
         now += match next() % 8 {
@@ -1681,14 +1751,22 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         for (index, frame) in burst.iter().enumerate() {
             let (mut a, mut b) = (frame.clone(), frame.clone());
             let express = stage.express() >> index & 1 != 0;
+            // Verdicts with the frame's window after them (PSP and decapsulation shrink it).
+            let whole = (0, frame.len());
             let got = if express {
-                express_side.route_express(&mut a, &stage.staged(index), now)
+                let verdict = express_side.route_express(&mut a, &stage.staged(index), now);
+                (verdict, whole)
             } else {
                 stage.hand_to(&mut express_side, index);
                 let mut window = Frame::whole(&mut a);
-                express_side.process_frame(&mut window, in_port, now)
+                let verdict = express_side.process_frame(&mut window, in_port, now);
+                (verdict, (window.start(), window.end()))
             };
-            let want = plain.process(&mut b, in_port, now);
+            // The plain side forgets its bridging memo before every frame (`Forwarder::process`).
+            plain.begin_burst();
+            let mut window = Frame::whole(&mut b);
+            let verdict = plain.process_frame(&mut window, in_port, now);
+            let want = (verdict, (window.start(), window.end()));
             assert_eq!(
                 got, want,
                 "round {round} frame {index} (express {express}): {frame:02x?}"
@@ -1696,10 +1774,14 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             assert_eq!(a, b, "round {round} frame {index} bytes");
             frames += 1;
             express_frames += usize::from(express);
-            express_forwarded += usize::from(express && matches!(want, Verdict::Forward { .. }));
-            usid_express_forwarded += usize::from(
-                express && stage.staged(index).is_usid() && matches!(want, Verdict::Forward { .. }),
-            );
+            express_forwarded += usize::from(express && matches!(want.0, Verdict::Forward { .. }));
+            if express && matches!(want.0, Verdict::Forward { .. }) {
+                match stage.staged(index).endpoint() {
+                    Some(EndpointStep::Shift) => shifts_forwarded += 1,
+                    Some(EndpointStep::Srh { .. }) => srh_steps_forwarded += 1,
+                    None => {}
+                }
+            }
         }
         assert_eq!(
             express_side.drain_requests().collect::<Vec<_>>(),
@@ -1717,8 +1799,8 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         assert_eq!(x.snapshot(), p.snapshot(), "SID counters");
     }
     assert!(
-        usid_express_forwarded > 0,
-        "no uN frame was forwarded express"
+        shifts_forwarded > 0 && srh_steps_forwarded > 0,
+        "express endpoints forwarded {shifts_forwarded} uN shifts, {srh_steps_forwarded} SRH steps"
     );
     for (x, p) in express_side
         .balance_counters()

@@ -219,23 +219,72 @@ impl Srv6State {
         self.my_sid.get(usize::from(vrf))?.as_ref()?.lookup(dst)
     }
 
-    /// For a packet to local SID `sid` at destination `dst` in `vrf`: the destination a uN
-    /// shift gives it, when that is all the endpoint does before the FIB (the SID is End with
-    /// NEXT-C-SID, the argument is not zero, and the new destination is neither link-local nor
-    /// another local SID). The burst stage looks the new destination up for express frames.
+    /// For a packet to local SID `sid` in `vrf` (`ip` from its IPv6 header on, `dst` its
+    /// destination): its next
+    /// destination and the step that gives it, when that step is all the endpoint does before
+    /// the FIB. The SID is End (with or without NEXT-C-SID): a uN shift of a non-zero
+    /// argument, or else (RFC 8986 4.1) an SRH that passes every check with Segments Left
+    /// above 0 and is not removed (PSP on the last segment shrinks the packet). The new
+    /// destination must be neither link-local nor another local SID. The burst stage looks
+    /// the new destination up for express frames (`Forwarder::endpoint_express` applies the
+    /// step); the hop limit is the caller's to check.
     #[inline(always)]
-    pub(super) fn usid_shift_to_fib(&self, vrf: u16, sid: u32, dst: u128) -> Option<u128> {
+    pub(super) fn express_step(
+        &self,
+        vrf: u16,
+        sid: u32,
+        dst: u128,
+        ip: &[u8],
+    ) -> Option<(u128, EndpointStep)> {
         let Some(Some(sid)) = self.sids.get(sid as usize) else {
             return None;
         };
         if !matches!(sid.behavior, SidBehavior::End) {
             return None;
         }
-        let shifted = sid.csid?.shifted(dst)?;
-        let routed = !super::is_link_local(&shifted.to_be_bytes())
-            && self.lookup_sid(vrf, Ipv6Addr::from(shifted)).is_none();
-        routed.then_some(shifted)
+        let (next, step) = match sid.csid.and_then(|c| c.shifted(dst)) {
+            Some(shifted) => (shifted, EndpointStep::Shift),
+            None => {
+                let (offset, segments_left, segment) = srh_next_segment(ip)?;
+                if sid.psp && segments_left == 1 {
+                    return None;
+                }
+                let offset = u8::try_from(offset).ok()?;
+                (u128::from(segment), EndpointStep::Srh { offset })
+            }
+        };
+        let routed = !super::is_link_local(&next.to_be_bytes())
+            && self.lookup_sid(vrf, Ipv6Addr::from(next)).is_none();
+        routed.then_some((next, step))
     }
+}
+
+/// How an express frame's endpoint reaches its next destination (`Srv6State::express_step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointStep {
+    /// A uN shift of the destination.
+    Shift,
+    /// The SRH at `offset` from the IPv6 header: Segments Left goes down by one and the
+    /// destination becomes the segment it then points at.
+    Srh { offset: u8 },
+}
+
+/// The SRH of `ip` (an IPv6 packet whose payload the frame holds) when End may process it
+/// (RFC 8986 4.1, the checks of `Forwarder::srv6_behavior` in its order): the extension
+/// headers walk, the SRH is valid, Segments Left is above 0 and the segment list is
+/// consistent. Returns its offset, Segments Left and the segment that comes next. Out of
+/// line, to keep the burst stage's first pass small for the frames without an SRH step.
+#[inline(never)]
+fn srh_next_segment(ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
+    let packet_end = 40 + usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
+    let upper = walk_extension_headers(&Ipv6Packet::new_unchecked(ip.get(..packet_end)?)).ok()?;
+    let offset = upper.srh_offset?;
+    let view = SrhPacket::new_checked(ip.get(offset..packet_end)?).ok()?;
+    let segments_left = view.segments_left();
+    if segments_left == 0 || view.check_segments().is_err() {
+        return None;
+    }
+    Some((offset, segments_left, view.segment(segments_left - 1)?))
 }
 
 /// What an endpoint decided before forwarding.
@@ -588,35 +637,41 @@ impl Forwarder {
         }
     }
 
-    /// An express frame to a uN SID (`RouteStage::express`): the stage found the shift and
-    /// looked up and hashed the shifted destination, `staged.dst()`, which leads to a nexthop
-    /// or an ECMP group (`value`). Does what [`Self::srv6_endpoint`] does for it: the shift,
-    /// the hop-limit decrement, resolution and the L2 rewrite, and the SID's counters.
+    /// An express frame to a local SID (`RouteStage::express`): the stage found the
+    /// endpoint's step (`Srv6State::express_step`) and looked up and hashed the destination
+    /// it leads to, `staged.dst()`, which is routed to a nexthop or an ECMP group (`value`).
+    /// Does what [`Self::srv6_endpoint`] does for it: the step, the hop-limit decrement,
+    /// resolution and the L2 rewrite, and the SID's counters.
     /// Out of line: inlined into the engine's express loop it slowed IPv4 frames by 3 to 5 %.
     #[inline(never)]
-    pub(super) fn usid_express(
+    pub(super) fn endpoint_express(
         &mut self,
         frame: &mut [u8],
         staged: &StagedRoute,
         sid: u32,
+        step: EndpointStep,
         value: u32,
         now: Picos,
     ) -> Verdict {
         let arrived_len = frame.len();
         let std::net::IpAddr::V6(dst) = staged.dst() else {
-            debug_assert!(false, "uN express frames are IPv6");
+            debug_assert!(false, "endpoint express frames are IPv6");
             return Verdict::Drop(DropReason::NoRoute);
         };
         let ip = &mut frame[EXPRESS_L3..];
         debug_assert_eq!(
-            self.srv6.usid_shift_to_fib(
+            self.srv6.express_step(
                 staged.vrf(),
                 sid,
-                u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes"))
+                u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes")),
+                ip
             ),
-            Some(u128::from(dst)),
-            "staged uN shift differs"
+            Some((u128::from(dst), step)),
+            "staged endpoint step differs"
         );
+        if let EndpointStep::Srh { offset } = step {
+            ip[usize::from(offset) + srh::SEGMENTS_LEFT_OFFSET] -= 1;
+        }
         ip[24..40].copy_from_slice(&dst.octets());
         ip[7] -= 1;
         let staged_hash = staged.flow_hash();

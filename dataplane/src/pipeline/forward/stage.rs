@@ -5,7 +5,8 @@
 //!
 //! 1. parse the destination and prefetch the FIB's first-level entry (IPv6: unless the
 //!    destination is a local SID, which the my-SID table, small and cached, answers at once;
-//!    for a uN SID whose shift sends the frame on to the FIB, the shifted destination's);
+//!    for an End or uN SID whose one step sends the frame on to the FIB, the destination
+//!    that step sets);
 //! 2. IPv4: prefetch the second-level entry the first level points to; IPv6: walk the
 //!    burst's lookups level by level in lockstep (`Lpm6::lookup_batch`);
 //! 3. IPv4: look the route up (now cached); both: for an ECMP group, compute the frame's flow
@@ -19,12 +20,13 @@
 //! routed port that pass every check the pipeline makes before resolving their route
 //! (unicast source; IPv4: a 20-byte header with a valid checksum and length, TTL above 1;
 //! IPv6: a payload length within the frame, no link-local address, hop limit above 1, not a
-//! local SID unless a uN one; a route to a nexthop or an ECMP group, for a uN frame its
-//! shifted destination's). The engine sends them straight to `Forwarder::route_express`,
-//! skipping the per-frame parse, the port-mode dispatch and the header checks, which the
-//! pass made for the whole burst in one loop. A uN express frame is one the endpoint would
-//! only shift, decrement and route (RFC 9800: a non-zero argument is shifted before any SRH
-//! processing, so its SRH, if any, is not read).
+//! local SID unless its endpoint takes one step to the FIB; a route to a nexthop or an ECMP
+//! group, for a frame to a local SID that of the destination the step sets). The engine
+//! sends them straight to `Forwarder::route_express`, skipping the per-frame parse, the
+//! port-mode dispatch and the header checks, which the pass made for the whole burst in one
+//! loop. The endpoint's step (`Srv6State::express_step`) is a uN shift (RFC 9800: a non-zero
+//! argument is shifted before any SRH processing, so the SRH is not read) or End's SRH step
+//! (RFC 8986 4.1: a valid SRH with Segments Left above 0, not removed by PSP).
 //!
 //! The route and hash are handed to the frame's own routing (`Forwarder::set_staged_route`),
 //! which uses them only if the frame is routed in the VRF and to the destination they were
@@ -34,12 +36,14 @@
 //! start. The FIB does not change within a burst (updates land between bursts); debug builds
 //! check every staged route and hash against what the pipeline finds itself.
 
+pub use super::srv6::EndpointStep;
 use super::{
     ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, Forwarder, PortMode, flow_hash_ipv4,
     flow_hash_ipv6_to, is_link_local, route_value,
 };
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
+use crate::wire::ip::protocol;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// What the burst stage found for one frame, for that frame's routing.
@@ -51,14 +55,14 @@ pub struct StagedRoute {
     /// Offset of the IP header.
     l3: u8,
     /// The destination the FIB is staged for (IPv4 in the low 32 bits): the frame's own, or,
-    /// when `usid`, the one its uN SID shifts in.
+    /// with an `endpoint` step, the one its local SID sends it to.
     dst: u128,
-    /// IPv6: the local SID the frame's destination matches (then the FIB is staged only when
-    /// `usid`).
+    /// IPv6: the local SID the frame's destination matches (then the FIB is staged only with
+    /// an `endpoint` step).
     sid: Option<u32>,
-    /// The SID is a uN whose shift sends the frame on to the FIB (`Srv6State::usid_shift_to_fib`)
-    /// with `dst`, the shifted destination.
-    usid: bool,
+    /// The step by which the SID's endpoint sends the frame on to the FIB with `dst`
+    /// (`Srv6State::express_step`).
+    endpoint: Option<EndpointStep>,
     /// Whether `value` holds the FIB's answer yet.
     looked_up: bool,
     value: Option<u32>,
@@ -112,10 +116,10 @@ impl StagedRoute {
         self.vrf_plus_one = 0;
     }
 
-    /// Whether the FIB is staged for a uN SID's shifted destination.
+    /// The endpoint step whose destination the FIB is staged for, if any.
     #[inline(always)]
-    pub(crate) fn is_usid(&self) -> bool {
-        self.usid
+    pub(crate) fn endpoint(&self) -> Option<EndpointStep> {
+        self.endpoint
     }
 
     #[inline(always)]
@@ -205,16 +209,17 @@ impl RouteStage {
                 staged.sid = forwarder
                     .srv6
                     .lookup_sid(vrf as u16, std::net::Ipv6Addr::from(staged.dst));
-                let shifted = staged.sid.and_then(|sid| {
-                    forwarder
-                        .srv6
-                        .usid_shift_to_fib(vrf as u16, sid, staged.dst)
-                });
-                if let Some(shifted) = shifted {
-                    staged.dst = shifted;
-                    staged.usid = true;
+                // Only an untagged frame can be express, so only its step is worth finding.
+                let (dst, ip) = (staged.dst, &frame[EXPRESS_L3..]);
+                let step = staged
+                    .sid
+                    .filter(|_| usize::from(staged.l3) == EXPRESS_L3)
+                    .and_then(|sid| forwarder.srv6.express_step(vrf as u16, sid, dst, ip));
+                if let Some((next, step)) = step {
+                    staged.dst = next;
+                    staged.endpoint = Some(step);
                 }
-                if staged.sid.is_none() || staged.usid {
+                if staged.sid.is_none() || staged.endpoint.is_some() {
                     v6_frames += 1;
                     forwarder.fib6[vrf].prefetch_first(staged.dst);
                 }
@@ -263,7 +268,7 @@ impl RouteStage {
         let mut n = 0;
         for index in bits(self.staged & !self.repeats) {
             let staged = &self.frames[index];
-            if staged.v6 && (staged.sid.is_none() || staged.usid) {
+            if staged.v6 && (staged.sid.is_none() || staged.endpoint.is_some()) {
                 addrs[n] = staged.dst;
                 which[n] = index as u8;
                 n += 1;
@@ -329,6 +334,14 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], staged: &Stag
     }
     let l3 = usize::from(staged.l3);
     let (a, b) = (&head[l3..], &frame[l3..]);
+    // A local SID's endpoint step reads an SRH, which is not compared, unless it is a uN
+    // shift (the destination alone) or there are no extension headers (no SRH either).
+    if head_staged.sid.is_some()
+        && head_staged.endpoint != Some(EndpointStep::Shift)
+        && is_extension_header(a[6])
+    {
+        return false;
+    }
     let ports_at = |offset: usize| a.get(offset..offset + 4) == b.get(offset..offset + 4);
     if staged.v6 {
         a[1] & 0x0f == b[1] & 0x0f
@@ -345,6 +358,19 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], staged: &Stag
             && (a.len() >= header_len) == (b.len() >= header_len)
             && ports_at(header_len)
     }
+}
+
+/// Whether IPv6 next header `next` is one `walk_extension_headers` walks through.
+#[inline(always)]
+fn is_extension_header(next: u8) -> bool {
+    matches!(
+        next,
+        protocol::HOP_BY_HOP
+            | protocol::ROUTING
+            | protocol::FRAGMENT
+            | protocol::AH
+            | protocol::DESTINATION_OPTIONS
+    )
 }
 
 /// Whether a staged frame (to the router MAC, received on a routed port, so staged in its
@@ -366,7 +392,7 @@ fn is_express(staged: &StagedRoute, frame: &[u8]) -> bool {
     let ip = &frame[EXPRESS_L3..];
     resolvable
         && if staged.v6 {
-            (staged.sid.is_none() || staged.usid) && is_express_ipv6(ip)
+            (staged.sid.is_none() || staged.endpoint.is_some()) && is_express_ipv6(ip)
         } else {
             is_express_ipv4(ip)
         }
@@ -474,9 +500,11 @@ impl Forwarder {
         };
         let ip = &frame[usize::from(staged.l3)..];
         let hash = if staged.v6 {
-            // A uN frame hashes as its endpoint will, after the shift (`srv6::outer_hash`).
+            // A frame to a local SID hashes as its endpoint will, with the destination it
+            // sets (`srv6::outer_hash`).
             let dst = staged.dst.to_be_bytes();
-            flow_hash_ipv6_to(ip, dst, !staged.usid, self.flow_hash_seed)
+            let with_ports = staged.endpoint.is_none();
+            flow_hash_ipv6_to(ip, dst, with_ports, self.flow_hash_seed)
         } else {
             let header_len = usize::from(ip[0] & 0x0f) * 4;
             if header_len < 20 || header_len > ip.len() {
