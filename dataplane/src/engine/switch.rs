@@ -267,9 +267,14 @@ impl SwitchWorker {
                 } else {
                     0
                 };
-                for (index, mbuf) in burst.drain().enumerate() {
+                for (index, mut mbuf) in burst.drain().enumerate() {
                     if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
                         self.handle_express(mbuf, index, port as u16, now);
+                    } else if let Some(verdict) =
+                        self.repeated_bridging(&mut mbuf, port as u16, now)
+                    {
+                        let tc = qos::classify(mbuf.packet().data(), &self.port_qos[port]);
+                        self.act_on(verdict, mbuf, port as u16, tc, now);
                     } else {
                         self.stage.hand_to(&mut self.forwarder, index);
                         self.handle(mbuf, port as u16, now);
@@ -419,6 +424,20 @@ impl SwitchWorker {
         let tc = qos::classify(mbuf.packet().data(), &self.port_qos[usize::from(in_port)]);
         let verdict = self.process_resizable(&mut mbuf, in_port, now);
         self.act_on(verdict, mbuf, in_port, tc, now);
+    }
+
+    /// The burst's previous bridged verdict for a frame that repeats its L2 header
+    /// (`Forwarder::repeated_bridging`): what `handle` would decide, without its checks. The
+    /// port is up (the burst's first bridged frame found it so), and the header equals one
+    /// that was bridged, so the frame is no MAC control frame; only its segments are left.
+    #[inline(always)]
+    fn repeated_bridging(&mut self, mbuf: &mut Mbuf, in_port: u16, now: Picos) -> Option<Verdict> {
+        let mut packet = mbuf.packet_mut();
+        if packet.segments() != 1 {
+            return None;
+        }
+        self.forwarder
+            .repeated_bridging(packet.data_mut(), in_port, now)
     }
 
     /// `handle` for frame `index` of the burst, an express frame of the burst stage (see

@@ -60,6 +60,16 @@ impl Forwarder {
         self.bridge_memo.mask = 0;
     }
 
+    /// The verdict of the burst's previous bridged frame for `frame` (a whole, single-segment
+    /// frame received on `in_port` at `now`), if it repeats that frame's header: what
+    /// [`Self::process_frame`] decides for it, without its parse. The engine tries it first
+    /// for each frame of a burst that is not express.
+    #[inline(always)]
+    pub fn repeated_bridging(&self, frame: &mut [u8], in_port: u16, now: Picos) -> Option<Verdict> {
+        let header = header_of(frame)?;
+        self.remembered_bridging(frame, header, in_port, now)
+    }
+
     /// The previous bridged frame's verdict, if `frame` repeats its header (see the module).
     #[inline(always)]
     pub(super) fn remembered_bridging(
