@@ -30,42 +30,20 @@ impl Peers {
         self.0.veth(host)
     }
 
-    fn must(&self, host: &str, args: &[&str]) {
-        self.0.must(host, args)
+    /// Runs `command` (words separated by spaces) in `host`; it must succeed.
+    fn must(&self, host: &str, command: &str) {
+        let args: Vec<&str> = command.split_whitespace().collect();
+        self.0.must(host, &args)
     }
 
     /// A host at `address`/64 behind the switch's `gateway`.
     fn add(&mut self, host: &str, mac: &str, address: &str, gateway: &str) {
         self.0.create(host);
-        self.must(host, &["ip", "link", "set", "eth0", "address", mac]);
+        self.must(host, &format!("ip link set eth0 address {mac}"));
+        self.must(host, &format!("ip -6 addr add {address}/64 dev eth0 nodad"));
         self.must(
             host,
-            &[
-                "ip",
-                "-6",
-                "addr",
-                "add",
-                &format!("{address}/64"),
-                "dev",
-                "eth0",
-                "nodad",
-            ],
-        );
-        self.must(
-            host,
-            &[
-                "ip",
-                "-6",
-                "neigh",
-                "add",
-                gateway,
-                "lladdr",
-                ROUTER_MAC,
-                "dev",
-                "eth0",
-                "nud",
-                "permanent",
-            ],
+            &format!("ip -6 neigh add {gateway} lladdr {ROUTER_MAC} dev eth0 nud permanent"),
         );
         // seg6local routes are input routes of a router: forwarding must be on.
         for setting in [
@@ -73,7 +51,7 @@ impl Peers {
             "net.ipv6.conf.eth0.seg6_enabled=1",
             "net.ipv6.conf.all.forwarding=1",
         ] {
-            self.must(host, &["sysctl", "-qw", setting]);
+            self.must(host, &format!("sysctl -qw {setting}"));
         }
         self.0.attach(host);
     }
@@ -118,111 +96,39 @@ fn linux_headend_and_end_dt6_through_ironclos_as_end_and_un() {
             "fcbb:bb00:100:300::",
         ),
     ] {
-        peers.must(host, &["ip", "sr", "tunsrc", "set", src]);
+        let gateway = if host == "a" {
+            "2001:db8:a1::1"
+        } else {
+            "2001:db8:b1::1"
+        };
+        peers.must(host, &format!("ip sr tunsrc set {src}"));
         peers.must(
             host,
-            &[
-                "ip", "-6", "route", "add", far, "encap", "seg6", "mode", "encap", "segs",
-                segments, "dev", "eth0", "advmss", "1200",
-            ],
+            &format!(
+                "ip -6 route add {far} encap seg6 mode encap segs {segments} dev eth0 advmss 1200"
+            ),
         );
+        for prefix in ["fcbb::/16", "2001:db8:5::/64"] {
+            peers.must(
+                host,
+                &format!("ip -6 route add {prefix} via {gateway} dev eth0"),
+            );
+        }
+    }
+    for (host, sid) in [("b", "fcbb:bb00:200::/48"), ("a", "fcbb:bb00:300::/48")] {
         peers.must(
             host,
-            &[
-                "ip",
-                "-6",
-                "route",
-                "add",
-                "fcbb::/16",
-                "via",
-                if host == "a" {
-                    "2001:db8:a1::1"
-                } else {
-                    "2001:db8:b1::1"
-                },
-                "dev",
-                "eth0",
-            ],
-        );
-        peers.must(
-            host,
-            &[
-                "ip",
-                "-6",
-                "route",
-                "add",
-                "2001:db8:5::/64",
-                "via",
-                if host == "a" {
-                    "2001:db8:a1::1"
-                } else {
-                    "2001:db8:b1::1"
-                },
-                "dev",
-                "eth0",
-            ],
+            &format!("ip -6 route add {sid} encap seg6local action End.DT6 table 255 dev eth0"),
         );
     }
-    peers.must(
-        "b",
-        &[
-            "ip",
-            "-6",
-            "route",
-            "add",
-            "fcbb:bb00:200::/48",
-            "encap",
-            "seg6local",
-            "action",
-            "End.DT6",
-            "table",
-            "255",
-            "dev",
-            "eth0",
-        ],
-    );
-    peers.must(
-        "a",
-        &[
-            "ip",
-            "-6",
-            "route",
-            "add",
-            "fcbb:bb00:300::/48",
-            "encap",
-            "seg6local",
-            "action",
-            "End.DT6",
-            "table",
-            "255",
-            "dev",
-            "eth0",
-        ],
-    );
     // b's second address, reached from a through the End SID alone (its next segment is b's
     // End.DT6 SID, routed by the switch's FIB).
-    peers.must("b", &["ip", "link", "set", "lo", "up"]);
-    peers.must(
-        "b",
-        &["ip", "-6", "addr", "add", "2001:db8:b2::2/128", "dev", "lo"],
-    );
+    peers.must("b", "ip link set lo up");
+    peers.must("b", "ip -6 addr add 2001:db8:b2::2/128 dev lo");
     peers.must(
         "a",
-        &[
-            "ip",
-            "-6",
-            "route",
-            "add",
-            "2001:db8:b2::/64",
-            "encap",
-            "seg6",
-            "mode",
-            "encap",
-            "segs",
-            "2001:db8:5::1,fcbb:bb00:200::",
-            "dev",
-            "eth0",
-        ],
+        "ip -6 route add 2001:db8:b2::/64 encap seg6 mode encap segs \
+         2001:db8:5::1,fcbb:bb00:200:: dev eth0",
     );
 
     let config = format!(
