@@ -16,6 +16,10 @@
 //! * `lpm6_lookup/{1k,100k}`: prefixes /16../64 (half of them /48, a fifth /49../64) under 64
 //!   random /32 "sites", plus 16 /128s, looked up with addresses inside random installed
 //!   prefixes (uniformly random IPv6 addresses would all miss at the first level).
+//! * `my_sid_lookup/{short_list,lpm6}_{4,16}`: the my-SID table (`SidTable`, a short list of
+//!   masked prefixes) against an `Lpm6` holding the same SIDs (/48 locators under one
+//!   fcbb:bb00::/32 block and /128 End SIDs), looked up with addresses half of which hit a SID
+//!   and half miss it inside the block (a uN's shifted destination, an End's next segment).
 //! * `flow_hash/{v4,v6}`: random 5-tuples (and flow labels).
 //! * `ecmp_select/16_members`: 16 members of random weights over 512 buckets, random hashes.
 //! * `flowlet_select/{continue,new_random,new_least_loaded}`: see `bench_flowlet`.
@@ -33,7 +37,7 @@ use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterio
 use dataplane::tables::ecmp::{EcmpGroup, Member};
 use dataplane::tables::flowhash::{FlowKey, flow_hash};
 use dataplane::tables::mac::MacTable;
-use dataplane::tables::{Lpm4, Lpm6};
+use dataplane::tables::{Lpm4, Lpm6, SidTable};
 
 /// Keys per measured pass: enough to defeat branch and cache "memorisation" of a few keys,
 /// few enough that the key array stays in L1/L2.
@@ -194,6 +198,61 @@ fn bench_lpm6(c: &mut Criterion) {
             })
             .collect();
         g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut acc = 0u32;
+                for &a in &addrs {
+                    acc ^= lpm.lookup(black_box(a)).unwrap_or(u32::MAX);
+                }
+                black_box(acc)
+            });
+        });
+    }
+    g.finish();
+}
+
+fn bench_my_sid(c: &mut Criterion) {
+    let mut g = group(c, "my_sid_lookup");
+    let block: u128 = 0xfcbb_bb00 << 96;
+    for count in [4usize, 16] {
+        let mut rng = XorShift::new(SEED ^ count as u64);
+        // Half /48 locators in the block, half /128 End SIDs elsewhere.
+        let sids: Vec<(u128, u8)> = (0..count)
+            .map(|i| {
+                if i % 2 == 0 {
+                    (block | u128::from(0x100 + i as u32) << 80, 48)
+                } else {
+                    (0x2001_0db8_0005 << 80 | u128::from(i as u32), 128)
+                }
+            })
+            .collect();
+        let (mut short_list, mut lpm) = (SidTable::new(), Lpm6::new());
+        for (i, &(prefix, len)) in sids.iter().enumerate() {
+            short_list
+                .insert(Ipv6Addr::from(prefix), len, i as u32)
+                .expect("SID");
+            lpm.insert(Ipv6Addr::from(prefix), len, i as u32)
+                .expect("SID");
+        }
+        let addrs: Vec<u128> = (0..KEYS)
+            .map(|_| {
+                let (prefix, len) = sids[rng.below(count as u64) as usize];
+                if rng.below(2) == 0 {
+                    prefix | (rng.u128() & !mask6(u128::MAX, len))
+                } else {
+                    block | (u128::from(0x9000 + rng.below(256) as u32) << 80)
+                }
+            })
+            .collect();
+        g.bench_function(format!("short_list_{count}"), |b| {
+            b.iter(|| {
+                let mut acc = 0u32;
+                for &a in &addrs {
+                    acc ^= short_list.lookup(black_box(a)).unwrap_or(u32::MAX);
+                }
+                black_box(acc)
+            });
+        });
+        g.bench_function(format!("lpm6_{count}"), |b| {
             b.iter(|| {
                 let mut acc = 0u32;
                 for &a in &addrs {
@@ -376,6 +435,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = tables;
     config = config();
-    targets = bench_lpm4, bench_lpm6, bench_flow_hash, bench_ecmp, bench_flowlet, bench_mac
+    targets = bench_lpm4, bench_lpm6, bench_my_sid, bench_flow_hash, bench_ecmp, bench_flowlet, bench_mac
 }
 criterion_main!(tables);
