@@ -80,6 +80,25 @@ fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
     g
 }
 
+/// Measures `lookup` over every key of `keys` per pass, the answers folded together so none
+/// is optimised away.
+fn bench_keys<K>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: impl Into<String>,
+    keys: &[K],
+    lookup: impl Fn(&K) -> u32,
+) {
+    g.bench_function(name.into(), |b| {
+        b.iter(|| {
+            let mut acc = 0u32;
+            for key in keys {
+                acc ^= lookup(black_box(key));
+            }
+            black_box(acc)
+        });
+    });
+}
+
 fn mask4(addr: u32, len: u8) -> u32 {
     if len == 0 {
         0
@@ -132,15 +151,7 @@ fn bench_lpm4(c: &mut Criterion) {
     let mut g = group(c, "lpm4_lookup");
     for (name, n) in [("1k", 1_000), ("100k", 100_000), ("1m", 1_000_000)] {
         let lpm = lpm4_table(n);
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut acc = 0u32;
-                for &a in &addrs {
-                    acc ^= lpm.lookup(black_box(a)).unwrap_or(u32::MAX);
-                }
-                black_box(acc)
-            });
-        });
+        bench_keys(&mut g, name, &addrs, |&a| lpm.lookup(a).unwrap_or(u32::MAX));
     }
     g.finish();
 }
@@ -197,15 +208,7 @@ fn bench_lpm6(c: &mut Criterion) {
                 prefix | (rng.u128() & !mask6(u128::MAX, len))
             })
             .collect();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut acc = 0u32;
-                for &a in &addrs {
-                    acc ^= lpm.lookup(black_box(a)).unwrap_or(u32::MAX);
-                }
-                black_box(acc)
-            });
-        });
+        bench_keys(&mut g, name, &addrs, |&a| lpm.lookup(a).unwrap_or(u32::MAX));
     }
     g.finish();
 }
@@ -243,23 +246,11 @@ fn bench_my_sid(c: &mut Criterion) {
                 }
             })
             .collect();
-        g.bench_function(format!("short_list_{count}"), |b| {
-            b.iter(|| {
-                let mut acc = 0u32;
-                for &a in &addrs {
-                    acc ^= short_list.lookup(black_box(a)).unwrap_or(u32::MAX);
-                }
-                black_box(acc)
-            });
+        bench_keys(&mut g, format!("short_list_{count}"), &addrs, |&a| {
+            short_list.lookup(a).unwrap_or(u32::MAX)
         });
-        g.bench_function(format!("lpm6_{count}"), |b| {
-            b.iter(|| {
-                let mut acc = 0u32;
-                for &a in &addrs {
-                    acc ^= lpm.lookup(black_box(a)).unwrap_or(u32::MAX);
-                }
-                black_box(acc)
-            });
+        bench_keys(&mut g, format!("lpm6_{count}"), &addrs, |&a| {
+            lpm.lookup(a).unwrap_or(u32::MAX)
         });
     }
     g.finish();
@@ -289,15 +280,7 @@ fn bench_flow_hash(c: &mut Criterion) {
     let seed = rng.u32();
     let mut g = group(c, "flow_hash");
     for (name, keys) in [("v4", &v4), ("v6", &v6)] {
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut acc = 0u32;
-                for key in keys {
-                    acc ^= flow_hash(black_box(key), seed);
-                }
-                black_box(acc)
-            });
-        });
+        bench_keys(&mut g, name, keys, |key| flow_hash(key, seed));
     }
     g.finish();
 }
@@ -314,14 +297,8 @@ fn bench_ecmp(c: &mut Criterion) {
     let ecmp = EcmpGroup::with_buckets(512, &members).expect("ECMP group");
     let hashes: Vec<u32> = (0..KEYS).map(|_| rng.u32()).collect();
     let mut g = group(c, "ecmp_select");
-    g.bench_function("16_members", |b| {
-        b.iter(|| {
-            let mut acc = 0u32;
-            for &h in &hashes {
-                acc ^= ecmp.select(black_box(h)).unwrap_or(u32::MAX);
-            }
-            black_box(acc)
-        });
+    bench_keys(&mut g, "16_members", &hashes, |&h| {
+        ecmp.select(h).unwrap_or(u32::MAX)
     });
     g.finish();
 }
@@ -410,16 +387,8 @@ fn bench_mac(c: &mut Criterion) {
             .map(|_| learned[rng.below(n as u64) as usize])
             .collect();
         let now = 2;
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut acc = 0u16;
-                for &(vlan, mac) in &keys {
-                    acc ^= table
-                        .lookup(black_box(vlan), black_box(mac), now)
-                        .unwrap_or(u16::MAX);
-                }
-                black_box(acc)
-            });
+        bench_keys(&mut g, name, &keys, |&(vlan, mac)| {
+            u32::from(table.lookup(vlan, mac, now).unwrap_or(u16::MAX))
         });
     }
     g.finish();
