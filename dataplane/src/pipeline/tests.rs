@@ -1573,9 +1573,9 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     // behind a VLAN, unresolved, connected, blackhole, local, none), with every header check
     // failing now and then (version, IHL, options whose first 20 bytes sum right, total
     // length, checksum, TTL, multicast source, a tag, another MAC, ARP), IPv6 frames to a
-    // group, a nexthop, a local SID, a uN SID (its next uSID routed or not) or no route (hop
-    // limit, version, payload length, link-local source or destination), and runs of one
-    // flow, while neighbours resolve, the VLAN host moves and an uplink goes down and up. One
+    // group, a nexthop, a local SID, a uN SID (its next uSID routed or not), an End SID with
+    // an SRH (valid or broken, behind a Hop-by-Hop header, PSP) or no route (hop limit,
+    // version, payload length, link-local source or destination), and runs of one flow, while neighbours resolve, the VLAN host moves and an uplink goes down and up. One
     // forwarder takes the burst's express frames through `route_express` and the rest through
     // the pipeline; the other takes every frame through the pipeline unstaged. Verdicts,
     // bytes, control requests, learned MACs, the groups' and the SIDs' counters must agree.
