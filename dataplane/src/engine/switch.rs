@@ -444,7 +444,7 @@ impl SwitchWorker {
     /// `RouteStage::express`): its class and route come from the header the stage checked.
     #[inline(always)]
     fn handle_express(&mut self, mut mbuf: Mbuf, index: usize, in_port: u16, now: Picos) {
-        let staged = self.stage.staged(index);
+        let staged = self.stage.staged_ref(index);
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
         let version = if staged.is_ipv6() {
@@ -454,7 +454,7 @@ impl SwitchWorker {
         };
         let traffic_class = qos::classify::traffic_class_byte(frame, EXPRESS_L3, version);
         let tc = qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(in_port)]);
-        let verdict = self.forwarder.route_express(frame, &staged, now);
+        let verdict = self.forwarder.route_express(frame, staged, now);
         self.act_on(verdict, mbuf, in_port, tc, now);
     }
 

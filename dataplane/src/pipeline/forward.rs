@@ -31,6 +31,9 @@ const ARP_OP_REQUEST: u16 = 1;
 mod srv6;
 // Reuse of the previous bridged frame's decision for frames with the same L2 header.
 mod bridge_memo;
+
+// Express repeats: the route of the burst's last express frame, for its flow's next frames.
+mod route_memo;
 // Burst staging: prefetches and flow hashes for a burst ahead of its frames.
 mod stage;
 pub use stage::{EXPRESS_L3, EndpointStep, RouteStage, StagedRoute};
@@ -213,9 +216,13 @@ pub struct Forwarder {
     learn_cache: Vec<LearnCacheEntry>,
     dst_cache: Box<[DstCacheEntry; DST_CACHE_SLOTS]>,
     bridge_memo: bridge_memo::BridgeMemo,
+    route_memo: route_memo::RouteMemo,
     /// Frames that reused the bridging memo (tests check the memo is exercised).
     #[cfg(test)]
     pub(crate) bridge_memo_hits: std::cell::Cell<u64>,
+    /// Express frames that reused the route memo.
+    #[cfg(test)]
+    pub(crate) route_memo_hits: std::cell::Cell<u64>,
     mac_aging: Picos,
     /// MACs that moved between ports (a loop or a host moving).
     pub mac_moves: u64,
@@ -235,6 +242,11 @@ impl fmt::Debug for Forwarder {
             .finish()
     }
 }
+
+/// What a repeat of a frame's flow at the same instant counts to, for `route_memo`: `None`
+/// when a repeat must choose again (per-packet spraying), else the group and member index
+/// (`GroupBalancer::repeat`) or nothing (a nexthop, a member without counters).
+type RepeatCount = Option<Option<(u32, u32)>>;
 
 /// Most control requests one burst can produce before the engine drains them.
 const MAX_PENDING_REQUESTS: usize = 256;
@@ -326,8 +338,11 @@ impl Forwarder {
             learn_cache: vec![LearnCacheEntry::default(); port_count],
             dst_cache: Box::new([DstCacheEntry::default(); DST_CACHE_SLOTS]),
             bridge_memo: Default::default(),
+            route_memo: Default::default(),
             #[cfg(test)]
             bridge_memo_hits: Default::default(),
+            #[cfg(test)]
+            route_memo_hits: Default::default(),
             mac_aging: spec.mac_aging,
             mac_moves: 0,
             mac_learn_failures: 0,
@@ -527,6 +542,7 @@ impl Forwarder {
     /// A neighbour's MAC became known (or changed): every nexthop with that address on that
     /// interface uses it, and a connected host gets a host route so the fast path finds it.
     pub fn neighbor_resolved(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
+        self.route_memo.forget();
         let Some(iface) = self.interfaces.get(usize::from(interface)) else {
             return;
         };
@@ -544,6 +560,7 @@ impl Forwarder {
 
     /// A neighbour stopped answering: packets to it are dropped (and resolution retried).
     pub fn neighbor_lost(&mut self, interface: u16, ip: IpAddr) {
+        self.route_memo.forget();
         for nh in self
             .nexthops
             .iter_mut()
@@ -556,6 +573,7 @@ impl Forwarder {
     /// Link state of a port: ECMP members behind a routed port leave their groups at once
     /// while it is down, and its learned MACs are flushed.
     pub fn set_port_up(&mut self, port: u16, up: bool) {
+        self.route_memo.forget();
         let Some(state) = self.ports.get_mut(usize::from(port)) else {
             return;
         };
@@ -662,6 +680,8 @@ impl Forwarder {
     /// configuration change (a frame may reuse the previous frame's bridging decision).
     #[inline]
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
+        // Whatever this frame changes, the express repeats after it resolve afresh.
+        self.route_memo.forget();
         let verdict = self.process_frame_staged(frame, in_port, now);
         // A staged route belongs to this frame only, whether or not its routing used it.
         self.staged.clear();
@@ -977,7 +997,8 @@ impl Forwarder {
             );
             staged.unwrap_or_else(computed)
         };
-        let (out_iface, dst_mac) = match self.resolve_target(target, IpAddr::V4(dst), hash, now) {
+        let (out_iface, dst_mac) = match self.resolve_target(target, || IpAddr::V4(dst), hash, now)
+        {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
@@ -1008,6 +1029,9 @@ impl Forwarder {
         if let (Some(sid), Some(step)) = (staged.sid(), staged.endpoint()) {
             return self.endpoint_express(frame, staged, sid, step, value, now);
         }
+        if let Some(verdict) = self.repeat_express(frame, staged, now) {
+            return verdict;
+        }
         let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
         let ip = &frame[stage::EXPRESS_L3..];
         let hash = || {
@@ -1027,12 +1051,19 @@ impl Forwarder {
             staged_hash.unwrap_or_default()
         };
         let target = route_value::decode(value);
-        let (out_iface, dst_mac) = match self.resolve_target(target, staged.dst(), hash, now) {
-            Ok(found) => found,
-            Err(reason) => return Verdict::Drop(reason),
-        };
+        let (out_iface, dst_mac, counted) =
+            match self.resolve_target_counted(target, || staged.dst(), hash, now) {
+                Ok(found) => found,
+                Err(reason) => return Verdict::Drop(reason),
+            };
         let (l3, ipv6) = (stage::EXPRESS_L3, staged.is_ipv6());
-        self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now)
+        let verdict = self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now);
+        if let (true, Some(counted), Verdict::Forward { port, tag }) =
+            (staged.repeated(), counted, verdict)
+        {
+            self.remember_route(staged, now, port, tag, dst_mac, counted);
+        }
+        verdict
     }
 
     /// The end of routing once the nexthop is known: the L2 rewrite, and only when the
@@ -1051,16 +1082,7 @@ impl Forwarder {
     ) -> Verdict {
         let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
         if let Verdict::Forward { .. } = verdict {
-            let ip = &mut frame[l3..];
-            if ipv6 {
-                ip[7] -= 1;
-            } else {
-                let old = u16::from_be_bytes([ip[8], ip[9]]);
-                ip[8] -= 1;
-                let new = u16::from_be_bytes([ip[8], ip[9]]);
-                let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
-                ip[10..12].copy_from_slice(&csum.to_be_bytes());
-            }
+            decrement_hop_limit(&mut frame[l3..], ipv6);
         }
         verdict
     }
@@ -1132,7 +1154,8 @@ impl Forwarder {
             );
             staged.unwrap_or_else(computed)
         };
-        let (out_iface, dst_mac) = match self.resolve_target(target, IpAddr::V6(dst), hash, now) {
+        let (out_iface, dst_mac) = match self.resolve_target(target, || IpAddr::V6(dst), hash, now)
+        {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
@@ -1169,7 +1192,7 @@ impl Forwarder {
             dport: 0,
         };
         let hash = flow_hash(&key, self.flow_hash_seed);
-        match self.resolve_target(target, IpAddr::V4(dst), || hash, now) {
+        match self.resolve_target(target, || IpAddr::V4(dst), || hash, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }
@@ -1181,15 +1204,29 @@ impl Forwarder {
     fn resolve_target(
         &mut self,
         target: RouteTarget,
-        dst: IpAddr,
+        dst: impl FnOnce() -> IpAddr,
         hash: impl FnOnce() -> u32,
         now: Picos,
     ) -> Result<(u16, [u8; 6]), DropReason> {
-        let nexthop_id = match target {
-            RouteTarget::Nexthop(id) => id,
+        self.resolve_target_counted(target, dst, hash, now)
+            .map(|(interface, mac, _)| (interface, mac))
+    }
+
+    /// `resolve_target`, with what a repeat of the frame's flow at the same instant counts to.
+    #[inline(always)]
+    fn resolve_target_counted(
+        &mut self,
+        target: RouteTarget,
+        dst: impl FnOnce() -> IpAddr,
+        hash: impl FnOnce() -> u32,
+        now: Picos,
+    ) -> Result<(u16, [u8; 6], RepeatCount), DropReason> {
+        let (nexthop_id, counted) = match target {
+            RouteTarget::Nexthop(id) => (id, Some(None)),
             RouteTarget::Group(group) => {
                 let g = group as usize;
-                let chosen = self.balancers[g].select(
+                let balancer = &mut self.balancers[g];
+                let chosen = balancer.select_member(
                     &self.groups[g],
                     hash(),
                     self.frame_len,
@@ -1197,12 +1234,17 @@ impl Forwarder {
                     &self.egress_load,
                 );
                 match chosen {
-                    Some(member) => member,
+                    Some((member, index)) => (
+                        member,
+                        balancer
+                            .repeats_choice()
+                            .then_some(index.map(|i| (group, i))),
+                    ),
                     None => return Err(DropReason::EcmpNoLiveMember),
                 }
             }
             RouteTarget::Connected(interface) => {
-                self.glean(interface, dst, now);
+                self.glean(interface, dst(), now);
                 return Err(DropReason::NeighborUnresolved);
             }
             RouteTarget::Blackhole => return Err(DropReason::Blackhole),
@@ -1213,7 +1255,7 @@ impl Forwarder {
         };
         let nh = &mut self.nexthops[nexthop_id as usize];
         match nh.mac {
-            Some(mac) => Ok((nh.interface, mac)),
+            Some(mac) => Ok((nh.interface, mac, counted)),
             None => {
                 if nh
                     .last_request
@@ -1334,6 +1376,12 @@ impl Forwarder {
         self.egress_load = view;
     }
 
+    /// Per group, the members' loads as least-loaded choice reads them now.
+    #[cfg(test)]
+    pub(crate) fn balancer_loads(&self) -> Vec<Vec<u64>> {
+        self.balancers.iter().map(|b| b.load_snapshots()).collect()
+    }
+
     /// Each group's balancing counters, by group id.
     pub fn balance_counters(&self) -> Vec<std::sync::Arc<BalanceCounters>> {
         self.balancers
@@ -1401,6 +1449,21 @@ fn flow_hash_ipv6_to(ip: &[u8], dst: [u8; 16], with_ports: bool, seed: u32) -> u
         dport: ports.1,
     };
     flow_hash(&key, seed)
+}
+
+/// Decrements the hop limit of the IPv6 header, or the TTL of the IPv4 header and updates its
+/// checksum (RFC 1624), at the start of `ip` (checked above 1 before).
+#[inline(always)]
+fn decrement_hop_limit(ip: &mut [u8], ipv6: bool) {
+    if ipv6 {
+        ip[7] -= 1;
+    } else {
+        let old = u16::from_be_bytes([ip[8], ip[9]]);
+        ip[8] -= 1;
+        let new = u16::from_be_bytes([ip[8], ip[9]]);
+        let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    }
 }
 
 /// A routing drop the source is told about: `TtlExpired` gets Time Exceeded, `NoRoute`

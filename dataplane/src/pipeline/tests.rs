@@ -1395,8 +1395,10 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         for (index, frame) in burst.iter().enumerate() {
             let mut alone = RouteStage::default();
             alone.run(&staged_forwarder, &[frame], uplink);
+            // The same staging, but for the burst index of the frame it was looked up for and
+            // whether the flow repeats.
             assert_eq!(
-                stage.staged(index),
+                stage.staged(index).as_alone(),
                 alone.staged(0),
                 "round {round} frame {index}"
             );
@@ -1431,8 +1433,9 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
 }
 
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN
-/// interface (10.3.0.0/16 -> 10.0.10.7, whose port comes from the MAC table), a flowlet
-/// group of it and nh1 (10.4.0.0/16), and a route over link-local destinations (fe80::/16,
+/// interface (10.3.0.0/16 -> 10.0.10.7, whose port comes from the MAC table), groups of it
+/// and nh1 choosing by random flowlets (10.4.0.0/16), per packet (10.5.0.0/16) and by
+/// least-loaded flowlets (10.6.0.0/16), and a route over link-local destinations (fe80::/16,
 /// which no router should have: such packets are still never forwarded).
 fn express_spec() -> SwitchSpec {
     let mut spec = staging_spec();
@@ -1440,16 +1443,26 @@ fn express_spec() -> SwitchSpec {
         interface: 2,
         ip: IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7)),
     });
-    spec.groups.push(GroupSpec {
-        members: vec![(1, 1), (3, 2)],
-        balance: crate::tables::flowlet::BalanceSpec {
-            mode: crate::tables::flowlet::BalanceMode::Flowlet,
-            ..Default::default()
-        },
-    });
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
+    for (mode, choice) in [
+        (BalanceMode::Flowlet, PathChoice::Random),
+        (BalanceMode::PerPacket, PathChoice::Random),
+        (BalanceMode::Flowlet, PathChoice::LeastLoaded),
+    ] {
+        spec.groups.push(GroupSpec {
+            members: vec![(1, 1), (3, 2)],
+            balance: BalanceSpec {
+                mode,
+                choice,
+                ..Default::default()
+            },
+        });
+    }
     for (prefix, target) in [
         ("10.3.0.0", RouteTarget::Nexthop(3)),
         ("10.4.0.0", RouteTarget::Group(1)),
+        ("10.5.0.0", RouteTarget::Group(2)),
+        ("10.6.0.0", RouteTarget::Group(3)),
         ("fe80::", RouteTarget::Nexthop(2)),
     ] {
         spec.routes.push(RouteSpec {
@@ -1569,16 +1582,19 @@ fn usid_destination(next: &mut dyn FnMut() -> u64) -> String {
 #[test]
 fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     // Random bursts on a routed uplink (and now and then an access port): IPv4 frames to
-    // every kind of route (groups in hash and flowlet mode, nexthops on a routed port and
-    // behind a VLAN, unresolved, connected, blackhole, local, none), with every header check
-    // failing now and then (version, IHL, options whose first 20 bytes sum right, total
-    // length, checksum, TTL, multicast source, a tag, another MAC, ARP), IPv6 frames to a
-    // group, a nexthop, a local SID, a uN SID (its next uSID routed or not), an End SID with
-    // an SRH (valid or broken, behind a Hop-by-Hop header, PSP) or no route (hop limit,
-    // version, payload length, link-local source or destination), and runs of one flow, while neighbours resolve, the VLAN host moves and an uplink goes down and up. One
+    // every kind of route (groups in hash, flowlet, per-packet and least-loaded flowlet mode,
+    // nexthops on a routed port and behind a VLAN, unresolved, connected, blackhole, local,
+    // none), with every header check failing now and then (version, IHL, options whose first
+    // 20 bytes sum right, total length, checksum, TTL, multicast source, a tag, another MAC,
+    // ARP), IPv6 frames to a group, a nexthop, a local SID, a uN SID (its next uSID routed or
+    // not), an End SID with an SRH (valid or broken, behind a Hop-by-Hop header, PSP) or no
+    // route (hop limit, version, payload length, link-local source or destination), and runs
+    // of one flow (express repeats reuse the remembered route), while neighbours resolve, the
+    // VLAN host moves (between access ports and a trunk) and an uplink goes down and up. One
     // forwarder takes the burst's express frames through `route_express` and the rest through
     // the pipeline; the other takes every frame through the pipeline unstaged. Verdicts,
-    // bytes, control requests, learned MACs, the groups' and the SIDs' counters must agree.
+    // bytes, control requests, learned MACs, the groups' counters and loads and the SIDs'
+    // counters must agree.
     let spec = express_spec();
     let (mut express_side, mut plain) = (
         Forwarder::new(&spec).unwrap(),
@@ -1586,11 +1602,13 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     );
     let uplink = 5u16;
     let mut next = xorshift(0x0dd_b1a5_e5ca_1ab1u64);
-    let destinations: [[u8; 2]; 8] = [
+    let destinations: [[u8; 2]; 10] = [
         [10, 1],
         [10, 2],
         [10, 3],
         [10, 4],
+        [10, 5],
+        [10, 6],
         [10, 9],
         [10, 0],
         [10, 255],
@@ -1598,7 +1616,7 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     ];
     let make = |next: &mut dyn FnMut() -> u64| -> Vec<u8> {
         let pick = |next: &mut dyn FnMut() -> u64, n: u64| next() % n;
-        let prefix = destinations[pick(next, 8) as usize];
+        let prefix = destinations[pick(next, 10) as usize];
         let host = match prefix {
             // The switch's own address, its /31 peer, or a connected VLAN host.
             [10, 255] => [0, pick(next, 2) as u8],
@@ -1720,10 +1738,15 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
                 _ => {}
             }
         }
-        if event == 5 || event == 6 {
-            // The VLAN host speaks from access port 0 or 1: both sides learn it there.
-            let in_port = u16::from(event == 6);
-            let hello = eth(BCAST, C, None, 0x0806, &[0u8; 28]);
+        if (5..=6).contains(&event) || event == 8 {
+            // The VLAN host speaks from access port 0 or 1, or tagged from trunk port 4 (routed
+            // frames to it then get a tag pushed): both sides learn it there.
+            let (in_port, tag) = match event {
+                5 => (0, None),
+                6 => (1, None),
+                _ => (4, Some(10)),
+            };
+            let hello = eth(BCAST, C, tag, 0x0806, &[0u8; 28]);
             assert_eq!(
                 express_side.process(&mut hello.clone(), in_port, now),
                 plain.process(&mut hello.clone(), in_port, now)
@@ -1795,6 +1818,12 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             plain.drain_requests().collect::<Vec<_>>(),
             "round {round}: control requests"
         );
+        // Least-loaded choice reads the group's own bytes of the instant.
+        assert_eq!(
+            express_side.balancer_loads(),
+            plain.balancer_loads(),
+            "round {round}: member loads"
+        );
     }
     assert_eq!(express_side.mac_count(), plain.mac_count(), "learned MACs");
     for (x, p) in express_side
@@ -1805,6 +1834,11 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     {
         assert_eq!(x.snapshot(), p.snapshot(), "SID counters");
     }
+    let memo_hits = express_side.route_memo_hits.get();
+    assert!(
+        memo_hits * 10 > express_forwarded as u64,
+        "{memo_hits} of {express_forwarded} forwarded express frames repeated a remembered route"
+    );
     assert!(
         shifts_forwarded > 0 && srh_steps_forwarded > 0,
         "express endpoints forwarded {shifts_forwarded} uN shifts, {srh_steps_forwarded} SRH steps"

@@ -563,14 +563,29 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<u32> {
+        self.select_member(ecmp, hash, len, now, egress)
+            .map(|(id, _)| id)
+    }
+
+    /// `select`, with the chosen member's index in the group when it has counters.
+    #[inline(always)]
+    pub fn select_member(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<(u32, Option<u32>)> {
         let index = match self.spec.mode {
             BalanceMode::Hash => {
                 let id = ecmp.select(hash)?;
                 // A member added after start has no counter: it is still used.
-                if let Some(&index) = self.index_of.get(id as usize) {
-                    self.count(usize::from(index), len);
+                let index = self.index_of.get(id as usize).map(|&i| u32::from(i));
+                if let Some(index) = index {
+                    self.count(index as usize, len);
                 }
-                return Some(id);
+                return Some((id, index));
             }
             BalanceMode::Flowlet => self.select_flowlet(ecmp, hash, now, egress)?,
             BalanceMode::PerPacket => {
@@ -579,6 +594,43 @@ impl GroupBalancer {
                 self.choose(ecmp, hash, self.placed, None, now, egress)?
             }
         };
+        self.count_choice(index, len);
+        ecmp.members()
+            .get(index as usize)
+            .map(|m| (m.id, Some(index)))
+    }
+
+    /// Each member's load as least-loaded choice reads it at the current instant.
+    #[cfg(test)]
+    pub(crate) fn load_snapshots(&self) -> Vec<u64> {
+        self.loads.iter().map(|l| l.snapshot).collect()
+    }
+
+    /// Whether another packet of the same flow at the same instant gets the member `select`
+    /// just chose, so that [`Self::repeat`] may stand for its `select`: true unless the group
+    /// sprays per packet. (A flowlet continues at once: its gap is zero.)
+    #[inline(always)]
+    pub fn repeats_choice(&self) -> bool {
+        self.spec.mode != BalanceMode::PerPacket
+    }
+
+    /// What `select` does for a packet of `len` bytes that repeats the flow of the packet
+    /// before it at the same instant, whose member had index `index` (see
+    /// [`Self::repeats_choice`]): the member's counters, and for least-loaded choice its
+    /// recent bytes. The flowlet entry needs no refresh: it already holds that instant and
+    /// that member.
+    #[inline(always)]
+    pub fn repeat(&mut self, index: u32, len: u32) {
+        if self.spec.mode == BalanceMode::Hash {
+            self.count(index as usize, len);
+        } else {
+            self.count_choice(index, len);
+        }
+    }
+
+    /// The counters of a flowlet or per-packet choice of member `index`.
+    #[inline(always)]
+    fn count_choice(&mut self, index: u32, len: u32) {
         self.count(index as usize, len);
         // Only least-loaded choice reads the loads.
         if self.spec.choice == PathChoice::LeastLoaded
@@ -586,7 +638,6 @@ impl GroupBalancer {
         {
             load.snapshot += u64::from(len);
         }
-        ecmp.members().get(index as usize).map(|m| m.id)
     }
 
     #[inline]

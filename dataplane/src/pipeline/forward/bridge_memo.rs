@@ -52,12 +52,13 @@ impl BridgeMemo {
 }
 
 impl Forwarder {
-    /// Forgets the remembered bridging decision: called by the engine before each burst (and
-    /// before each replayed frame), so that table and configuration changes made between
-    /// bursts are always seen.
+    /// Forgets the remembered bridging decision and express route: called by the engine before
+    /// each burst (and before each replayed frame), so that table and configuration changes
+    /// made between bursts are always seen.
     #[inline]
     pub fn begin_burst(&mut self) {
         self.bridge_memo.mask = 0;
+        self.route_memo.forget();
     }
 
     /// The verdict of the burst's previous bridged frame for `frame` (a whole, single-segment

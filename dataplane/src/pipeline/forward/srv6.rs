@@ -631,7 +631,7 @@ impl Forwarder {
             };
         }
         let hash = outer_hash(ip, self.flow_hash_seed);
-        match self.resolve_target(target, dst.into(), || hash, now) {
+        match self.resolve_target(target, || dst.into(), || hash, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }
@@ -684,10 +684,11 @@ impl Forwarder {
             );
             staged_hash.unwrap_or_default()
         };
-        let verdict = match self.resolve_target(route_value::decode(value), dst.into(), hash, now) {
-            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
-            Err(reason) => Verdict::Drop(reason),
-        };
+        let verdict =
+            match self.resolve_target(route_value::decode(value), || dst.into(), hash, now) {
+                Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+                Err(reason) => Verdict::Drop(reason),
+            };
         if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
             counters.count(arrived_len, reason_of(&verdict));
         }
@@ -841,7 +842,7 @@ impl Forwarder {
                 interface: in_iface,
             };
         }
-        match self.resolve_target(target, dst.into(), || hash, now) {
+        match self.resolve_target(target, || dst.into(), || hash, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }
@@ -869,7 +870,7 @@ impl Forwarder {
             return Verdict::Drop(DropReason::NoRoute);
         }
         let hash = outer_hash(&frame[14..], self.flow_hash_seed);
-        match self.resolve_target(target, dst.into(), || hash, now) {
+        match self.resolve_target(target, || dst.into(), || hash, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }

@@ -63,6 +63,11 @@ pub struct StagedRoute {
     /// The step by which the SID's endpoint sends the frame on to the FIB with `dst`
     /// (`Srv6State::express_step`).
     endpoint: Option<EndpointStep>,
+    /// The burst index of the frame this staging was looked up for (its repeats share it).
+    head: u8,
+    /// Whether later frames of the burst repeat this frame's flow (so its route is worth
+    /// remembering for them: `Forwarder::remember_route`).
+    repeated: bool,
     /// Whether `value` holds the FIB's answer yet.
     looked_up: bool,
     value: Option<u32>,
@@ -116,6 +121,27 @@ impl StagedRoute {
         self.vrf_plus_one = 0;
     }
 
+    /// The burst index of the frame whose lookup this is (a repeat's head, or the frame).
+    #[inline(always)]
+    pub(crate) fn head(&self) -> u8 {
+        self.head
+    }
+
+    /// Whether later frames of the burst repeat the flow of the frame whose lookup this is.
+    #[inline(always)]
+    pub(crate) fn repeated(&self) -> bool {
+        self.repeated
+    }
+
+    /// This staging as a burst of this one frame would have it (looked up for frame 0, with no
+    /// repeats).
+    #[cfg(test)]
+    pub(crate) fn as_alone(mut self) -> StagedRoute {
+        self.head = 0;
+        self.repeated = false;
+        self
+    }
+
     /// The endpoint step whose destination the FIB is staged for, if any.
     #[inline(always)]
     pub(crate) fn endpoint(&self) -> Option<EndpointStep> {
@@ -127,6 +153,21 @@ impl StagedRoute {
         self.v6 == v6 && self.dst == dst && u32::from(self.vrf_plus_one) == u32::from(vrf) + 1
     }
 }
+
+/// The staging of a frame the stage skipped.
+const NOT_STAGED: StagedRoute = StagedRoute {
+    vrf_plus_one: 0,
+    v6: false,
+    l3: 0,
+    dst: 0,
+    sid: None,
+    endpoint: None,
+    head: 0,
+    repeated: false,
+    looked_up: false,
+    value: None,
+    hash: None,
+};
 
 /// The staging state of one RX burst.
 pub struct RouteStage {
@@ -176,6 +217,8 @@ impl RouteStage {
         self.staged = 0;
         self.express = 0;
         self.repeats = 0;
+        // The masks are built in registers and stored once.
+        let (mut staged_mask, mut repeats) = (0u64, 0u64);
         let Some(vrf) = forwarder.staging_vrf(in_port) else {
             return;
         };
@@ -189,75 +232,90 @@ impl RouteStage {
         // would stall on store forwarding for every frame).
         let mut head: Option<(usize, u128)> = None;
         for (index, &frame) in frames[..count].iter().enumerate() {
-            let Some(parsed) = forwarder.stage_parse(frame, vrf) else {
+            let Some(parsed) = stage_parse(frame, forwarder.router_mac) else {
                 continue;
             };
-            self.staged |= 1 << index;
+            staged_mask |= 1 << index;
             if let Some((head, head_dst)) = head
                 && head_dst == parsed.dst
-                && same_flow(frames[head], &self.frames[head], frame, &parsed)
+                && same_flow(frames[head], &self.frames[head], frame, parsed)
             {
-                self.repeats |= 1 << index;
+                repeats |= 1 << index;
                 self.head_of[index] = head as u8;
                 continue;
             }
             head = Some((index, parsed.dst));
+            self.head_of[index] = index as u8;
             let staged = &mut self.frames[index];
-            *staged = parsed;
-            let vrf = usize::from(staged.vrf_plus_one - 1);
+            *staged = StagedRoute {
+                vrf_plus_one: vrf + 1,
+                v6: parsed.v6,
+                l3: parsed.l3,
+                dst: parsed.dst,
+                head: index as u8,
+                ..StagedRoute::default()
+            };
             if staged.v6 {
-                staged.sid = forwarder
-                    .srv6
-                    .lookup_sid(vrf as u16, std::net::Ipv6Addr::from(staged.dst));
+                staged.sid = forwarder.srv6.lookup_sid(vrf, Ipv6Addr::from(staged.dst));
                 // Only an untagged frame can be express, so only its step is worth finding.
                 let (dst, ip) = (staged.dst, &frame[EXPRESS_L3..]);
                 let step = staged
                     .sid
                     .filter(|_| usize::from(staged.l3) == EXPRESS_L3)
-                    .and_then(|sid| forwarder.srv6.express_step(vrf as u16, sid, dst, ip));
+                    .and_then(|sid| forwarder.srv6.express_step(vrf, sid, dst, ip));
                 if let Some((next, step)) = step {
                     staged.dst = next;
                     staged.endpoint = Some(step);
                 }
                 if staged.sid.is_none() || staged.endpoint.is_some() {
                     v6_frames += 1;
-                    forwarder.fib6[vrf].prefetch_first(staged.dst);
+                    forwarder.fib6[usize::from(vrf)].prefetch_first(staged.dst);
                 }
             } else {
-                forwarder.fib4[vrf].prefetch_first(staged.dst as u32);
+                forwarder.fib4[usize::from(vrf)].prefetch_first(staged.dst as u32);
             }
         }
-        if self.staged == 0 {
+        (self.staged, self.repeats) = (staged_mask, repeats);
+        if staged_mask == 0 {
             return;
         }
-        for index in bits(self.staged & !self.repeats) {
+        let heads = staged_mask & !repeats;
+        for index in bits(repeats) {
+            self.frames[usize::from(self.head_of[index])].repeated = true;
+        }
+        for index in bits(heads) {
             let staged = &self.frames[index];
             if !staged.v6 {
-                forwarder.fib4[usize::from(staged.vrf_plus_one - 1)]
-                    .prefetch_second(staged.dst as u32);
+                forwarder.fib4[usize::from(vrf)].prefetch_second(staged.dst as u32);
             }
         }
         if v6_frames > 0 {
             self.look_up_v6(forwarder, vrf);
         }
-        for index in bits(self.staged & !self.repeats) {
+        // Heads whose staging lets their frames be express (what `is_express` checks outside
+        // each frame's own bytes); a repeat shares its head's.
+        let mut express_heads = 0u64;
+        for index in bits(heads) {
             let (staged, frame) = (&mut self.frames[index], frames[index]);
             if !staged.v6 {
-                let fib = &forwarder.fib4[usize::from(staged.vrf_plus_one - 1)];
-                staged.value = fib.lookup(staged.dst as u32);
+                staged.value = forwarder.fib4[usize::from(vrf)].lookup(staged.dst as u32);
                 staged.looked_up = true;
             }
             forwarder.stage_hash(staged, frame);
-            if routed_port && is_express(staged, frame) {
-                self.express |= 1 << index;
+            if routed_port && staging_is_express(staged) {
+                express_heads |= 1 << index;
             }
         }
-        for index in bits(self.repeats) {
-            self.frames[index] = self.frames[usize::from(self.head_of[index])];
-            if routed_port && is_express(&self.frames[index], frames[index]) {
-                self.express |= 1 << index;
+        let mut express = 0u64;
+        for index in bits(staged_mask) {
+            let head = usize::from(self.head_of[index]);
+            if express_heads >> head & 1 != 0
+                && frame_is_express(self.frames[head].v6, frames[index])
+            {
+                express |= 1 << index;
             }
         }
+        self.express = express;
     }
 
     /// Pass 2 for the burst's IPv6 frames: one lockstep walk of their FIB lookups (all staged
@@ -286,10 +344,16 @@ impl RouteStage {
     /// What was staged for frame `index` of the burst.
     #[inline]
     pub fn staged(&self, index: usize) -> StagedRoute {
+        *self.staged_ref(index)
+    }
+
+    /// `staged` without the copy (a repeat's is its head's).
+    #[inline(always)]
+    pub fn staged_ref(&self, index: usize) -> &StagedRoute {
         if index < MAX_BURST && self.staged >> index & 1 != 0 {
-            self.frames[index]
+            &self.frames[usize::from(self.head_of[index])]
         } else {
-            StagedRoute::default()
+            &NOT_STAGED
         }
     }
 
@@ -312,27 +376,65 @@ impl RouteStage {
     #[inline]
     pub fn hand_to(&self, forwarder: &mut Forwarder, index: usize) {
         if index < MAX_BURST && self.staged >> index & 1 != 0 {
-            forwarder.staged = self.frames[index];
+            forwarder.staged = self.frames[usize::from(self.head_of[index])];
         } else {
             forwarder.staged.clear();
         }
     }
 }
 
-/// Whether `frame`, parsed as `staged`, looks up and hashes exactly as `head` did, staged as
-/// `head_staged`: the same VRF, family and header offset, and the same bytes wherever the
-/// lookup and the flow hash read (IPv4: header length, fragment bits, protocol, addresses;
-/// IPv6: flow label, next header, addresses; both: the ports, present in both or neither).
-/// The destinations are compared as bytes: a uN frame's staging holds its shifted one.
+/// What the first pass reads of a frame to the router MAC: its family, the offset of its IP
+/// header and its destination (IPv4 in the low 32 bits).
+#[derive(Debug, Clone, Copy)]
+struct Parsed {
+    v6: bool,
+    l3: u8,
+    dst: u128,
+}
+
+/// The destination and header offset of an IPv4 or IPv6 frame to `router_mac`.
 #[inline(always)]
-fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], staged: &StagedRoute) -> bool {
-    if head_staged.vrf_plus_one != staged.vrf_plus_one
-        || head_staged.v6 != staged.v6
-        || head_staged.l3 != staged.l3
-    {
+fn stage_parse(frame: &[u8], router_mac: [u8; 6]) -> Option<Parsed> {
+    if frame.len() < 34 || frame[0..6] != router_mac {
+        return None;
+    }
+    let (ethertype, l3) = match u16::from_be_bytes([frame[12], frame[13]]) {
+        ETHERTYPE_VLAN => (u16::from_be_bytes([frame[16], frame[17]]), 18),
+        other => (other, 14),
+    };
+    match ethertype {
+        ETHERTYPE_IPV4 if frame.len() >= l3 + 20 => {
+            let dst: [u8; 4] = frame[l3 + 16..l3 + 20].try_into().ok()?;
+            Some(Parsed {
+                v6: false,
+                l3: l3 as u8,
+                dst: u128::from(u32::from_be_bytes(dst)),
+            })
+        }
+        ETHERTYPE_IPV6 if frame.len() >= l3 + 40 => {
+            let dst: [u8; 16] = frame[l3 + 24..l3 + 40].try_into().ok()?;
+            Some(Parsed {
+                v6: true,
+                l3: l3 as u8,
+                dst: u128::from_be_bytes(dst),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Whether `frame`, parsed as `parsed`, looks up and hashes exactly as `head` did, staged as
+/// `head_staged` (in the same VRF: one burst is staged in one): the same family and header
+/// offset, and the same bytes wherever the lookup and the flow hash read (IPv4: header
+/// length, fragment bits, protocol, addresses; IPv6: flow label, next header, addresses; both:
+/// the ports, present in both or neither). The destinations are compared as bytes: a uN
+/// frame's staging holds its shifted one.
+#[inline(always)]
+fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], parsed: Parsed) -> bool {
+    if head_staged.v6 != parsed.v6 || head_staged.l3 != parsed.l3 {
         return false;
     }
-    let l3 = usize::from(staged.l3);
+    let l3 = usize::from(parsed.l3);
     let (a, b) = (&head[l3..], &frame[l3..]);
     // A local SID's endpoint step reads an SRH, which is not compared, unless it is a uN
     // shift (the destination alone) or there are no extension headers (no SRH either).
@@ -343,7 +445,7 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], staged: &Stag
         return false;
     }
     let ports_at = |offset: usize| a.get(offset..offset + 4) == b.get(offset..offset + 4);
-    if staged.v6 {
+    if parsed.v6 {
         a[1] & 0x0f == b[1] & 0x0f
             && a[2..4] == b[2..4]
             && a[6] == b[6]
@@ -374,25 +476,35 @@ fn is_extension_header(next: u8) -> bool {
 }
 
 /// Whether a staged frame (to the router MAC, received on a routed port, so staged in its
-/// VRF) passes every check `Forwarder::process_frame` makes before it resolves the route:
-/// untagged, a unicast source, a route to a nexthop or to an ECMP group with the flow hash
-/// staged, and the header checks of `is_express_ipv4` or `is_express_ipv6`. Frames that would
-/// be dropped, punted, encapsulated, gleaned or handled as a local SID before resolution take
-/// the full pipeline.
+/// VRF) is express: it passes every check `Forwarder::process_frame` makes before it resolves
+/// the route. The checks are the staging's (`staging_is_express`), shared by a flow's repeats,
+/// and the frame's own (`frame_is_express`). Frames that would be dropped, punted,
+/// encapsulated, gleaned or handled as a local SID before resolution take the full pipeline.
+///
+/// The staging's part of being express: untagged, a route to a nexthop or to an ECMP group
+/// with the flow hash staged, and for a local SID an endpoint step to the FIB.
 #[inline(always)]
-fn is_express(staged: &StagedRoute, frame: &[u8]) -> bool {
-    if usize::from(staged.l3) != EXPRESS_L3 || frame[6] & 1 != 0 {
-        return false;
-    }
+fn staging_is_express(staged: &StagedRoute) -> bool {
     let resolvable = match staged.value.map(route_value::decode) {
         Some(RouteTarget::Nexthop(_)) => true,
         Some(RouteTarget::Group(_)) => staged.hash.is_some(),
         _ => false,
     };
-    let ip = &frame[EXPRESS_L3..];
-    resolvable
-        && if staged.v6 {
-            (staged.sid.is_none() || staged.endpoint.is_some()) && is_express_ipv6(ip)
+    usize::from(staged.l3) == EXPRESS_L3
+        && resolvable
+        && (!staged.v6 || staged.sid.is_none() || staged.endpoint.is_some())
+}
+
+/// The frame's own part of being express (after an untagged Ethernet header): a unicast
+/// source, and the header checks of `is_express_ipv4` or `is_express_ipv6`.
+#[inline(always)]
+fn frame_is_express(v6: bool, frame: &[u8]) -> bool {
+    let Some(ip) = frame.get(EXPRESS_L3..) else {
+        return false;
+    };
+    frame[6] & 1 == 0
+        && if v6 {
+            is_express_ipv6(ip)
         } else {
             is_express_ipv4(ip)
         }
@@ -402,14 +514,14 @@ fn is_express(staged: &StagedRoute, frame: &[u8]) -> bool {
 /// the frame, a valid header checksum and TTL above 1.
 #[inline(always)]
 fn is_express_ipv4(ip: &[u8]) -> bool {
-    let Some(header) = ip.get(..20) else {
+    let Some(header) = ip.first_chunk::<20>() else {
         return false;
     };
     let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
     header[0] == 0x45
         && (20..=ip.len()).contains(&total_len)
         && header[8] > 1
-        && crate::wire::checksum::sum(header) == 0xffff
+        && crate::wire::checksum::ipv4_header_sums_to_ones(header)
 }
 
 /// Version 6, the payload within the frame, neither address link-local, hop limit above 1.
@@ -456,36 +568,6 @@ impl Forwarder {
             _ => 0,
         };
         (usize::from(vrf) < self.fib4.len() && usize::from(vrf) < self.fib6.len()).then_some(vrf)
-    }
-
-    /// The destination and header offset of an IPv4 or IPv6 frame to the router MAC.
-    #[inline]
-    fn stage_parse(&self, frame: &[u8], vrf: u16) -> Option<StagedRoute> {
-        if frame.len() < 34 || frame[0..6] != self.router_mac {
-            return None;
-        }
-        let (ethertype, l3) = match u16::from_be_bytes([frame[12], frame[13]]) {
-            ETHERTYPE_VLAN => (u16::from_be_bytes([frame[16], frame[17]]), 18),
-            other => (other, 14),
-        };
-        let (v6, dst) = match ethertype {
-            ETHERTYPE_IPV4 if frame.len() >= l3 + 20 => {
-                let dst: [u8; 4] = frame[l3 + 16..l3 + 20].try_into().ok()?;
-                (false, u128::from(u32::from_be_bytes(dst)))
-            }
-            ETHERTYPE_IPV6 if frame.len() >= l3 + 40 => {
-                let dst: [u8; 16] = frame[l3 + 24..l3 + 40].try_into().ok()?;
-                (true, u128::from_be_bytes(dst))
-            }
-            _ => return None,
-        };
-        Some(StagedRoute {
-            vrf_plus_one: vrf.checked_add(1)?,
-            v6,
-            l3: l3 as u8,
-            dst,
-            ..StagedRoute::default()
-        })
     }
 
     /// Pass 3's hash: for a route to an ECMP group, the flow hash, and a prefetch of the
