@@ -1455,6 +1455,8 @@ fn flow_hash_ipv6_to(ip: &[u8], dst: [u8; 16], with_ports: bool, seed: u32) -> u
 /// checksum (RFC 1624), at the start of `ip` (checked above 1 before).
 #[inline(always)]
 fn decrement_hop_limit(ip: &mut [u8], ipv6: bool) {
+    // One length check for the fields below (both headers are longer).
+    let ip: &mut [u8; 12] = (&mut ip[..12]).try_into().expect("12 bytes");
     if ipv6 {
         ip[7] -= 1;
     } else {

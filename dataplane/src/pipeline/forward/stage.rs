@@ -294,7 +294,7 @@ impl RouteStage {
         }
         // Heads whose staging lets their frames be express (what `is_express` checks outside
         // each frame's own bytes); a repeat shares its head's.
-        let mut express_heads = 0u64;
+        let (mut express_heads, mut express) = (0u64, 0u64);
         for index in bits(heads) {
             let (staged, frame) = (&mut self.frames[index], frames[index]);
             if !staged.v6 {
@@ -304,10 +304,10 @@ impl RouteStage {
             forwarder.stage_hash(staged, frame);
             if routed_port && staging_is_express(staged) {
                 express_heads |= 1 << index;
+                express |= u64::from(frame_is_express(staged.v6, frame)) << index;
             }
         }
-        let mut express = 0u64;
-        for index in bits(staged_mask) {
+        for index in bits(repeats) {
             let head = usize::from(self.head_of[index]);
             if express_heads >> head & 1 != 0
                 && frame_is_express(self.frames[head].v6, frames[index])
