@@ -1305,13 +1305,18 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
                     [10, 2, third, 3]
                 };
                 let sport = (next() % 60_000) as u16;
-                eth(
-                    ROUTER,
-                    SPINE1,
-                    None,
-                    0x0800,
-                    &ipv4([10, 0, 10, 5], dst, 64, 17, sport, 4791),
-                )
+                let mut ip = ipv4([10, 0, 10, 5], dst, 64, 17, sport, 4791);
+                if next().is_multiple_of(4) {
+                    // A header with options (one word of NOPs): the ports move to byte 24.
+                    ip[0] = 0x46;
+                    ip.splice(20..20, [1, 1, 1, 1]);
+                    let total = ip.len() as u16;
+                    ip[2..4].copy_from_slice(&total.to_be_bytes());
+                    ip[10..12].copy_from_slice(&[0, 0]);
+                    let c = reference_checksum(&ip[..24]);
+                    ip[10..12].copy_from_slice(&c.to_be_bytes());
+                }
+                eth(ROUTER, SPINE1, None, 0x0800, &ip)
             }
             3 => {
                 let dst = format!("2001:db8:e:{:x}::1", next() % 65_536);
@@ -1350,28 +1355,35 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         let last = frame.len() - 1;
         let v6 = frame[12..14] == [0x86, 0xdd];
         match (v6, which) {
-            (false, 0) => frame[22] ^= 0x21,           // TTL
-            (false, 1) => frame[18] ^= 0x40,           // identification
-            (false, 2) => frame[26] ^= 1,              // source address
-            (false, 3) => frame[35] ^= 1,              // source port
-            (false, 4) => frame[20] |= 0x20,           // more fragments
-            (false, 5) => frame[23] = 6,               // protocol
+            (false, 0) => frame[22] ^= 0x21, // TTL
+            (false, 1) => frame[18] ^= 0x40, // identification
+            (false, 2) => frame[26] ^= 1,    // source address
+            (false, 3) => {
+                // The source port, after the options if any.
+                let at = 14 + usize::from(frame[14] & 0x0f) * 4 + 1;
+                if let Some(byte) = frame.get_mut(at) {
+                    *byte ^= 1;
+                }
+            }
+            (false, 4) => frame[20] |= 0x20, // more fragments
+            (false, 5) => frame[23] = 6,     // protocol
             (false, _) => frame.truncate(14 + 20 + 2), // no room for the ports
-            (true, 0) => frame[21] ^= 0x21,            // hop limit
-            (true, 1) => frame[14] ^= 0x05,            // traffic class
-            (true, 2) => frame[22] ^= 1,               // source address
-            (true, 3) => frame[55] ^= 1,               // source port
-            (true, 4) => frame[20] = 6,                // next header
-            (true, 5) => frame[15] ^= 0x01,            // flow label
+            (true, 0) => frame[21] ^= 0x21,  // hop limit
+            (true, 1) => frame[14] ^= 0x05,  // traffic class
+            (true, 2) => frame[22] ^= 1,     // source address
+            (true, 3) => frame[55] ^= 1,     // source port
+            (true, 4) => frame[20] = 6,      // next header
+            (true, 5) => frame[15] ^= 0x01,  // flow label
             (true, 7) if frame[20] == 43 && frame.len() > 65 => frame[65] ^= 1, // SRH segment
-            (true, _) => frame.truncate(14 + 40 + 2),  // no room for the ports
+            (true, _) => frame.truncate(14 + 40 + 2), // no room for the ports
         }
         if which < 2 {
             frame[last] ^= 0xff;
         }
-        if !v6 && frame.len() >= 34 {
+        let header_end = 14 + usize::from(frame[14] & 0x0f) * 4;
+        if !v6 && frame.len() >= header_end {
             frame[24..26].copy_from_slice(&[0, 0]);
-            let c = reference_checksum(&frame[14..34]);
+            let c = reference_checksum(&frame[14..header_end]);
             frame[24..26].copy_from_slice(&c.to_be_bytes());
         }
         frame

@@ -451,6 +451,21 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], parsed: Parse
             && a[6] == b[6]
             && a[8..40] == b[8..40]
             && ports_at(40)
+    } else if let (Some(x), Some(y)) = (a.first_chunk::<24>(), b.first_chunk::<24>())
+        && b[0] == 0x45
+    {
+        // The common case, a 20-byte header followed by the ports, compared as three words
+        // under the mask of the bytes above: version and header length, fragment bits;
+        // protocol, source; destination and ports.
+        let word = |bytes: &[u8; 24], at: usize| {
+            u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+        };
+        const FIRST: u64 = 0xffff_0000_0000_00ff;
+        const SECOND: u64 = 0xffff_ffff_0000_ff00;
+        (word(x, 0) ^ word(y, 0)) & FIRST
+            | (word(x, 8) ^ word(y, 8)) & SECOND
+            | (word(x, 16) ^ word(y, 16))
+            == 0
     } else {
         let header_len = usize::from(b[0] & 0x0f) * 4;
         a[0] == b[0]
