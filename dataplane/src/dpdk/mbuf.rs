@@ -391,11 +391,14 @@ impl MbufBurst {
     /// Appends an owned mbuf; gives it back if the burst is full.
     #[inline]
     pub fn push(&mut self, mbuf: Mbuf) -> Result<(), Mbuf> {
-        if self.len == MAX_BURST {
+        // The length is read once: `self.len += 1` after the store would read it back, and
+        // the compiler cannot tell that the store did not change it.
+        let len = self.len;
+        let Some(slot) = self.mbufs.get_mut(len) else {
             return Err(mbuf);
-        }
-        self.mbufs[self.len] = mbuf.into_raw();
-        self.len += 1;
+        };
+        *slot = mbuf.into_raw();
+        self.len = len + 1;
         Ok(())
     }
 

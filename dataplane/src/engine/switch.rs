@@ -41,16 +41,28 @@ struct TxStage {
 }
 
 impl TxStage {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, port: u16, mbuf: Mbuf, counters: &WorkerCounters) {
         let port = usize::from(port);
-        if let Err(mbuf) = self.bursts[port].push(mbuf) {
-            self.flush(port, counters);
+        let burst = &mut self.bursts[port];
+        match burst.push(mbuf) {
+            Ok(()) if burst.len() < self.burst => {}
+            pushed => self.push_and_flush(port, pushed, counters),
+        }
+    }
+
+    /// The rest of `push` when the port's burst is full: sends it, and a frame that did not
+    /// fit goes into the emptied burst (then sent too if bursts are of one frame).
+    #[cold]
+    #[inline(never)]
+    fn push_and_flush(&mut self, port: usize, pushed: Result<(), Mbuf>, counters: &WorkerCounters) {
+        self.flush(port, counters);
+        if let Err(mbuf) = pushed {
             // The burst was just emptied, so this push succeeds.
             let _ = self.bursts[port].push(mbuf);
-        }
-        if self.bursts[port].len() >= self.burst {
-            self.flush(port, counters);
+            if self.bursts[port].len() >= self.burst {
+                self.flush(port, counters);
+            }
         }
     }
 
