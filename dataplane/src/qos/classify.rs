@@ -73,6 +73,20 @@ pub fn traffic_class_byte(frame: &[u8], offset: usize, version: IpVersion) -> u8
 /// The traffic class `qos` gives this frame as it arrives.
 #[inline]
 pub fn classify(frame: &[u8], qos: &PortQos) -> u8 {
+    // An untagged IPv4 frame, the usual one, from one read of its ethertype and first two IP
+    // bytes (what `locate_l3` would walk to).
+    if let Some(&[t0, t1, version_ihl, traffic_class]) = frame.get(12..16)
+        && u16::from_be_bytes([t0, t1]) == ETHERTYPE_IPV4
+        && version_ihl >> 4 == 4
+    {
+        return classify_untagged_ip(traffic_class, qos);
+    }
+    classify_by_walk(frame, qos)
+}
+
+/// [`classify`] by walking the frame's tags to its IP header ([`locate_l3`]).
+#[inline]
+fn classify_by_walk(frame: &[u8], qos: &PortQos) -> u8 {
     let location = locate_l3(frame);
     match qos.trust {
         Trust::Pcp => pcp_class(location.pcp, qos),
@@ -170,6 +184,43 @@ mod tests {
                         "{trust:?} {version:?} traffic class {byte:#04x}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_ipv4_shortcut_classifies_as_the_frame_walk() {
+        // Random frames around the shortcut's conditions: every ethertype that matters, any
+        // version nibble, tags, and lengths that cut the header anywhere.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for trust in [Trust::Dscp, Trust::Pcp] {
+            let qos = PortQos {
+                trust,
+                dscp_to_tc: std::array::from_fn(|dscp| (dscp * 5 % 8) as u8),
+                pcp_to_tc: [3, 0, 2, 1, 4, 5, 6, 7],
+                ..PortQos::default()
+            };
+            for _ in 0..20_000 {
+                let mut frame: Vec<u8> = (0..24).map(|_| next() as u8).collect();
+                let ethertypes = [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, 0x0806];
+                let at = if next() % 4 == 0 { 16 } else { 12 };
+                for offset in [12, at] {
+                    let ethertype = ethertypes[(next() % 4) as usize];
+                    frame[offset..offset + 2].copy_from_slice(&ethertype.to_be_bytes());
+                }
+                frame[14] = (frame[14] & 0x0f) | [0x40, 0x60, 0x50][(next() % 3) as usize];
+                frame.truncate((next() % 25) as usize);
+                assert_eq!(
+                    classify(&frame, &qos),
+                    classify_by_walk(&frame, &qos),
+                    "{trust:?} {frame:02x?}"
+                );
             }
         }
     }
