@@ -192,13 +192,7 @@ mod tests {
     fn the_ipv4_shortcut_classifies_as_the_frame_walk() {
         // Random frames around the shortcut's conditions: every ethertype that matters, any
         // version nibble, tags, and lengths that cut the header anywhere.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::wire::test_util::XorShift::new(0x2545_f491_4f6c_dd1d);
         for trust in [Trust::Dscp, Trust::Pcp] {
             let qos = PortQos {
                 trust,
@@ -207,15 +201,16 @@ mod tests {
                 ..PortQos::default()
             };
             for _ in 0..20_000 {
-                let mut frame: Vec<u8> = (0..24).map(|_| next() as u8).collect();
+                let mut frame = vec![0u8; 24];
+                rng.fill(&mut frame);
                 let ethertypes = [ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, 0x0806];
-                let at = if next() % 4 == 0 { 16 } else { 12 };
+                let at = if rng.below(4) == 0 { 16 } else { 12 };
                 for offset in [12, at] {
-                    let ethertype = ethertypes[(next() % 4) as usize];
+                    let ethertype = ethertypes[rng.below(4)];
                     frame[offset..offset + 2].copy_from_slice(&ethertype.to_be_bytes());
                 }
-                frame[14] = (frame[14] & 0x0f) | [0x40, 0x60, 0x50][(next() % 3) as usize];
-                frame.truncate((next() % 25) as usize);
+                frame[14] = (frame[14] & 0x0f) | [0x40, 0x60, 0x50][rng.below(3)];
+                frame.truncate(rng.below(25));
                 assert_eq!(
                     classify(&frame, &qos),
                     classify_by_walk(&frame, &qos),
