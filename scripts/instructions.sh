@@ -12,7 +12,7 @@
 # Usage: scripts/instructions.sh [--binary PATH] CONFIG [SECONDS]   (needs: apt-get install valgrind)
 set -euo pipefail
 
-binary=target/release/ironclos
+binary="$(dirname "$0")/../target/release/ironclos"
 if [[ ${1:-} == --binary ]]; then
     binary=$2
     shift 2

@@ -1029,7 +1029,7 @@ impl Forwarder {
         if let (Some(sid), Some(step)) = (staged.sid(), staged.endpoint()) {
             return self.endpoint_express(frame, staged, sid, step, value, now);
         }
-        if let Some(verdict) = self.repeat_express(frame, staged, now) {
+        if let Some(verdict) = self.repeat_express(frame, staged) {
             return verdict;
         }
         let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
@@ -1061,7 +1061,7 @@ impl Forwarder {
         if let (true, Some(counted), Verdict::Forward { port, tag }) =
             (staged.repeated(), counted, verdict)
         {
-            self.remember_route(staged, now, port, tag, dst_mac, counted);
+            self.remember_route(staged, port, tag, dst_mac, counted);
         }
         verdict
     }

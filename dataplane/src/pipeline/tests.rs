@@ -1883,6 +1883,127 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     );
 }
 
+#[test]
+fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
+    // A burst of one flow whose repeats would reuse the first frame's route, with the
+    // forwarder changed between them: a MAC move learned through the full pipeline, a
+    // neighbour's new MAC, a neighbour lost, a link down and up. Each repeat must get what
+    // a forwarder that remembers nothing decides.
+    let spec = express_spec();
+    let (mut express_side, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
+    let uplink = 5u16;
+    let spine1 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0));
+    let spine2 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2));
+    let host_c = IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7));
+    let hello_from = |port: u16| (eth(BCAST, C, None, 0x0806, &[0u8; 28]), port);
+    for f in [&mut express_side, &mut plain] {
+        f.neighbor_resolved(0, spine1, SPINE1);
+        f.neighbor_resolved(1, spine2, SPINE2);
+        f.neighbor_resolved(2, host_c, C);
+        let (mut hello, port) = hello_from(0);
+        f.process(&mut hello, port, T0);
+    }
+    /// What happens to both forwarders between two frames of the burst.
+    enum Change {
+        Frame(Vec<u8>, u16),
+        Resolved(u16, IpAddr, [u8; 6]),
+        Lost(u16, IpAddr),
+        Link(u16, bool),
+    }
+    // A flow of the ECMP group that its hash sends out of port 6, so that its link going
+    // down moves it.
+    let group_flow = (1..)
+        .map(|sport| {
+            eth(
+                ROUTER,
+                SPINE1,
+                None,
+                0x0800,
+                &ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791),
+            )
+        })
+        .find(|frame| {
+            matches!(
+                plain.process(&mut frame.clone(), uplink, T0),
+                Verdict::Forward { port: 6, .. }
+            )
+        })
+        .unwrap();
+    let vlan_flow = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4([10, 0, 10, 5], [10, 3, 0, 9], 64, 17, 7, 4791),
+    );
+    let scenarios = [
+        (vlan_flow.clone(), vec![Change::Frame(hello_from(1).0, 1)]),
+        (vlan_flow, vec![Change::Resolved(2, host_c, A)]),
+        (
+            group_flow.clone(),
+            vec![Change::Link(6, false), Change::Link(6, true)],
+        ),
+        (group_flow, vec![Change::Lost(1, spine2)]),
+    ];
+    for (round, (frame, changes)) in scenarios.into_iter().enumerate() {
+        let now = T0 + round as u64 * PICOS_PER_SECOND;
+        let burst = vec![frame; changes.len() + 2];
+        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        let mut stage = RouteStage::default();
+        stage.run(&express_side, &views, uplink);
+        assert_eq!(
+            stage.express().count_ones() as usize,
+            burst.len(),
+            "round {round}"
+        );
+        express_side.begin_burst();
+        let hits_before = express_side.route_memo_hits.get();
+        for (index, frame) in burst.iter().enumerate() {
+            if index >= 2 {
+                match &changes[index - 2] {
+                    Change::Frame(hello, port) => {
+                        // Through the pipeline, as the engine takes a frame that is not
+                        // express (without `process`, which starts a burst).
+                        for f in [&mut express_side, &mut plain] {
+                            let mut bytes = hello.clone();
+                            f.process_frame(&mut Frame::whole(&mut bytes), *port, now);
+                        }
+                    }
+                    Change::Resolved(interface, ip, mac) => {
+                        for f in [&mut express_side, &mut plain] {
+                            f.neighbor_resolved(*interface, *ip, *mac);
+                        }
+                    }
+                    Change::Lost(interface, ip) => {
+                        for f in [&mut express_side, &mut plain] {
+                            f.neighbor_lost(*interface, *ip);
+                        }
+                    }
+                    Change::Link(port, up) => {
+                        for f in [&mut express_side, &mut plain] {
+                            f.set_port_up(*port, *up);
+                        }
+                    }
+                }
+            }
+            let (mut a, mut b) = (frame.clone(), frame.clone());
+            let got = express_side.route_express(&mut a, &stage.staged(index), now);
+            plain.begin_burst();
+            let want = plain.process_frame(&mut Frame::whole(&mut b), uplink, now);
+            assert_eq!(got, want, "round {round} frame {index}");
+            assert_eq!(a, b, "round {round} frame {index} bytes");
+        }
+        // The second frame repeats the first before anything changes.
+        assert!(
+            express_side.route_memo_hits.get() > hits_before,
+            "round {round}"
+        );
+    }
+}
+
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;

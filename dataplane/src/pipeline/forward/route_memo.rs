@@ -16,14 +16,12 @@
 //! and its repeats are then express frames of the same flow only.
 
 use super::{Forwarder, StagedRoute, TagOp, Verdict};
-use crate::clock::Picos;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct RouteMemo {
     /// The burst index + 1 of the remembered frame (a repeat's staging names it as its
     /// head); 0: nothing is remembered.
     head_plus_one: u16,
-    now: Picos,
     port: u16,
     dst_mac: [u8; 6],
     /// The group and member index a repeat counts to (none for a nexthop).
@@ -46,10 +44,9 @@ impl Forwarder {
         &mut self,
         frame: &mut [u8],
         staged: &StagedRoute,
-        now: Picos,
     ) -> Option<Verdict> {
         let memo = &self.route_memo;
-        if memo.head_plus_one != u16::from(staged.head()) + 1 || memo.now != now {
+        if memo.head_plus_one != u16::from(staged.head()) + 1 {
             return None;
         }
         let (port, dst_mac, counted) = (memo.port, memo.dst_mac, memo.counted);
@@ -67,13 +64,13 @@ impl Forwarder {
         })
     }
 
-    /// Remembers how an express frame, staged as `staged`, was forwarded at `now`: out of
-    /// `port` with `tag`, to `dst_mac`, counted to `counted`.
+    /// Remembers how an express frame, staged as `staged`, was forwarded: out of `port` with
+    /// `tag`, to `dst_mac`, counted to `counted`. It holds until the burst ends
+    /// (`begin_burst`, which the engine calls with each new instant) or the forwarder changes.
     #[inline(always)]
     pub(super) fn remember_route(
         &mut self,
         staged: &StagedRoute,
-        now: Picos,
         port: u16,
         tag: TagOp,
         dst_mac: [u8; 6],
@@ -83,7 +80,6 @@ impl Forwarder {
         if matches!(tag, TagOp::Keep) {
             self.route_memo = RouteMemo {
                 head_plus_one: u16::from(staged.head()) + 1,
-                now,
                 port,
                 dst_mac,
                 counted,
