@@ -268,6 +268,20 @@ pub struct UpperLayer {
     pub fragment: bool,
 }
 
+/// Whether next header `next` is one [`walk_extension_headers`] walks through.
+#[inline(always)]
+#[must_use]
+pub fn is_extension_header(next: u8) -> bool {
+    matches!(
+        next,
+        protocol::HOP_BY_HOP
+            | protocol::ROUTING
+            | protocol::FRAGMENT
+            | protocol::AH
+            | protocol::DESTINATION_OPTIONS
+    )
+}
+
 /// Walks the extension headers of a checked `packet` to the upper layer.
 ///
 /// Follows Hop-by-Hop (0, only as the first header), Routing (43), Fragment (44, 8 bytes),

@@ -220,18 +220,30 @@ impl Srv6State {
     }
 
     /// For a packet to local SID `sid` in `vrf` (`ip` from its IPv6 header on, `dst` its
-    /// destination): its next
-    /// destination and the step that gives it, when that step is all the endpoint does before
-    /// the FIB. The SID is End (with or without NEXT-C-SID): a uN shift of a non-zero
-    /// argument, or else (RFC 8986 4.1) an SRH that passes every check with Segments Left
-    /// above 0 and is not removed (PSP on the last segment shrinks the packet). The new
-    /// destination must be neither link-local nor another local SID. The burst stage looks
-    /// the new destination up for express frames (`Forwarder::endpoint_express` applies the
-    /// step); the hop limit is the caller's to check.
+    /// destination): its next destination and the step that gives it, when that step is all
+    /// the endpoint does before the FIB: [`Self::endpoint_step`], to a destination that
+    /// [`Self::leads_to_fib`]. The burst stage looks the new destination up for express frames
+    /// (`Forwarder::endpoint_express` applies the step); the hop limit is the caller's to check.
     #[inline(always)]
     pub(super) fn express_step(
         &self,
         vrf: u16,
+        sid: u32,
+        dst: u128,
+        ip: &[u8],
+    ) -> Option<(u128, EndpointStep)> {
+        let (next, step) = self.endpoint_step(sid, dst, ip)?;
+        self.leads_to_fib(vrf, next).then_some((next, step))
+    }
+
+    /// The one step of local SID `sid` for a packet to `dst` (`ip` from its IPv6 header on),
+    /// when the SID is End (with or without NEXT-C-SID) and the step is: a uN shift of a
+    /// non-zero argument, or else (RFC 8986 4.1) an SRH that passes every check with Segments
+    /// Left above 0 and is not removed (PSP on the last segment shrinks the packet). Where the
+    /// step leads is not checked.
+    #[inline(always)]
+    pub(super) fn endpoint_step(
+        &self,
         sid: u32,
         dst: u128,
         ip: &[u8],
@@ -242,20 +254,25 @@ impl Srv6State {
         if !matches!(sid.behavior, SidBehavior::End) {
             return None;
         }
-        let (next, step) = match sid.csid.and_then(|c| c.shifted(dst)) {
-            Some(shifted) => (shifted, EndpointStep::Shift),
+        match sid.csid.and_then(|c| c.shifted(dst)) {
+            Some(shifted) => Some((shifted, EndpointStep::Shift)),
             None => {
                 let (offset, segments_left, segment) = srh_next_segment(ip)?;
                 if sid.psp && segments_left == 1 {
                     return None;
                 }
                 let offset = u8::try_from(offset).ok()?;
-                (u128::from(segment), EndpointStep::Srh { offset })
+                Some((u128::from(segment), EndpointStep::Srh { offset }))
             }
-        };
-        let routed = !super::is_link_local(&next.to_be_bytes())
-            && self.lookup_sid(vrf, Ipv6Addr::from(next)).is_none();
-        routed.then_some((next, step))
+        }
+    }
+
+    /// Whether an endpoint step to `next` in `vrf` goes on to the FIB: `next` is neither
+    /// link-local nor another local SID.
+    #[inline(always)]
+    pub(super) fn leads_to_fib(&self, vrf: u16, next: u128) -> bool {
+        !super::is_link_local(&next.to_be_bytes())
+            && self.lookup_sid(vrf, Ipv6Addr::from(next)).is_none()
     }
 }
 
@@ -277,6 +294,14 @@ pub enum EndpointStep {
 #[inline(never)]
 fn srh_next_segment(ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
     let packet_end = 40 + usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
+    match srh_first_and_only(ip, packet_end) {
+        Some(found) => found,
+        None => srh_next_segment_by_walk(ip, packet_end),
+    }
+}
+
+/// `srh_next_segment` for any chain of extension headers.
+fn srh_next_segment_by_walk(ip: &[u8], packet_end: usize) -> Option<(usize, u8, Ipv6Addr)> {
     let upper = walk_extension_headers(&Ipv6Packet::new_unchecked(ip.get(..packet_end)?)).ok()?;
     let offset = upper.srh_offset?;
     let view = SrhPacket::new_checked(ip.get(offset..packet_end)?).ok()?;
@@ -285,6 +310,45 @@ fn srh_next_segment(ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
         return None;
     }
     Some((offset, segments_left, view.segment(segments_left - 1)?))
+}
+
+/// `srh_next_segment` for the usual SRv6 packet, an SRH right after the IPv6 header and then
+/// the upper layer, without the general walk: `None` when the packet is not of that shape
+/// (then the walk decides), else what the walk and the checks after it find. The walk would
+/// take the SRH at offset 40 whole (at least its 8 fixed bytes, within the packet) and stop
+/// at the header after it.
+#[inline(always)]
+fn srh_first_and_only(ip: &[u8], packet_end: usize) -> Option<Option<(usize, u8, Ipv6Addr)>> {
+    let srh = ip.get(40..packet_end)?;
+    let (
+        &[
+            next_header,
+            hdr_ext_len,
+            routing_type,
+            segments_left,
+            last_entry,
+        ],
+        _,
+    ) = srh.split_first_chunk::<5>()?;
+    let header_len = (usize::from(hdr_ext_len) + 1) * 8;
+    if ip[6] != protocol::ROUTING
+        || routing_type != crate::wire::ipv6::ROUTING_TYPE_SRH
+        || header_len > srh.len()
+        || crate::wire::ipv6::is_extension_header(next_header)
+    {
+        return None;
+    }
+    // RFC 8986 S04-S05 (`SrhPacket::check_segments`), and Segments Left above 0.
+    if segments_left == 0
+        || usize::from(last_entry) + 1 > usize::from(hdr_ext_len) / 2
+        || segments_left > last_entry.saturating_add(1)
+    {
+        return Some(None);
+    }
+    // Within the header: segments_left - 1 <= last_entry < hdr_ext_len / 2.
+    let at = 8 + usize::from(segments_left - 1) * 16;
+    let segment: [u8; 16] = srh.get(at..at + 16)?.try_into().ok()?;
+    Some(Some((40, segments_left, Ipv6Addr::from(segment))))
 }
 
 /// What an endpoint decided before forwarding.
@@ -961,6 +1025,59 @@ mod tests {
         assert!(Csid::new(0, 16).is_some(), "a 0-bit block is legal");
         assert!(Csid::new(32, 0).is_none());
         assert!(Csid::new(64, 64).is_none(), "no argument left");
+    }
+
+    #[test]
+    fn an_srh_right_after_the_header_is_read_as_the_walk_reads_it() {
+        // Packets whose first extension header is usually an SRH, with every field the walk
+        // and the segment checks read drawn near its edges: header length, routing type,
+        // Segments Left, Last Entry, the next header (an upper layer or another extension
+        // header), the payload length against the bytes there are.
+        use crate::wire::test_util::XorShift;
+        let mut rng = XorShift::new(0x5e90_fa57);
+        let (mut fast, mut found) = (0, 0);
+        for _ in 0..200_000 {
+            let hdr_ext_len = [0, 1, 2, 4, 6, 255][rng.below(6)] as u8;
+            let header_len = (usize::from(hdr_ext_len) + 1) * 8;
+            let mut ip = vec![0u8; 40 + header_len + 8];
+            rng.fill(&mut ip);
+            ip[6] = [protocol::ROUTING, protocol::ROUTING, protocol::UDP][rng.below(3)];
+            let next = [
+                17,
+                41,
+                59,
+                protocol::ROUTING,
+                protocol::HOP_BY_HOP,
+                protocol::FRAGMENT,
+            ];
+            ip[40] = next[rng.below(next.len())];
+            ip[41] = hdr_ext_len;
+            ip[42] = if rng.below(8) == 0 { 3 } else { 4 };
+            // Last Entry usually fits the header (hdr_ext_len / 2 - 1), Segments Left usually
+            // at most Last Entry + 1.
+            let last_entry = match rng.below(4) {
+                0 => rng.next_u8(),
+                _ => (hdr_ext_len / 2).saturating_sub(rng.below(2) as u8 + 1),
+            };
+            ip[43] = rng.below(usize::from(last_entry) + 3) as u8;
+            ip[44] = last_entry;
+            let payload = (header_len + 8) as isize + [0, 0, -1, -8, -400, 3][rng.below(6)];
+            let payload = payload.max(0) as u16;
+            ip[4..6].copy_from_slice(&payload.to_be_bytes());
+            ip.truncate([ip.len(), ip.len(), 45, 40 + header_len - 1][rng.below(4)]);
+            let packet_end = 40 + usize::from(payload);
+            let want = srh_next_segment_by_walk(&ip, packet_end);
+            assert_eq!(srh_next_segment(&ip), want, "{ip:02x?}");
+            let shortcut = srh_first_and_only(&ip, packet_end);
+            fast += usize::from(shortcut.is_some());
+            found += usize::from(matches!(shortcut, Some(Some(_))));
+        }
+        // Both paths are taken often, and the shortcut often finds the segment.
+        assert!(
+            fast > 10_000 && fast < 190_000,
+            "{fast} read without the walk"
+        );
+        assert!(found > 5_000, "{found} segments found without the walk");
     }
 
     #[test]

@@ -43,7 +43,6 @@ use super::{
 };
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
-use crate::wire::ip::protocol;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// What the burst stage found for one frame, for that frame's routing.
@@ -440,7 +439,7 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], parsed: Parse
     // shift (the destination alone) or there are no extension headers (no SRH either).
     if head_staged.sid.is_some()
         && head_staged.endpoint != Some(EndpointStep::Shift)
-        && is_extension_header(a[6])
+        && crate::wire::ipv6::is_extension_header(a[6])
     {
         return false;
     }
@@ -475,19 +474,6 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], parsed: Parse
             && (a.len() >= header_len) == (b.len() >= header_len)
             && ports_at(header_len)
     }
-}
-
-/// Whether IPv6 next header `next` is one `walk_extension_headers` walks through.
-#[inline(always)]
-fn is_extension_header(next: u8) -> bool {
-    matches!(
-        next,
-        protocol::HOP_BY_HOP
-            | protocol::ROUTING
-            | protocol::FRAGMENT
-            | protocol::AH
-            | protocol::DESTINATION_OPTIONS
-    )
 }
 
 /// Whether a staged frame (to the router MAC, received on a routed port, so staged in its
