@@ -1271,10 +1271,10 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
 #[test]
 fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // Bursts mixing bridged frames, IPv4 and IPv6 frames to ECMP groups, to a single nexthop
-    // and to a local SID, with runs of one flow: staging a whole burst gives each frame what
-    // staging it alone gives, and each frame then gets the verdict and bytes it gets without
-    // any staging.
-    let spec = staging_spec();
+    // and to local SIDs (End, uN, uA), with runs of one flow and of one destination: staging a
+    // whole burst gives each frame what staging it alone gives, and each frame then gets the
+    // verdict and bytes it gets without any staging.
+    let spec = express_spec();
     let (mut staged_forwarder, mut plain) = (
         Forwarder::new(&spec).unwrap(),
         Forwarder::new(&spec).unwrap(),
@@ -1328,6 +1328,16 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
                     &ipv6("2001:db8:10::5", &dst, 64, 17, &payload),
                 )
             }
+            5 => {
+                let dst = usid_destination(&mut next);
+                eth(
+                    ROUTER,
+                    SPINE1,
+                    None,
+                    0x86dd,
+                    &ipv6("2001:db8:10::5", &dst, 64, 17, &payload),
+                )
+            }
             _ => {
                 // To the End SID, one in three with an SRH whose next segment is routed.
                 let dst = format!("2001:db8:5:{:x}::1", next() % 65_536);
@@ -1346,8 +1356,9 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // Runs of one flow: a frame may repeat the one before it with bytes the flow hash does
     // not read changed (TTL or hop limit, IPv4 id, payload, IPv6 traffic class), which the
     // stage takes as a repeat, or with one it does read changed (an address, a port, the
-    // protocol, fragment bits, the flow label, ports cut off, an SRH's segment), which it must
-    // not.
+    // protocol, fragment bits, the flow label, ports cut off, an SRH's segment, a VLAN tag
+    // pushed), which it must not. Those to the same destination (another source, port or
+    // segment, a tag) may take the lookups of the frame before them, where they are the same.
     let mut repeat_draw = xorshift(0x5eed_0ff1_0a7e_1100);
     let mut coin = move |n: u64| repeat_draw() % n;
     let repeat = |previous: &[u8], which: u64| -> Vec<u8> {
@@ -1367,6 +1378,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
             }
             (false, 4) => frame[20] |= 0x20, // more fragments
             (false, 5) => frame[23] = 6,     // protocol
+            (_, 8) => {}                     // a tag, below
             (false, _) => frame.truncate(14 + 20 + 2), // no room for the ports
             (true, 0) => frame[21] ^= 0x21,  // hop limit
             (true, 1) => frame[14] ^= 0x05,  // traffic class
@@ -1374,6 +1386,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
             (true, 3) => frame[55] ^= 1,     // source port
             (true, 4) => frame[20] = 6,      // next header
             (true, 5) => frame[15] ^= 0x01,  // flow label
+            (true, 6) => frame[37] ^= 1,     // source address, its last byte
             (true, 7) if frame[20] == 43 && frame.len() > 65 => frame[65] ^= 1, // SRH segment
             (true, _) => frame.truncate(14 + 40 + 2), // no room for the ports
         }
@@ -1386,17 +1399,20 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
             let c = reference_checksum(&frame[14..header_end]);
             frame[24..26].copy_from_slice(&c.to_be_bytes());
         }
+        if which == 8 {
+            frame.splice(12..12, [0x81, 0x00, 0x00, 0x0a]);
+        }
         frame
     };
     let (mut staged_frames, mut frames_seen, mut forwarded) = (0, 0, 0);
-    let mut repeats = 0;
+    let (mut repeats, mut shared) = (0, 0);
     for round in 0..300u64 {
         let size = 1 + (round * 7 % 32) as usize;
         let mut burst: Vec<Vec<u8>> = Vec::with_capacity(size);
         for i in 0..size {
             let frame = match burst.last() {
-                Some(previous) if coin(2) == 0 => repeat(previous, coin(8)),
-                _ => make((round + i as u64 * 3) % 5),
+                Some(previous) if coin(2) == 0 => repeat(previous, coin(10)),
+                _ => make((round + i as u64 * 3) % 6),
             };
             burst.push(frame);
         }
@@ -1404,6 +1420,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         let mut stage = RouteStage::default();
         stage.run(&staged_forwarder, &views, uplink);
         repeats += stage.repeats().count_ones() as usize;
+        shared += stage.shared().count_ones() as usize;
         for (index, frame) in burst.iter().enumerate() {
             let mut alone = RouteStage::default();
             alone.run(&staged_forwarder, &[frame], uplink);
@@ -1432,16 +1449,68 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         staged_frames * 2 > frames_seen,
         "{staged_frames} of {frames_seen} staged"
     );
-    // Half the frames repeat the one before, a quarter of those with only bytes the hash
-    // ignores changed: one in eight at most, less repeats of bridged frames and of SRH frames.
+    // Half the frames repeat the one before, a fifth of those with only bytes the hash
+    // ignores changed: one in ten at most, less repeats of bridged frames and of SRH frames.
     assert!(
-        repeats * 10 > frames_seen,
+        repeats * 13 > frames_seen,
         "only {repeats} of {frames_seen} frames repeated a staged flow"
     );
     assert!(
         forwarded * 3 > frames_seen,
         "{forwarded} of {frames_seen} forwarded"
     );
+    // Runs of one destination: about one frame in twelve takes another's lookups.
+    assert!(
+        shared * 25 > frames_seen,
+        "only {shared} of {frames_seen} frames took the lookups of another"
+    );
+}
+
+#[test]
+fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
+    // Frames to one End SID address after a first frame that takes no endpoint step (tagged:
+    // only untagged frames get one), each with an SRH whose next segment is that same address
+    // or a routed one, the first with and without a tag itself. A step that leads back to the
+    // local SID goes nowhere near the FIB, even though the first frame's staging holds that
+    // very address; a step to the routed segment does.
+    let forwarder = Forwarder::new(&express_spec()).unwrap();
+    let sid = "2001:db8:5::1";
+    let frame = |tag: Option<u16>, segment: &str, sport: u16| {
+        let mut upper = vec![0u8; 8];
+        upper[0..2].copy_from_slice(&sport.to_be_bytes());
+        let mut srh = super::srv6_tests::srh(17, 1, 0, &[segment]);
+        srh.extend_from_slice(&upper);
+        eth(
+            ROUTER,
+            SPINE1,
+            tag,
+            0x86dd,
+            &ipv6("2001:db8:10::5", sid, 64, 43, &srh),
+        )
+    };
+    for first_tag in [Some(10), None] {
+        let burst = [
+            frame(first_tag, sid, 1),
+            frame(None, sid, 2),
+            frame(None, "2001:db8:e::1", 3),
+            frame(None, "2001:db8:e::1", 4),
+            frame(None, sid, 5),
+        ];
+        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        let mut stage = RouteStage::default();
+        stage.run(&forwarder, &views, 5);
+        for (index, frame) in burst.iter().enumerate() {
+            let mut alone = RouteStage::default();
+            alone.run(&forwarder, &[frame], 5);
+            assert_eq!(
+                stage.staged(index).as_alone(),
+                alone.staged(0),
+                "first tagged: {first_tag:?}, frame {index}"
+            );
+        }
+        // The fourth frame takes the third's lookup.
+        assert_ne!(stage.shared() & 1 << 3, 0, "first tagged: {first_tag:?}");
+    }
 }
 
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN

@@ -14,7 +14,10 @@
 //!
 //! A frame that repeats the flow of the frame looked up before it (same destination and the
 //! same bytes wherever the hash reads: an elephant flow fills whole bursts) skips the passes
-//! and takes that frame's staging.
+//! and takes that frame's staging. An IPv6 frame of another flow to the same destination
+//! (SRv6: a policy's flows share its SIDs; incast) takes that frame's my-SID answer and, when
+//! its endpoint step leads to the same next destination, its FIB answer
+//! (`RouteStage::stage_like`); only its hash is its own.
 //!
 //! The last pass also marks the burst's *express* frames: untagged IPv4 and IPv6 frames on a
 //! routed port that pass every check the pipeline makes before resolving their route
@@ -182,6 +185,11 @@ pub struct RouteStage {
     repeats: u64,
     /// For each repeat, the index of the frame whose staging it takes.
     head_of: [u8; MAX_BURST],
+    /// Bit i: frame i takes the FIB answer of an earlier frame staged for the same
+    /// destination (`RouteStage::stage_like`), frame `lookup_of[i]`. A subset of `staged`
+    /// without `repeats`.
+    shared: u64,
+    lookup_of: [u8; MAX_BURST],
 }
 
 /// Where an express frame's IPv4 header starts: right after an untagged Ethernet header.
@@ -195,6 +203,8 @@ impl Default for RouteStage {
             express: 0,
             repeats: 0,
             head_of: [0; MAX_BURST],
+            shared: 0,
+            lookup_of: [0; MAX_BURST],
         }
     }
 }
@@ -216,6 +226,7 @@ impl RouteStage {
         self.staged = 0;
         self.express = 0;
         self.repeats = 0;
+        self.shared = 0;
         // The masks are built in registers and stored once.
         let (mut staged_mask, mut repeats) = (0u64, 0u64);
         let Some(vrf) = forwarder.staging_vrf(in_port) else {
@@ -230,49 +241,42 @@ impl RouteStage {
         // destination (kept in a register: reading it back from the staging just written
         // would stall on store forwarding for every frame).
         let mut head: Option<(usize, u128)> = None;
+        // IPv6 frames to the destination of the head before them but not of its flow: staged
+        // after this pass, from the head's staging (`Self::stage_like`). (An IPv4 frame is
+        // staged by itself: its lookup, in the cache after the head's, costs little.)
+        let mut alike = 0u64;
         for (index, &frame) in frames[..count].iter().enumerate() {
             let Some(parsed) = stage_parse(frame, forwarder.router_mac) else {
                 continue;
             };
             staged_mask |= 1 << index;
-            if let Some((head, head_dst)) = head
+            if let Some((looked_up, head_dst)) = head
                 && head_dst == parsed.dst
-                && same_flow(frames[head], &self.frames[head], frame, parsed)
             {
-                repeats |= 1 << index;
-                self.head_of[index] = head as u8;
-                continue;
+                if same_flow(frames[looked_up], &self.frames[looked_up], frame, parsed) {
+                    repeats |= 1 << index;
+                    self.head_of[index] = looked_up as u8;
+                    continue;
+                }
+                if parsed.v6 {
+                    // The head's staging stands in for what `same_flow` reads of this
+                    // frame's until `stage_alike` stages it: its SID, and its step when the
+                    // step is a uN shift (by the destination alone).
+                    let mut like = self.frames[looked_up];
+                    like.l3 = parsed.l3;
+                    self.frames[index] = like;
+                    self.head_of[index] = looked_up as u8;
+                    alike |= 1 << index;
+                    head = Some((index, parsed.dst));
+                    continue;
+                }
             }
             head = Some((index, parsed.dst));
             self.head_of[index] = index as u8;
-            let staged = &mut self.frames[index];
-            *staged = StagedRoute {
-                vrf_plus_one: vrf + 1,
-                v6: parsed.v6,
-                l3: parsed.l3,
-                dst: parsed.dst,
-                head: index as u8,
-                ..StagedRoute::default()
-            };
-            if staged.v6 {
-                staged.sid = forwarder.srv6.lookup_sid(vrf, Ipv6Addr::from(staged.dst));
-                // Only an untagged frame can be express, so only its step is worth finding.
-                let (dst, ip) = (staged.dst, &frame[EXPRESS_L3..]);
-                let step = staged
-                    .sid
-                    .filter(|_| usize::from(staged.l3) == EXPRESS_L3)
-                    .and_then(|sid| forwarder.srv6.express_step(vrf, sid, dst, ip));
-                if let Some((next, step)) = step {
-                    staged.dst = next;
-                    staged.endpoint = Some(step);
-                }
-                if staged.sid.is_none() || staged.endpoint.is_some() {
-                    v6_frames += 1;
-                    forwarder.fib6[usize::from(vrf)].prefetch_first(staged.dst);
-                }
-            } else {
-                forwarder.fib4[usize::from(vrf)].prefetch_first(staged.dst as u32);
-            }
+            v6_frames += usize::from(self.stage_itself(index, parsed, frame, forwarder, vrf));
+        }
+        if alike != 0 {
+            v6_frames += self.stage_alike(alike, frames, forwarder, vrf);
         }
         (self.staged, self.repeats) = (staged_mask, repeats);
         if staged_mask == 0 {
@@ -289,7 +293,7 @@ impl RouteStage {
             }
         }
         if v6_frames > 0 {
-            self.look_up_v6(forwarder, vrf);
+            self.look_up_v6(forwarder, vrf, heads);
         }
         // Heads whose staging lets their frames be express (what `is_express` checks outside
         // each frame's own bytes); a repeat shares its head's.
@@ -317,13 +321,142 @@ impl RouteStage {
         self.express = express;
     }
 
+    /// Stages frame `index` (`frame`, parsed as `parsed`) by itself: the my-SID table for
+    /// IPv6, an endpoint step, and the prefetch of the FIB's first level for the destination
+    /// the frame goes to the FIB with. Returns whether that is an IPv6 lookup (pass 2's).
+    #[inline(always)]
+    fn stage_itself(
+        &mut self,
+        index: usize,
+        parsed: Parsed,
+        frame: &[u8],
+        forwarder: &Forwarder,
+        vrf: u16,
+    ) -> bool {
+        let staged = &mut self.frames[index];
+        *staged = StagedRoute {
+            vrf_plus_one: vrf + 1,
+            v6: parsed.v6,
+            l3: parsed.l3,
+            dst: parsed.dst,
+            head: index as u8,
+            ..StagedRoute::default()
+        };
+        if !staged.v6 {
+            forwarder.fib4[usize::from(vrf)].prefetch_first(staged.dst as u32);
+            return false;
+        }
+        staged.sid = forwarder.srv6.lookup_sid(vrf, Ipv6Addr::from(staged.dst));
+        // Only an untagged frame can be express, so only its step is worth finding.
+        let (dst, ip) = (staged.dst, &frame[EXPRESS_L3..]);
+        let step = staged
+            .sid
+            .filter(|_| usize::from(staged.l3) == EXPRESS_L3)
+            .and_then(|sid| forwarder.srv6.express_step(vrf, sid, dst, ip));
+        if let Some((next, step)) = step {
+            staged.dst = next;
+            staged.endpoint = Some(step);
+        }
+        let looks_up = staged.sid.is_none() || staged.endpoint.is_some();
+        if looks_up {
+            forwarder.fib6[usize::from(vrf)].prefetch_first(staged.dst);
+        }
+        looks_up
+    }
+
+    /// Stages the `alike` frames (IPv6), each from the staging of the frame before it whose
+    /// destination it shares (`head_of`; staged before it, by pass 1 or by this loop), where
+    /// `Self::stage_like` can, and else by itself. Returns the IPv6 lookups this adds to
+    /// pass 2.
+    #[inline(never)]
+    fn stage_alike(
+        &mut self,
+        alike: u64,
+        frames: &[&[u8]],
+        forwarder: &Forwarder,
+        vrf: u16,
+    ) -> usize {
+        let mut v6_lookups = 0;
+        for index in bits(alike) {
+            let (like, frame) = (usize::from(self.head_of[index]), frames[index]);
+            // Pass 1 left the frame's header offset in its staging and checked the header is
+            // in the frame.
+            let l3 = self.frames[index].l3;
+            let Some(dst) = frame.get(usize::from(l3) + 24..usize::from(l3) + 40) else {
+                continue;
+            };
+            let parsed = Parsed {
+                v6: true,
+                l3,
+                dst: u128::from_be_bytes(dst.try_into().expect("16 bytes")),
+            };
+            self.head_of[index] = index as u8;
+            match self.stage_like(like, index, parsed, frame, forwarder) {
+                Some(true) => {
+                    self.lookup_of[index] = like as u8;
+                    self.shared |= 1 << index;
+                }
+                Some(false) => {}
+                None => {
+                    v6_lookups +=
+                        usize::from(self.stage_itself(index, parsed, frame, forwarder, vrf));
+                }
+            }
+        }
+        v6_lookups
+    }
+
+    /// Stages frame `index` (IPv6, parsed as `parsed`, to the destination of the frame
+    /// staged at `like` but not of its flow) from `like`'s staging, which pass 1 copied to
+    /// it, when that needs no lookup, and returns whether it takes `like`'s FIB answer: the
+    /// my-SID table and the FIB answer by destination alone, and where `like`'s endpoint step
+    /// led was checked to lead to the FIB. `None`: the frame is to be staged by itself (its
+    /// SID's step leads elsewhere). Frames of many flows to one destination are the rule for
+    /// SRv6 (a policy's flows share its SIDs) and for incast.
+    #[inline(always)]
+    fn stage_like(
+        &mut self,
+        like: usize,
+        index: usize,
+        parsed: Parsed,
+        frame: &[u8],
+        forwarder: &Forwarder,
+    ) -> Option<bool> {
+        let (like_endpoint, like_dst) = (self.frames[like].endpoint, self.frames[like].dst);
+        // The VRF, family, header offset and SID are right already; the FIB answer, the hash
+        // and whether the flow repeats are filled in later, as for every frame.
+        let staged = &mut self.frames[index];
+        staged.dst = parsed.dst;
+        staged.endpoint = None;
+        staged.head = index as u8;
+        let Some(sid) = staged.sid else {
+            return Some(true);
+        };
+        if usize::from(parsed.l3) != EXPRESS_L3 {
+            return Some(false);
+        }
+        match forwarder
+            .srv6
+            .endpoint_step(sid, parsed.dst, &frame[EXPRESS_L3..])
+        {
+            Some((next, step)) if like_endpoint.is_some() && like_dst == next => {
+                staged.dst = next;
+                staged.endpoint = Some(step);
+                Some(true)
+            }
+            Some(_) => None,
+            None => Some(false),
+        }
+    }
+
     /// Pass 2 for the burst's IPv6 frames: one lockstep walk of their FIB lookups (all staged
-    /// in the in-port's VRF).
-    fn look_up_v6(&mut self, forwarder: &Forwarder, vrf: u16) {
+    /// in the in-port's VRF), for the frames of `heads` that need one; the `shared` frames
+    /// then take the answers of the frames they share them with.
+    fn look_up_v6(&mut self, forwarder: &Forwarder, vrf: u16, heads: u64) {
         let mut addrs = [0u128; MAX_BURST];
         let mut which = [0u8; MAX_BURST];
         let mut n = 0;
-        for index in bits(self.staged & !self.repeats) {
+        for index in bits(heads & !self.shared) {
             let staged = &self.frames[index];
             if staged.v6 && (staged.sid.is_none() || staged.endpoint.is_some()) {
                 addrs[n] = staged.dst;
@@ -335,6 +468,13 @@ impl RouteStage {
         forwarder.fib6[usize::from(vrf)].lookup_batch(&addrs[..n], &mut values[..n]);
         for (&index, &value) in which[..n].iter().zip(&values[..n]) {
             let staged = &mut self.frames[usize::from(index)];
+            staged.value = value;
+            staged.looked_up = true;
+        }
+        // In burst order, so a frame sharing the answer of a frame that shares one finds it.
+        for index in bits(self.shared) {
+            let value = self.frames[usize::from(self.lookup_of[index])].value;
+            let staged = &mut self.frames[index];
             staged.value = value;
             staged.looked_up = true;
         }
@@ -360,6 +500,12 @@ impl RouteStage {
     #[cfg(test)]
     pub(crate) fn repeats(&self) -> u64 {
         self.repeats
+    }
+
+    /// The burst's frames that took the FIB answer of an earlier frame.
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> u64 {
+        self.shared
     }
 
     /// The burst's express frames (bit i: frame i), for `Forwarder::route_express` with
@@ -445,11 +591,21 @@ fn same_flow(head: &[u8], head_staged: &StagedRoute, frame: &[u8], parsed: Parse
     }
     let ports_at = |offset: usize| a.get(offset..offset + 4) == b.get(offset..offset + 4);
     if parsed.v6 {
-        a[1] & 0x0f == b[1] & 0x0f
-            && a[2..4] == b[2..4]
-            && a[6] == b[6]
-            && a[8..40] == b[8..40]
-            && ports_at(40)
+        // Five words: the first under the mask of the flow label and next header, then the
+        // addresses.
+        let (Some(x), Some(y)) = (a.first_chunk::<40>(), b.first_chunk::<40>()) else {
+            return false;
+        };
+        let word = |bytes: &[u8; 40], at: usize| {
+            u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+        };
+        const FIRST: u64 = 0x00ff_0000_ffff_0f00;
+        let differ = (word(x, 0) ^ word(y, 0)) & FIRST
+            | (word(x, 8) ^ word(y, 8))
+            | (word(x, 16) ^ word(y, 16))
+            | (word(x, 24) ^ word(y, 24))
+            | (word(x, 32) ^ word(y, 32));
+        differ == 0 && ports_at(40)
     } else if let (Some(x), Some(y)) = (a.first_chunk::<24>(), b.first_chunk::<24>())
         && b[0] == 0x45
     {
