@@ -706,8 +706,11 @@ impl Forwarder {
     /// it leads to, `staged.dst()`, which is routed to a nexthop or an ECMP group (`value`).
     /// Does what [`Self::srv6_endpoint`] does for it: the step, the hop-limit decrement,
     /// resolution and the L2 rewrite, and the SID's counters.
-    /// Out of line: inlined into the engine's express loop it slowed IPv4 frames by 3 to 5 %.
-    #[inline(never)]
+    /// Inlined into the engine's express loop: out of line, the call's register saves and
+    /// restores cost about 40 instructions per frame (uN 1146 -> 1113 per frame inlined, and
+    /// IPv4 at 8192 flows 944 -> 931; A/B rates 1.045x and 1.02x). An earlier, rate-only
+    /// measurement had found inlining 3 to 5 % slower for IPv4.
+    #[inline(always)]
     pub(super) fn endpoint_express(
         &mut self,
         frame: &mut [u8],
