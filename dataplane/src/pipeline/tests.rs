@@ -1318,18 +1318,13 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
                 }
                 eth(ROUTER, SPINE1, None, 0x0800, &ip)
             }
-            3 => {
-                let dst = format!("2001:db8:e:{:x}::1", next() % 65_536);
-                eth(
-                    ROUTER,
-                    SPINE1,
-                    None,
-                    0x86dd,
-                    &ipv6("2001:db8:10::5", &dst, 64, 17, &payload),
-                )
-            }
-            5 => {
-                let dst = usid_destination(&mut next);
+            3 | 5 => {
+                // To the ECMP prefix, or to a uN or uA SID.
+                let dst = if kind == 3 {
+                    format!("2001:db8:e:{:x}::1", next() % 65_536)
+                } else {
+                    usid_destination(&mut next)
+                };
                 eth(
                     ROUTER,
                     SPINE1,
