@@ -1506,6 +1506,28 @@ fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
         // The fourth frame takes the third's lookup.
         assert_ne!(stage.shared() & 1 << 3, 0, "first tagged: {first_tag:?}");
     }
+    // An IPv4 frame's destination, held in the low 32 bits, equals an IPv6 one (`::a.b.c.d`):
+    // a frame to that IPv6 address after it takes nothing of its staging.
+    let v4 = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4([10, 0, 10, 5], [10, 1, 7, 3], 64, 17, 1, 2),
+    );
+    let v6 = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x86dd,
+        &ipv6("2001:db8:10::5", "::10.1.7.3", 64, 17, &[0; 8]),
+    );
+    let burst = [v4.as_slice(), v6.as_slice()];
+    let mut stage = RouteStage::default();
+    stage.run(&forwarder, &burst, 5);
+    let mut alone = RouteStage::default();
+    alone.run(&forwarder, &burst[1..], 5);
+    assert_eq!(stage.staged(1).as_alone(), alone.staged(0));
 }
 
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN

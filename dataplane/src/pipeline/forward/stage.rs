@@ -258,7 +258,8 @@ impl RouteStage {
                     self.head_of[index] = looked_up as u8;
                     continue;
                 }
-                if parsed.v6 {
+                // (An IPv4 head's destination is an IPv6 one too: `::a.b.c.d`.)
+                if parsed.v6 && self.frames[looked_up].v6 {
                     // The head's staging stands in for what `same_flow` reads of this
                     // frame's until `stage_alike` stages it: its SID, and its step when the
                     // step is a uN shift (by the destination alone).
