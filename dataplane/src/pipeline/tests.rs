@@ -1274,11 +1274,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // and to local SIDs (End, uN, uA), with runs of one flow and of one destination: staging a
     // whole burst gives each frame what staging it alone gives, and each frame then gets the
     // verdict and bytes it gets without any staging.
-    let spec = express_spec();
-    let (mut staged_forwarder, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
+    let (mut staged_forwarder, mut plain) = express_pair();
     for f in [&mut staged_forwarder, &mut plain] {
         f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
         f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
@@ -1530,6 +1526,16 @@ fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
     assert_eq!(stage.staged(1).as_alone(), alone.staged(0));
 }
 
+/// Two forwarders on `express_spec`: one to take a path under test, one to take the full
+/// pipeline unstaged.
+fn express_pair() -> (Forwarder, Forwarder) {
+    let spec = express_spec();
+    (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    )
+}
+
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN
 /// interface (10.3.0.0/16 -> 10.0.10.7, whose port comes from the MAC table), groups of it
 /// and nh1 choosing by random flowlets (10.4.0.0/16), per packet (10.5.0.0/16) and by
@@ -1693,11 +1699,7 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     // the pipeline; the other takes every frame through the pipeline unstaged. Verdicts,
     // bytes, control requests, learned MACs, the groups' counters and loads and the SIDs'
     // counters must agree.
-    let spec = express_spec();
-    let (mut express_side, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
+    let (mut express_side, mut plain) = express_pair();
     let uplink = 5u16;
     let mut next = xorshift(0x0dd_b1a5_e5ca_1ab1u64);
     let destinations: [[u8; 2]; 10] = [
@@ -1975,11 +1977,7 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
     // forwarder changed between them: a MAC move learned through the full pipeline, a
     // neighbour's new MAC, a neighbour lost, a link down and up. Each repeat must get what
     // a forwarder that remembers nothing decides.
-    let spec = express_spec();
-    let (mut express_side, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
+    let (mut express_side, mut plain) = express_pair();
     let uplink = 5u16;
     let spine1 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0));
     let spine2 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2));
