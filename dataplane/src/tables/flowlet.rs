@@ -408,35 +408,35 @@ fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
     h ^ (h >> 16)
 }
 
-/// The first index at or after `start` (wrapping) among `0..n` with the least `load_of`
-/// (`u64::MAX`: not eligible), or `usize::MAX` if none is eligible. One pass that keeps the
-/// least load and the set of indices holding it with conditional moves (which index wins is
-/// data, and a mispredicted branch per member cost more than the comparison), then a bit scan
-/// for the first of that set from `start`.
+/// Loads at or above this (2^57 bytes, far beyond any queue or transmission estimate) compare
+/// as equal in `least_from`, which keeps the six low bits of each key for the member's place.
+const LOAD_CAP: u64 = (1 << 57) - 2;
+/// `least_from`'s key of a member that is not eligible (above every eligible member's).
+const NOT_ELIGIBLE: u64 = LOAD_CAP + 1;
+
+/// The first index at or after `start` (wrapping) among `0..n` (at most 64) with the least
+/// `load_of` (`None`: not eligible), or `usize::MAX` if none is eligible. Each index becomes
+/// one key, its load above its place counted from `start`, so the least key is the answer and
+/// ties go to the first place: one minimum per member, no branch on the loads (which member
+/// wins is data, and a mispredicted branch per member cost more than the scan).
 #[inline(always)]
-fn least_from(n: usize, start: usize, load_of: impl Fn(usize) -> u64) -> usize {
-    let (mut least, mut at_least) = (u64::MAX, 0u64);
-    for i in 0..n {
-        let load = load_of(i);
-        let bit = 1u64 << i;
-        at_least = if load < least {
-            bit
-        } else if load == least {
-            at_least | bit
-        } else {
-            at_least
-        };
-        least = least.min(load);
+fn least_from(n: usize, start: usize, load_of: impl Fn(usize) -> Option<u64>) -> usize {
+    debug_assert!(n <= 64 && start < n.max(1));
+    let key = |i: usize, place: usize| {
+        load_of(i).map_or(NOT_ELIGIBLE, |load| load.min(LOAD_CAP)) << 6 | place as u64
+    };
+    let mut least = u64::MAX;
+    for i in start..n {
+        least = least.min(key(i, i - start));
     }
-    if least == u64::MAX {
+    for i in 0..start.min(n) {
+        least = least.min(key(i, i + n - start));
+    }
+    if least >= NOT_ELIGIBLE << 6 {
         return usize::MAX;
     }
-    let from_start = at_least >> start;
-    if from_start != 0 {
-        start + from_start.trailing_zeros() as usize
-    } else {
-        at_least.trailing_zeros() as usize
-    }
+    let index = start + (least & 63) as usize;
+    if index >= n { index - n } else { index }
 }
 
 /// The balancing state of one ECMP group.
@@ -577,7 +577,7 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<(u32, Option<u32>)> {
-        let index = match self.spec.mode {
+        let (id, index) = match self.spec.mode {
             BalanceMode::Hash => {
                 let id = ecmp.select(hash)?;
                 // A member added after start has no counter: it is still used.
@@ -588,12 +588,26 @@ impl GroupBalancer {
                 return Some((id, index));
             }
             BalanceMode::Flowlet => self.select_flowlet(ecmp, hash, now, egress)?,
-            BalanceMode::PerPacket => {
-                self.counters.flowlets.add(1);
-                self.placed = self.placed.wrapping_add(1);
-                self.choose(ecmp, hash, self.placed, None, now, egress)?
-            }
+            BalanceMode::PerPacket => return self.select_per_packet(ecmp, hash, len, now, egress),
         };
+        self.count_choice(index, len);
+        Some((id, Some(index)))
+    }
+
+    /// `select_member` of a group that sprays per packet. Out of line: the modes of most
+    /// groups inline theirs into the forwarding path, and this one would crowd it.
+    #[inline(never)]
+    fn select_per_packet(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<(u32, Option<u32>)> {
+        self.counters.flowlets.add(1);
+        self.placed = self.placed.wrapping_add(1);
+        let index = self.choose(ecmp, hash, self.placed, None, now, egress)?;
         self.count_choice(index, len);
         ecmp.members()
             .get(index as usize)
@@ -651,66 +665,110 @@ impl GroupBalancer {
         }
     }
 
-    #[inline]
+    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now`: the
+    /// entry's while the flowlet goes on and its member is up, else a new flowlet's choice.
+    /// The entry is found once and written in place: with many flows at a high packet rate
+    /// nearly every packet starts a flowlet, so this is the per-packet cost of the mode.
+    #[inline(always)]
     fn select_flowlet(
         &mut self,
         ecmp: &EcmpGroup,
         hash: u32,
         now: Picos,
         egress: &EgressLoad,
-    ) -> Option<u32> {
+    ) -> Option<(u32, u32)> {
         let members = ecmp.members();
-        let (previous, forced) = match self.table.lookup(hash, now, self.spec.timeout) {
-            Lookup::Continue(m) if members.get(m as usize).is_some_and(|m| m.up) => {
-                self.table.record(hash, m, now, false);
-                return Some(m);
+        let slot = (hash & self.table.mask) as usize;
+        let entry = self.table.entries.get_mut(slot)?;
+        let (previous, forced) = if entry.member == EMPTY {
+            (None, false)
+        } else if now.saturating_sub(entry.last_seen) <= self.spec.timeout {
+            match members.get(entry.member as usize) {
+                Some(m) if m.up => {
+                    entry.last_seen = entry.last_seen.max(now);
+                    return Some((m.id, entry.member));
+                }
+                _ => (Some(entry.member), true),
             }
-            Lookup::Continue(m) => (Some(m), true),
-            Lookup::New { previous } => (previous, false),
+        } else {
+            (Some(entry.member), false)
         };
-        self.new_flowlet(ecmp, hash, previous, forced, now, egress)
+        let salt = entry.flowlet_id.wrapping_add(1);
+        let (id, member) = match self.spec.choice {
+            PathChoice::Random => {
+                // The bucket table holds live members only, in proportion to their weights.
+                let id = ecmp.select(draw(hash, self.seed, salt))?;
+                let member = u32::from(*self.index_of.get(id as usize)?);
+                // What `FlowletTable::record` does, on the entry already at hand.
+                entry.last_seen = entry.last_seen.max(now);
+                entry.member = member;
+                entry.flowlet_id = salt;
+                (id, member)
+            }
+            PathChoice::LeastLoaded => {
+                let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
+                self.table.record(hash, member, now, true);
+                (members.get(member as usize)?.id, member)
+            }
+        };
+        self.count_new_flowlet(hash, previous, member, forced, now);
+        Some((id, member))
     }
 
-    /// Starts a flowlet: picks its member, records it, counts it. Inlined, not cold: with many
-    /// flows at a high packet rate nearly every packet starts a flowlet.
-    #[inline]
-    fn new_flowlet(
+    /// The counters (and the event log) of a new flowlet on `member` whose entry's last
+    /// flowlet was on `previous`.
+    #[inline(always)]
+    fn count_new_flowlet(
         &mut self,
-        ecmp: &EcmpGroup,
         hash: u32,
         previous: Option<u32>,
+        member: u32,
         forced: bool,
         now: Picos,
-        egress: &EgressLoad,
-    ) -> Option<u32> {
-        let salt = self.table.flowlet_id(hash).wrapping_add(1);
-        let member = self.choose(ecmp, hash, salt, previous, now, egress)?;
-        self.table.record(hash, member, now, true);
+    ) {
         self.counters.flowlets.add(1);
         // Counted without a branch: with random choice whether a flowlet moves is a coin toss
-        // the CPU cannot predict. A forced move always moves (a down member is never chosen).
+        // the CPU cannot predict; so the branch below tests the predictable conditions first.
+        // A forced move always moves (a down member is never chosen).
         let moved = previous.is_some_and(|p| p != member);
         self.counters.moves.add(u64::from(moved));
-        if let Some(from) = previous.filter(|_| moved && (forced || self.record_events)) {
-            if forced {
-                self.counters.forced_moves.add(1);
-            }
-            if self.record_events {
-                if self.events.len() < EVENT_CAPACITY {
-                    self.events.push(FlowletMove {
-                        at: now,
-                        group: self.group,
-                        slot: hash & self.table.mask,
-                        from,
-                        to: member,
-                        forced,
-                    });
-                } else {
-                    self.counters.events_lost.add(1);
-                }
+        if (forced || self.record_events) && moved {
+            self.note_move(hash, previous, member, forced, now);
+        }
+    }
+
+    /// A flowlet that moved: the forced-move count and the event log. Out of line: only
+    /// forced moves and runs with an event log get here.
+    #[cold]
+    #[inline(never)]
+    fn note_move(
+        &mut self,
+        hash: u32,
+        previous: Option<u32>,
+        member: u32,
+        forced: bool,
+        now: Picos,
+    ) {
+        let Some(from) = previous else {
+            return;
+        };
+        if forced {
+            self.counters.forced_moves.add(1);
+        }
+        if self.record_events {
+            if self.events.len() < EVENT_CAPACITY {
+                self.events.push(FlowletMove {
+                    at: now,
+                    group: self.group,
+                    slot: hash & self.table.mask,
+                    from,
+                    to: member,
+                    forced,
+                });
+            } else {
+                self.counters.events_lost.add(1);
             }
         }
-        Some(member)
     }
 
     /// A live member for a new flowlet (index in the group), by the group's choice.
@@ -763,13 +821,7 @@ impl GroupBalancer {
         // instant); a marking member is avoided only while some other member is up.
         if self.equal_weights && self.avoided == 0 {
             let loads = &self.loads[..n];
-            let best = least_from(n, start, |i| {
-                if members[i].up {
-                    loads[i].snapshot
-                } else {
-                    u64::MAX
-                }
-            });
+            let best = least_from(n, start, |i| members[i].up.then_some(loads[i].snapshot));
             return (best != usize::MAX).then_some(best as u32);
         }
         let up = members[..n]
@@ -795,11 +847,7 @@ impl GroupBalancer {
     fn least_loaded_equal(&self, n: usize, start: usize, eligible: u64) -> usize {
         let loads = &self.loads[..n];
         least_from(n, start, |i| {
-            if eligible >> i & 1 != 0 {
-                loads[i].snapshot
-            } else {
-                u64::MAX
-            }
+            (eligible >> i & 1 != 0).then_some(loads[i].snapshot)
         })
     }
 

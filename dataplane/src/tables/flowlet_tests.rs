@@ -401,3 +401,110 @@ fn random_draws_spread_each_flow_s_flowlets_and_many_flows_evenly() {
     }
     check(counts, "4000 flows");
 }
+
+/// The flowlet rules of the module documentation, step by step through the table's own
+/// `lookup` and `record`: what `select` must choose and count for each packet.
+struct FlowletModel {
+    table: FlowletTable,
+    timeout: Picos,
+    seed: u32,
+    flowlets: u64,
+    moves: u64,
+    forced_moves: u64,
+    moved: Vec<(u32, u32, bool)>,
+}
+
+impl FlowletModel {
+    fn select(&mut self, ecmp: &EcmpGroup, hash: u32, now: Picos) -> Option<u32> {
+        let members = ecmp.members();
+        let (previous, forced) = match self.table.lookup(hash, now, self.timeout) {
+            Lookup::Continue(m) if members[m as usize].up => {
+                self.table.record(hash, m, now, false);
+                return Some(members[m as usize].id);
+            }
+            Lookup::Continue(m) => (Some(m), true),
+            Lookup::New { previous } => (previous, false),
+        };
+        let salt = self.table.flowlet_id(hash).wrapping_add(1);
+        let id = ecmp.select(draw(hash, self.seed, salt))?;
+        let member = members.iter().position(|m| m.id == id).unwrap() as u32;
+        self.table.record(hash, member, now, true);
+        self.flowlets += 1;
+        if let Some(from) = previous.filter(|&p| p != member) {
+            self.moves += 1;
+            self.forced_moves += u64::from(forced);
+            self.moved.push((from, member, forced));
+        }
+        Some(id)
+    }
+}
+
+#[test]
+fn random_flowlet_choices_follow_the_table_rules_packet_by_packet() {
+    // Gaps around the timeout (some exactly at it, some back in time), hashes that share
+    // slots of a small table, members going down and up: every choice, counter and recorded move as the model has it.
+    let mut ecmp = group(&[1, 2, 1, 3]);
+    let (_c, view) = egress(&[0; 4]);
+    let spec = BalanceSpec {
+        table_size: 16,
+        ..flowlet_spec(PathChoice::Random)
+    };
+    let mut b = balancer(spec, &ecmp);
+    let mut model = FlowletModel {
+        table: FlowletTable::new(16).unwrap(),
+        timeout: spec.timeout,
+        seed: b.seed,
+        flowlets: 0,
+        moves: 0,
+        forced_moves: 0,
+        moved: Vec::new(),
+    };
+    let mut state = 0x5eed_f10e_u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let z = (state ^ (state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut now = 0;
+    let mut packets_on = [0u64; 4];
+    for step in 0..100_000 {
+        let r = next();
+        if r % 23 == 0 {
+            let member = 10 + (r >> 8) as u32 % 4;
+            let up = (r >> 16) & 1 == 0;
+            // The last live member cannot be taken down.
+            let _ = ecmp.set_member_up(member, up);
+            continue;
+        }
+        // Live mode reads the clock once per burst, so a packet may carry an earlier instant.
+        now = match (r >> 8) % 5 {
+            0 => now,
+            1 => now + spec.timeout,
+            2 => now + spec.timeout + 1,
+            3 => now.saturating_sub((r >> 16) % (spec.timeout / 4)),
+            _ => now + (r >> 16) % (spec.timeout / 8),
+        };
+        let hash = ((r >> 32) as u32 % 40).wrapping_mul(0x0101_0101);
+        let expected = model.select(&ecmp, hash, now);
+        let got = b.select(&ecmp, hash, 64, now, &view);
+        assert_eq!(got, expected, "packet {step}: hash {hash:#x} at {now}");
+        if let Some(id) = got {
+            packets_on[(id - 10) as usize] += 1;
+        }
+    }
+    let counters = b.counters();
+    assert_eq!(counters.flowlets.get(), model.flowlets);
+    assert_eq!(counters.moves.get(), model.moves);
+    assert_eq!(counters.forced_moves.get(), model.forced_moves);
+    assert!(model.forced_moves > 0 && model.moves > model.forced_moves);
+    for (i, &n) in packets_on.iter().enumerate() {
+        assert_eq!(counters.member_packets[i].get(), n, "member {i}");
+    }
+    let events: Vec<_> = b
+        .take_events()
+        .iter()
+        .map(|e| (e.from, e.to, e.forced))
+        .collect();
+    assert_eq!(events, model.moved);
+}
