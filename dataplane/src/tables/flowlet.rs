@@ -416,27 +416,23 @@ const NOT_ELIGIBLE: u64 = LOAD_CAP + 1;
 
 /// The first index at or after `start` (wrapping) among `0..n` (at most 64) with the least
 /// `load_of` (`None`: not eligible), or `usize::MAX` if none is eligible. Each index becomes
-/// one key, its load above its place counted from `start`, so the least key is the answer and
-/// ties go to the first place: one minimum per member, no branch on the loads (which member
-/// wins is data, and a mispredicted branch per member cost more than the scan).
+/// one key, its load above its place after `start` (`i - start` modulo 64, which orders the
+/// indices from `start` on before those below it, since `n` is at most 64), so the least key
+/// is the answer and ties go to the first place. One loop of fixed length with one minimum
+/// per member and no branch on the data: which member wins is data, and a mispredicted branch
+/// (a loop split at `start`, too) cost more than the scan.
 #[inline(always)]
 fn least_from(n: usize, start: usize, load_of: impl Fn(usize) -> Option<u64>) -> usize {
     debug_assert!(n <= 64 && start < n.max(1));
-    let key = |i: usize, place: usize| {
-        load_of(i).map_or(NOT_ELIGIBLE, |load| load.min(LOAD_CAP)) << 6 | place as u64
-    };
     let mut least = u64::MAX;
-    for i in start..n {
-        least = least.min(key(i, i - start));
-    }
-    for i in 0..start.min(n) {
-        least = least.min(key(i, i + n - start));
+    for i in 0..n {
+        let load = load_of(i).map_or(NOT_ELIGIBLE, |load| load.min(LOAD_CAP));
+        least = least.min(load << 6 | (i.wrapping_sub(start) & 63) as u64);
     }
     if least >= NOT_ELIGIBLE << 6 {
         return usize::MAX;
     }
-    let index = start + (least & 63) as usize;
-    if index >= n { index - n } else { index }
+    (start + (least & 63) as usize) & 63
 }
 
 /// The balancing state of one ECMP group.

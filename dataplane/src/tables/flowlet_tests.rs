@@ -508,3 +508,24 @@ fn random_flowlet_choices_follow_the_table_rules_packet_by_packet() {
         .collect();
     assert_eq!(events, model.moved);
 }
+
+#[test]
+fn least_from_orders_by_load_then_place_after_the_start() {
+    let pick = |loads: &[Option<u64>], start: usize| least_from(loads.len(), start, |i| loads[i]);
+    assert_eq!(pick(&[Some(3), Some(1), Some(2)], 0), 1);
+    // Ties go to the first member at or after the start, wrapping.
+    assert_eq!(pick(&[Some(1), Some(2), Some(1)], 1), 2);
+    assert_eq!(pick(&[Some(1), Some(2), Some(1), Some(2)], 3), 0);
+    // Loads too large to shift still compare above small ones; beyond the cap they tie.
+    assert_eq!(pick(&[Some(u64::MAX - 1), Some(5)], 0), 1);
+    assert_eq!(pick(&[Some(u64::MAX - 1), Some(LOAD_CAP)], 1), 1);
+    assert_eq!(pick(&[None, Some(u64::MAX), None], 2), 1);
+    assert_eq!(pick(&[None, None], 1), usize::MAX);
+    // 64 members, the most a balanced group has: the last one, wrapping from the start.
+    let mut loads = vec![Some(9); 64];
+    loads[63] = Some(0);
+    assert_eq!(pick(&loads, 63), 63);
+    loads[63] = Some(9);
+    assert_eq!(pick(&loads, 63), 63);
+    assert_eq!(pick(&loads, 0), 0);
+}
