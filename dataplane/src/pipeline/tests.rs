@@ -2091,3 +2091,40 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;
+
+#[test]
+fn the_burst_stage_skips_ports_that_cannot_route() {
+    // A routed port stages in its interface's VRF; a VLAN port only while the switch has a
+    // VLAN interface (any: the stage does not look up the port's VLANs); without one, its
+    // bursts are not staged, and the previous burst's staging is gone.
+    let with_svis = Forwarder::new(&leaf_spec()).unwrap();
+    let mut spec = leaf_spec();
+    spec.interfaces.truncate(2);
+    for vlan in &mut spec.vlans {
+        vlan.interface = None;
+    }
+    let bridging_only = Forwarder::new(&spec).unwrap();
+    for (forwarder, access) in [(&with_svis, Some(0)), (&bridging_only, None)] {
+        assert_eq!(forwarder.staging_vrf(0), access);
+        assert_eq!(forwarder.staging_vrf(4), access, "the trunk");
+        assert_eq!(forwarder.staging_vrf(5), Some(0), "the routed uplink");
+    }
+    let routed = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4([10, 0, 20, 5], [10, 1, 0, 9], 64, 17, 5000, 53),
+    );
+    let mut stage = RouteStage::default();
+    stage.run(&bridging_only, &[&routed], 5);
+    assert_ne!(stage.staged(0), StagedRoute::default());
+    assert_ne!(stage.express(), 0);
+    stage.run(&bridging_only, &[&routed], 0);
+    assert_eq!(stage.staged(0), StagedRoute::default());
+    assert_eq!(stage.express(), 0);
+    stage.run(&with_svis, &[&routed], 0);
+    assert_ne!(stage.staged(0), StagedRoute::default());
+    stage.skip();
+    assert_eq!(stage.staged(0), StagedRoute::default());
+}

@@ -45,7 +45,7 @@ use super::{
     flow_hash_ipv6_to, is_link_local, route_value,
 };
 use crate::dpdk::MAX_BURST;
-use crate::pipeline::spec::RouteTarget;
+use crate::pipeline::spec::{Attachment, RouteTarget};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// What the burst stage found for one frame, for that frame's routing.
@@ -220,13 +220,20 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
 }
 
 impl RouteStage {
-    /// Stages `frames` (one RX burst, received on `in_port`; at most `MAX_BURST`).
-    pub fn run(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16) {
-        let count = frames.len().min(MAX_BURST);
+    /// Forgets the previous burst's staging: the next burst is not staged (its port cannot
+    /// route, `Forwarder::staging_vrf`), as `run` would find.
+    #[inline]
+    pub fn skip(&mut self) {
         self.staged = 0;
         self.express = 0;
         self.repeats = 0;
         self.shared = 0;
+    }
+
+    /// Stages `frames` (one RX burst, received on `in_port`; at most `MAX_BURST`).
+    pub fn run(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16) {
+        let count = frames.len().min(MAX_BURST);
+        self.skip();
         // The masks are built in registers and stored once.
         let (mut staged_mask, mut repeats) = (0u64, 0u64);
         let Some(vrf) = forwarder.staging_vrf(in_port) else {
@@ -716,14 +723,24 @@ pub(super) fn staged_or_looked_up(
 impl Forwarder {
     /// The VRF a burst from `in_port` is most likely routed in: a routed port's, else the
     /// default VRF (a frame on a VLAN interface of another VRF only wastes its staging).
+    /// `None` when nothing from the port can be routed: it is not a routed port and the
+    /// switch has no VLAN interface (interfaces are fixed at start), so bridging alone pays
+    /// nothing for the stage.
     #[inline]
-    fn staging_vrf(&self, in_port: u16) -> Option<u16> {
+    pub(crate) fn staging_vrf(&self, in_port: u16) -> Option<u16> {
         let vrf = match self.ports.get(usize::from(in_port)).map(|p| &p.mode) {
             Some(PortMode::Routed { interface }) => self
                 .interfaces
                 .get(usize::from(*interface))
                 .map_or(0, |i| i.vrf),
-            _ => 0,
+            _ if self
+                .interfaces
+                .iter()
+                .any(|i| matches!(i.attachment, Attachment::Vlan(_))) =>
+            {
+                0
+            }
+            _ => return None,
         };
         (usize::from(vrf) < self.fib4.len() && usize::from(vrf) < self.fib6.len()).then_some(vrf)
     }
