@@ -676,19 +676,18 @@ impl GroupBalancer {
         let members = ecmp.members();
         let slot = (hash & self.table.mask) as usize;
         let entry = self.table.entries.get_mut(slot)?;
-        let (previous, forced) = if entry.member == EMPTY {
-            (None, false)
-        } else if now.saturating_sub(entry.last_seen) <= self.spec.timeout {
-            match members.get(entry.member as usize) {
+        let last = entry.member;
+        if last != EMPTY && now.saturating_sub(entry.last_seen) <= self.spec.timeout {
+            return match members.get(last as usize) {
                 Some(m) if m.up => {
                     entry.last_seen = entry.last_seen.max(now);
-                    return Some((m.id, entry.member));
+                    Some((m.id, last))
                 }
-                _ => (Some(entry.member), true),
-            }
-        } else {
-            (Some(entry.member), false)
-        };
+                _ => self.forced_move(ecmp, hash, last, now, egress),
+            };
+        }
+        // A new flowlet after a gap (or the entry's first): it may move, never by force.
+        let previous = (last != EMPTY).then_some(last);
         let salt = entry.flowlet_id.wrapping_add(1);
         let (id, member) = match self.spec.choice {
             PathChoice::Random => {
@@ -707,8 +706,35 @@ impl GroupBalancer {
                 (members.get(member as usize)?.id, member)
             }
         };
-        self.count_new_flowlet(hash, previous, member, forced, now);
+        self.counters.flowlets.add(1);
+        // Counted without a branch: with random choice whether a flowlet moves is a coin toss
+        // the CPU cannot predict; so the branch below tests the predictable condition first.
+        // (`EMPTY` is no member index.)
+        let moved = last != member && last != EMPTY;
+        self.counters.moves.add(u64::from(moved));
+        if self.record_events && moved {
+            self.note_move(hash, previous, member, false, now);
+        }
         Some((id, member))
+    }
+
+    /// A flowlet whose member went down moves at once, whatever its gap: a new flowlet, its
+    /// move counted as forced. Out of line: links rarely go down.
+    #[cold]
+    #[inline(never)]
+    fn forced_move(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        previous: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<(u32, u32)> {
+        let salt = self.table.flowlet_id(hash).wrapping_add(1);
+        let member = self.choose(ecmp, hash, salt, Some(previous), now, egress)?;
+        self.table.record(hash, member, now, true);
+        self.count_new_flowlet(hash, Some(previous), member, true, now);
+        Some((ecmp.members().get(member as usize)?.id, member))
     }
 
     /// The counters (and the event log) of a new flowlet on `member` whose entry's last
