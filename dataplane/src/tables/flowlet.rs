@@ -713,7 +713,7 @@ impl GroupBalancer {
         let moved = last != member && last != EMPTY;
         self.counters.moves.add(u64::from(moved));
         if self.record_events && moved {
-            self.note_move(hash, previous, member, false, now);
+            self.note_move(hash, last, member, false, now);
         }
         Some((id, member))
     }
@@ -733,47 +733,20 @@ impl GroupBalancer {
         let salt = self.table.flowlet_id(hash).wrapping_add(1);
         let member = self.choose(ecmp, hash, salt, Some(previous), now, egress)?;
         self.table.record(hash, member, now, true);
-        self.count_new_flowlet(hash, Some(previous), member, true, now);
-        Some((ecmp.members().get(member as usize)?.id, member))
-    }
-
-    /// The counters (and the event log) of a new flowlet on `member` whose entry's last
-    /// flowlet was on `previous`.
-    #[inline(always)]
-    fn count_new_flowlet(
-        &mut self,
-        hash: u32,
-        previous: Option<u32>,
-        member: u32,
-        forced: bool,
-        now: Picos,
-    ) {
         self.counters.flowlets.add(1);
-        // Counted without a branch: with random choice whether a flowlet moves is a coin toss
-        // the CPU cannot predict; so the branch below tests the predictable conditions first.
-        // A forced move always moves (a down member is never chosen).
-        let moved = previous.is_some_and(|p| p != member);
-        self.counters.moves.add(u64::from(moved));
-        if (forced || self.record_events) && moved {
-            self.note_move(hash, previous, member, forced, now);
+        // A down member is never chosen, so this always moves; counted as the choice finds.
+        if member != previous {
+            self.counters.moves.add(1);
+            self.note_move(hash, previous, member, true, now);
         }
+        Some((ecmp.members().get(member as usize)?.id, member))
     }
 
     /// A flowlet that moved: the forced-move count and the event log. Out of line: only
     /// forced moves and runs with an event log get here.
     #[cold]
     #[inline(never)]
-    fn note_move(
-        &mut self,
-        hash: u32,
-        previous: Option<u32>,
-        member: u32,
-        forced: bool,
-        now: Picos,
-    ) {
-        let Some(from) = previous else {
-            return;
-        };
+    fn note_move(&mut self, hash: u32, from: u32, member: u32, forced: bool, now: Picos) {
         if forced {
             self.counters.forced_moves.add(1);
         }
