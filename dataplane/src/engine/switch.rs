@@ -305,10 +305,10 @@ impl SwitchWorker {
     /// The burst passes of `RouteStage` (FIB lookups and flow hashes for the whole burst).
     #[inline]
     fn stage_burst(&mut self, burst: &MbufBurst, received: usize, port: u16) {
-        if self.forwarder.staging_vrf(port).is_none() {
+        let Some(vrf) = self.forwarder.staging_vrf(port) else {
             self.stage.skip();
             return;
-        }
+        };
         let mut frames: [&[u8]; dpdk::MAX_BURST] = [&[]; dpdk::MAX_BURST];
         let received = received.min(dpdk::MAX_BURST);
         for (index, frame) in frames[..received].iter_mut().enumerate() {
@@ -316,7 +316,8 @@ impl SwitchWorker {
                 *frame = packet.into_data();
             }
         }
-        self.stage.run(&self.forwarder, &frames[..received], port);
+        self.stage
+            .run_in(&self.forwarder, &frames[..received], port, vrf);
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.

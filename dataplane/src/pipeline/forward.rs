@@ -190,6 +190,9 @@ pub struct Forwarder {
     ports: Vec<PortState>,
     vlans: Vec<VlanState>,
     interfaces: Vec<Interface>,
+    /// Whether some interface is a VLAN interface (interfaces are fixed at start): without
+    /// one, nothing received on a port that is not routed can be routed.
+    vlan_interfaces: bool,
     fib4: Vec<Lpm4>,
     fib6: Vec<Lpm6>,
     nexthops: Vec<Nexthop>,
@@ -317,6 +320,10 @@ impl Forwarder {
             ports,
             vlans,
             interfaces: Vec::with_capacity(spec.interfaces.len()),
+            vlan_interfaces: spec
+                .interfaces
+                .iter()
+                .any(|i| matches!(i.attachment, Attachment::Vlan(_))),
             fib4: (0..vrfs).map(|_| Lpm4::new()).collect(),
             fib6: (0..vrfs).map(|_| Lpm6::new()).collect(),
             nexthops: Vec::with_capacity(spec.nexthops.len()),

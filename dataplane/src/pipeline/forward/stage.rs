@@ -45,7 +45,7 @@ use super::{
     flow_hash_ipv6_to, is_link_local, route_value,
 };
 use crate::dpdk::MAX_BURST;
-use crate::pipeline::spec::{Attachment, RouteTarget};
+use crate::pipeline::spec::RouteTarget;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// What the burst stage found for one frame, for that frame's routing.
@@ -232,13 +232,19 @@ impl RouteStage {
 
     /// Stages `frames` (one RX burst, received on `in_port`; at most `MAX_BURST`).
     pub fn run(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16) {
+        match forwarder.staging_vrf(in_port) {
+            Some(vrf) => self.run_in(forwarder, frames, in_port, vrf),
+            None => self.skip(),
+        }
+    }
+
+    /// `run` for a port whose bursts are staged in `vrf` (`Forwarder::staging_vrf`), for a
+    /// caller that asked already (the engine, before it lists the burst's frames).
+    pub fn run_in(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16, vrf: u16) {
         let count = frames.len().min(MAX_BURST);
         self.skip();
         // The masks are built in registers and stored once.
         let (mut staged_mask, mut repeats) = (0u64, 0u64);
-        let Some(vrf) = forwarder.staging_vrf(in_port) else {
-            return;
-        };
         let routed_port = matches!(
             forwarder.ports.get(usize::from(in_port)).map(|p| &p.mode),
             Some(PortMode::Routed { .. })
@@ -733,13 +739,7 @@ impl Forwarder {
                 .interfaces
                 .get(usize::from(*interface))
                 .map_or(0, |i| i.vrf),
-            _ if self
-                .interfaces
-                .iter()
-                .any(|i| matches!(i.attachment, Attachment::Vlan(_))) =>
-            {
-                0
-            }
+            _ if self.vlan_interfaces => 0,
             _ => return None,
         };
         (usize::from(vrf) < self.fib4.len() && usize::from(vrf) < self.fib6.len()).then_some(vrf)
