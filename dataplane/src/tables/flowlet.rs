@@ -714,17 +714,18 @@ impl GroupBalancer {
         let moved = last != member && last != EMPTY;
         self.counters.moves.add(u64::from(moved));
         if self.record_events {
-            self.log_new_flowlet(hash, last, member, now);
+            self.log_new_flowlet(hash, last, member, moved, now);
         }
         Some((id, member))
     }
 
     /// The event log's part of a new flowlet: a move is noted. Out of line, so that the
-    /// new-flowlet path branches only on whether there is a log.
+    /// new-flowlet path branches only on whether there is a log (the test of `moved` stays
+    /// in here, where the compiler cannot hoist it).
     #[cold]
     #[inline(never)]
-    fn log_new_flowlet(&mut self, hash: u32, last: u32, member: u32, now: Picos) {
-        if last != member && last != EMPTY {
+    fn log_new_flowlet(&mut self, hash: u32, last: u32, member: u32, moved: bool, now: Picos) {
+        if moved {
             self.note_move(hash, last, member, false, now);
         }
     }
