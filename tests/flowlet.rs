@@ -669,9 +669,9 @@ fn per_packet_spraying_spreads_one_flow_over_every_uplink() {
         );
     }
     // Least-loaded: equal frames go to the uplink with the fewest recent bytes, so the counts
-    // stay within a few frames of each other (the decaying byte estimate is halved in whole
-    // bytes, which can break a near tie either way): far tighter than random's spread of
-    // several sd.
+    // stay within a few frames of each other (each 1000-byte frame is more than the 256-byte
+    // unit loads compare in; the decaying byte estimate is halved in whole bytes, which can
+    // break a near tie either way): far tighter than random's spread of several sd.
     let counts = spray("least-loaded");
     let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
     assert!(max - min <= 4, "least-loaded spread {counts:?}");

@@ -49,6 +49,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 /// Bucket value meaning "no live member" (never a valid member id).
 pub const NO_MEMBER: u32 = u32::MAX;
@@ -111,7 +112,13 @@ pub struct EcmpGroup {
     members: Vec<Member>,
     /// Buckets held by each member, parallel to `members`.
     counts: Vec<u32>,
+    /// Changes whenever the members do (up, weight, added, removed), unique across groups:
+    /// lets a reader that derived something from the members tell it is still good.
+    generation: u64,
 }
+
+/// The next `EcmpGroup::generation` (process-wide, so a replaced group never repeats one).
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 impl fmt::Debug for EcmpGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -176,6 +183,7 @@ impl EcmpGroup {
             mask: (bucket_count - 1) as u32,
             members: Vec::with_capacity(members.len()),
             counts: Vec::with_capacity(members.len()),
+            generation: 0,
         };
         for m in members {
             g.check_new(m)?;
@@ -211,6 +219,13 @@ impl EcmpGroup {
     #[must_use]
     pub fn members(&self) -> &[Member] {
         &self.members
+    }
+
+    /// Differs from every earlier value of any group once the members change.
+    #[inline(always)]
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Buckets held by `member_id` (0 when down, or not a member).
@@ -332,6 +347,7 @@ impl EcmpGroup {
     /// Brings every member to its Webster count, moving only buckets from members above it to
     /// members below it. Returns the number of buckets whose owner changed.
     fn rebalance(&mut self) -> usize {
+        self.generation = NEXT_GENERATION.fetch_add(1, AtomicOrdering::Relaxed);
         let targets = self.targets();
         let mut moved = 0usize;
         // Free the surplus of members above their count: evenly spaced among their buckets.
@@ -391,6 +407,31 @@ mod tests {
 
     fn m(id: u32, weight: u32, up: bool) -> Member {
         Member { id, weight, up }
+    }
+
+    #[test]
+    fn every_member_change_gives_a_generation_no_group_had_before() {
+        let mut a = EcmpGroup::new(&[m(1, 1, true), m(2, 1, true)]).unwrap();
+        let b = EcmpGroup::new(&[m(1, 1, true), m(2, 1, true)]).unwrap();
+        let mut seen = vec![a.generation(), b.generation()];
+        a.set_member_up(1, false).unwrap();
+        seen.push(a.generation());
+        a.set_member_up(1, true).unwrap();
+        seen.push(a.generation());
+        a.set_weight(2, 3).unwrap();
+        seen.push(a.generation());
+        a.add_member(m(3, 1, true)).unwrap();
+        seen.push(a.generation());
+        a.remove_member(3).unwrap();
+        seen.push(a.generation());
+        let count = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), count, "generations repeat");
+        // Reading the members changes nothing.
+        let before = a.generation();
+        let _ = (a.select(7), a.members(), a.has_live_member());
+        assert_eq!(a.generation(), before);
     }
 
     /// Reference Webster: list every (member, k) priority w / (k + 1/2) for k < B, sort them

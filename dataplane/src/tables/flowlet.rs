@@ -27,7 +27,10 @@
 //! * `least-loaded` (CONGA-like, local information only): each live member's load is the
 //!   bytes held in its egress port's queues (all traffic classes) plus a decaying estimate of
 //!   the bytes that port recently transmitted (a DRE, halved every `DRE_HALF_LIFE`), divided
-//!   by the member's weight. The lowest load wins; ties go to the first member in an order
+//!   by the member's weight, compared in units of `LOAD_QUANTUM` bytes (as CONGA quantises
+//!   its DRE: a flowlet does not move for a difference smaller than a frame, and loads that
+//!   tie let choices pick from the least-loaded set found once, instead of scanning the
+//!   members for each). The lowest load wins; ties go to the first member in an order
 //!   rotated by the flow hash (starting at the flowlet's previous member, so a tie never
 //!   moves a flowlet needlessly), which also spreads simultaneous new flows over idle members.
 //!   With `avoid_ecn`, members whose port is marking ECN in some class are skipped unless
@@ -53,6 +56,9 @@ pub const MAX_TABLE_SIZE: usize = 1 << 20;
 pub const DEFAULT_TIMEOUT: Picos = 100 * PICOS_PER_MICRO;
 /// The recent-transmission estimate halves every this long (CONGA's DRE: period 50 us).
 pub const DRE_HALF_LIFE: Picos = 50 * PICOS_PER_MICRO;
+/// Least-loaded choice compares loads in units of this many bytes (`LOAD_QUANTUM_SHIFT`).
+pub const LOAD_QUANTUM: u64 = 1 << LOAD_QUANTUM_SHIFT;
+const LOAD_QUANTUM_SHIFT: u32 = 8;
 /// Flowlet moves kept for the event log; later ones are only counted.
 pub const EVENT_CAPACITY: usize = 1 << 16;
 /// Members a balanced (`flowlet` or `per-packet`) group may have (SAI ARS allows 16 primary
@@ -408,31 +414,38 @@ fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
     h ^ (h >> 16)
 }
 
-/// Loads at or above this (2^57 bytes, far beyond any queue or transmission estimate) compare
-/// as equal in `least_from`, which keeps the six low bits of each key for the member's place.
-const LOAD_CAP: u64 = (1 << 57) - 2;
-/// `least_from`'s key of a member that is not eligible (above every eligible member's).
-const NOT_ELIGIBLE: u64 = LOAD_CAP + 1;
-
-/// The first index at or after `start` (wrapping) among `0..n` (at most 64) with the least
-/// `load_of` (`None`: not eligible), or `usize::MAX` if none is eligible. Each index becomes
-/// one key, its load above its place after `start` (`i - start` modulo 64, which orders the
-/// indices from `start` on before those below it, since `n` is at most 64), so the least key
-/// is the answer and ties go to the first place. One loop of fixed length with one minimum
-/// per member and no branch on the data: which member wins is data, and a mispredicted branch
-/// (a loop split at `start`, too) cost more than the scan.
+/// A member's load as least-loaded choice compares it: in `LOAD_QUANTUM` units.
 #[inline(always)]
-fn least_from(n: usize, start: usize, load_of: impl Fn(usize) -> Option<u64>) -> usize {
-    debug_assert!(n <= 64 && start < n.max(1));
-    let mut least = u64::MAX;
-    for i in 0..n {
-        let load = load_of(i).map_or(NOT_ELIGIBLE, |load| load.min(LOAD_CAP));
-        least = least.min(load << 6 | (i.wrapping_sub(start) & 63) as u64);
+fn quantized(bytes: u64) -> u64 {
+    bytes >> LOAD_QUANTUM_SHIFT
+}
+
+/// The members of `eligible` (bit i: `loads[i]`) whose load is the least among them.
+#[inline]
+fn least_set(loads: &[MemberLoad], eligible: u64) -> u64 {
+    let (mut least, mut set) = (u64::MAX, 0u64);
+    for (i, load) in loads.iter().enumerate().take(64) {
+        let load = quantized(load.snapshot);
+        if eligible >> i & 1 == 0 {
+            continue;
+        }
+        if load < least {
+            (least, set) = (load, 0);
+        }
+        if load == least {
+            set |= 1 << i;
+        }
     }
-    if least >= NOT_ELIGIBLE << 6 {
-        return usize::MAX;
-    }
-    (start + (least & 63) as usize) & 63
+    set
+}
+
+/// The first member of `set` (bit i: member i) at or after member `start` (below 64),
+/// wrapping around: the least-loaded member a choice starting at `start` takes.
+#[inline(always)]
+fn first_from(set: u64, start: usize) -> Option<u32> {
+    let from_start = set & (u64::MAX << (start & 63));
+    let pick = if from_start != 0 { from_start } else { set };
+    (pick != 0).then(|| pick.trailing_zeros())
 }
 
 /// The balancing state of one ECMP group.
@@ -451,6 +464,13 @@ pub struct GroupBalancer {
     /// reading plus the group's own bytes since, so a burst of new flowlets reads the
     /// counters once and still spreads.
     snapshot_at: Picos,
+    /// Least-loaded choice among equal weights: the eligible members at the least load when
+    /// last scanned (`scan_least`), less each that has been sent bytes since (its load rose
+    /// above the others'); empty when a scan is due. A choice takes the first of them from
+    /// its start, which is what a scan of all members would pick.
+    least: u64,
+    /// The `EcmpGroup::generation` whose up flags that scan read.
+    least_generation: u64,
     /// Read with the loads: bit i set when member i's port is marking ECN and the group
     /// avoids such members while others are up; and whether all members weigh the same.
     avoided: u64,
@@ -508,6 +528,8 @@ impl GroupBalancer {
                 })
                 .collect(),
             snapshot_at: Picos::MAX,
+            least: 0,
+            least_generation: 0,
             avoided: 0,
             equal_weights: true,
             index_of,
@@ -583,10 +605,16 @@ impl GroupBalancer {
                 }
                 return Some((id, index));
             }
-            BalanceMode::Flowlet => self.select_flowlet(ecmp, hash, now, egress)?,
+            // One predictable branch per packet, so that each choice's path is compiled
+            // for it alone: random choice never tests for least-loaded bookkeeping.
+            BalanceMode::Flowlet => match self.spec.choice {
+                PathChoice::Random => self.select_flowlet::<false>(ecmp, hash, len, now, egress)?,
+                PathChoice::LeastLoaded => {
+                    self.select_flowlet_least_loaded(ecmp, hash, len, now, egress)?
+                }
+            },
             BalanceMode::PerPacket => return self.select_per_packet(ecmp, hash, len, now, egress),
         };
-        self.count_choice(index, len);
         Some((id, Some(index)))
     }
 
@@ -638,15 +666,36 @@ impl GroupBalancer {
         }
     }
 
+    /// `count_choice` for a group whose choice is known to be least-loaded (`LEAST_LOADED`)
+    /// or random.
+    #[inline(always)]
+    fn count_chosen<const LEAST_LOADED: bool>(&mut self, index: u32, len: u32) {
+        self.count(index as usize, len);
+        if LEAST_LOADED {
+            self.add_recent_bytes(index, len);
+        }
+    }
+
     /// The counters of a flowlet or per-packet choice of member `index`.
     #[inline(always)]
     fn count_choice(&mut self, index: u32, len: u32) {
         self.count(index as usize, len);
         // Only least-loaded choice reads the loads.
-        if self.spec.choice == PathChoice::LeastLoaded
-            && let Some(load) = self.loads.get_mut(index as usize)
-        {
+        if self.spec.choice == PathChoice::LeastLoaded {
+            self.add_recent_bytes(index, len);
+        }
+    }
+
+    /// Least-loaded choice: member `index` was sent `len` bytes since the loads were read,
+    /// so it leaves the least-loaded set if that raised its quantised load.
+    #[inline(always)]
+    fn add_recent_bytes(&mut self, index: u32, len: u32) {
+        if let Some(load) = self.loads.get_mut(index as usize) {
+            let before = quantized(load.snapshot);
             load.snapshot += u64::from(len);
+            let rose = quantized(load.snapshot) != before;
+            // (`loads` has at most 64 members.)
+            self.least &= !(u64::from(rose) << (index & 63));
         }
     }
 
@@ -661,51 +710,68 @@ impl GroupBalancer {
         }
     }
 
-    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now`: the
-    /// entry's while the flowlet goes on and its member is up, else a new flowlet's choice.
-    /// The entry is found once and written in place: with many flows at a high packet rate
-    /// nearly every packet starts a flowlet, so this is the per-packet cost of the mode.
-    #[inline(always)]
-    fn select_flowlet(
+    /// `select_flowlet` of a least-loaded group. Out of line: inlined, its choice lengthened
+    /// the worker loop that every other mode runs too (A/B rates 0.97x hashing, 0.98x random
+    /// for 1.03x least-loaded).
+    #[inline(never)]
+    fn select_flowlet_least_loaded(
         &mut self,
         ecmp: &EcmpGroup,
         hash: u32,
+        len: u32,
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<(u32, u32)> {
+        self.select_flowlet::<true>(ecmp, hash, len, now, egress)
+    }
+
+    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now`: the
+    /// entry's while the flowlet goes on and its member is up, else a new flowlet's choice;
+    /// the choice's counters for a packet of `len` bytes included. `LEAST_LOADED` is the
+    /// group's choice (`PathChoice::LeastLoaded`, else random), a constant so each choice's
+    /// path carries only its own work. The entry is found once and written in place: with
+    /// many flows at a high packet rate nearly every packet starts a flowlet, so this is the
+    /// per-packet cost of the mode.
+    #[inline(always)]
+    fn select_flowlet<const LEAST_LOADED: bool>(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<(u32, u32)> {
+        debug_assert_eq!(LEAST_LOADED, self.spec.choice == PathChoice::LeastLoaded);
         let members = ecmp.members();
         let slot = (hash & self.table.mask) as usize;
-        let entry = self.table.entries.get_mut(slot)?;
-        let last = entry.member;
-        if last != EMPTY && now.saturating_sub(entry.last_seen) <= self.spec.timeout {
-            return match members.get(last as usize) {
-                Some(m) if m.up => {
-                    entry.last_seen = entry.last_seen.max(now);
-                    Some((m.id, last))
-                }
-                _ => self.forced_move(ecmp, hash, last, now, egress),
+        let entry = self.table.entries.get(slot)?;
+        let (last, last_seen, flowlet_id) = (entry.member, entry.last_seen, entry.flowlet_id);
+        if last != EMPTY && now.saturating_sub(last_seen) <= self.spec.timeout {
+            let Some(m) = members.get(last as usize).filter(|m| m.up) else {
+                let (id, member) = self.forced_move(ecmp, hash, last, now, egress)?;
+                self.count_choice(member, len);
+                return Some((id, member));
             };
+            self.table.entries[slot].last_seen = last_seen.max(now);
+            self.count_chosen::<LEAST_LOADED>(last, len);
+            return Some((m.id, last));
         }
         // A new flowlet after a gap (or the entry's first): it may move, never by force.
-        let previous = (last != EMPTY).then_some(last);
-        let salt = entry.flowlet_id.wrapping_add(1);
-        let (id, member) = match self.spec.choice {
-            PathChoice::Random => {
-                // The bucket table holds live members only, in proportion to their weights.
-                let id = ecmp.select(draw(hash, self.seed, salt))?;
-                let member = u32::from(*self.index_of.get(id as usize)?);
-                // What `FlowletTable::record` does, on the entry already at hand.
-                entry.last_seen = entry.last_seen.max(now);
-                entry.member = member;
-                entry.flowlet_id = salt;
-                (id, member)
-            }
-            PathChoice::LeastLoaded => {
-                let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
-                self.table.record(hash, member, now, true);
-                (members.get(member as usize)?.id, member)
-            }
+        let salt = flowlet_id.wrapping_add(1);
+        let (id, member) = if LEAST_LOADED {
+            let previous = (last != EMPTY).then_some(last);
+            let member = self.least_loaded_inline(ecmp, hash, previous, now, egress)?;
+            (members.get(member as usize)?.id, member)
+        } else {
+            // The bucket table holds live members only, in proportion to their weights.
+            let id = ecmp.select(draw(hash, self.seed, salt))?;
+            (id, u32::from(*self.index_of.get(id as usize)?))
         };
+        // What `FlowletTable::record` does, on the entry already found.
+        let entry = &mut self.table.entries[slot];
+        entry.last_seen = last_seen.max(now);
+        entry.member = member;
+        entry.flowlet_id = salt;
         self.counters.flowlets.add(1);
         // Counted without a branch: with random choice whether a flowlet moves is a coin toss
         // the CPU cannot predict. For the same reason only the event log's own flag is tested
@@ -716,6 +782,7 @@ impl GroupBalancer {
         if self.record_events {
             self.log_new_flowlet(hash, last, member, moved, now);
         }
+        self.count_chosen::<LEAST_LOADED>(member, len);
         Some((id, member))
     }
 
@@ -808,6 +875,20 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<u32> {
+        self.least_loaded_inline(ecmp, hash, previous, now, egress)
+    }
+
+    /// `least_loaded`, inline in the flowlet path of least-loaded groups (where every new
+    /// flowlet takes it: the call's register saves cost as much as a member's scan).
+    #[inline(always)]
+    fn least_loaded_inline(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        previous: Option<u32>,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
         let members = ecmp.members();
         // The balancer was sized for the group's members; a group changed since (members are
         // only marked up or down today) is never indexed past either.
@@ -825,40 +906,46 @@ impl GroupBalancer {
             _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
         };
         // Up or down is read per choice (a link event may land between two choices of an
-        // instant); a marking member is avoided only while some other member is up.
-        if self.equal_weights && self.avoided == 0 {
-            let loads = &self.loads[..n];
-            let best = least_from(n, start, |i| members[i].up.then_some(loads[i].snapshot));
-            return (best != usize::MAX).then_some(best as u32);
+        // instant: the group's generation tells); a marking member is avoided only while some
+        // other member is up.
+        if self.equal_weights {
+            if self.least == 0 || self.least_generation != ecmp.generation() {
+                self.scan_least(members, n, ecmp.generation());
+            }
+            return first_from(self.least, start);
         }
+        let eligible = self.eligible(members, n);
+        let best = self.least_loaded_weighted(members, n, start, eligible);
+        (best != usize::MAX).then_some(best as u32)
+    }
+
+    /// The members (bit i: member i) to choose among: the up ones, less those marking ECN
+    /// while some other member is up.
+    #[inline]
+    fn eligible(&self, members: &[Member], n: usize) -> u64 {
         let up = members[..n]
             .iter()
             .enumerate()
             .fold(0u64, |mask, (i, m)| mask | u64::from(m.up) << i);
-        let eligible = if up & !self.avoided != 0 {
+        if up & !self.avoided != 0 {
             up & !self.avoided
         } else {
             up
-        };
-        let best = if self.equal_weights {
-            self.least_loaded_equal(n, start, eligible)
-        } else {
-            self.least_loaded_weighted(members, n, start, eligible)
-        };
-        (best != usize::MAX).then_some(best as u32)
+        }
+    }
+
+    /// Finds the eligible members at the least load (`least`), with the group generation
+    /// whose up flags it read. Out of line: between two scans every member of the set is
+    /// chosen once (with equal frame sizes the loads stay within a frame of each other, so
+    /// most of them tie), and a choice only picks from the set.
+    #[inline(never)]
+    fn scan_least(&mut self, members: &[Member], n: usize, generation: u64) {
+        self.least = least_set(&self.loads[..n], self.eligible(members, n));
+        self.least_generation = generation;
     }
 
     /// The first member at or after `start` (wrapping) among the eligible ones with the least
-    /// load.
-    #[inline]
-    fn least_loaded_equal(&self, n: usize, start: usize, eligible: u64) -> usize {
-        let loads = &self.loads[..n];
-        least_from(n, start, |i| {
-            (eligible >> i & 1 != 0).then_some(loads[i].snapshot)
-        })
-    }
-
-    /// As `least_loaded_equal`, comparing load per unit of weight (cross-multiplied).
+    /// load per unit of weight (cross-multiplied): least-loaded choice among unequal weights.
     fn least_loaded_weighted(
         &self,
         members: &[Member],
@@ -876,9 +963,12 @@ impl GroupBalancer {
                 start + k
             };
             let eligible = eligible >> i & 1 != 0;
-            let (bytes, weight) = (self.loads[i].snapshot, u64::from(members[i].weight));
-            // bytes_i / weight_i < bytes_b / weight_b, cross-multiplied; saturating only
-            // beyond 2^48 bytes of load, far past any queue.
+            let (bytes, weight) = (
+                quantized(self.loads[i].snapshot),
+                u64::from(members[i].weight),
+            );
+            // load_i / weight_i < load_b / weight_b, cross-multiplied; saturating only
+            // beyond 2^56 bytes of load, far past any queue.
             let better =
                 eligible && bytes.saturating_mul(best_weight) < best_bytes.saturating_mul(weight);
             best = if better { i } else { best };
@@ -889,9 +979,11 @@ impl GroupBalancer {
     }
 
     /// Reads every member's load at `now`: its port's queued bytes plus its recent-bytes
-    /// estimate, decayed to `now`.
+    /// estimate, decayed to `now`. Out of line: once per instant, not per choice.
+    #[inline(never)]
     fn refresh_loads(&mut self, now: Picos, ecmp: &EcmpGroup, egress: &EgressLoad) {
         self.snapshot_at = now;
+        self.least = 0;
         let members = ecmp.members();
         self.equal_weights = members.iter().all(|m| m.weight == members[0].weight);
         self.avoided = 0;

@@ -340,30 +340,88 @@ fn new_flowlets_at_one_instant_read_the_loads_once_and_count_their_own_bytes() {
 }
 
 #[test]
-fn equal_weight_argmin_agrees_with_the_cross_multiplied_scan() {
-    // The bit-scan argmin for equal weights must pick exactly what the general weighted scan
-    // picks with all weights 1: the least load among eligible members, ties to the first at
-    // or after `start`, wrapping.
-    let ecmp = group(&[1; 7]);
-    let mut b = balancer(flowlet_spec(PathChoice::LeastLoaded), &ecmp);
+fn equal_weight_choices_from_the_least_set_agree_with_a_full_scan_every_time() {
+    // Least-loaded choice among equal weights keeps the set of least-loaded members between
+    // choices. Whatever happens between two choices (bytes sent to a member, a member going
+    // down or up, ECN marking, a new instant), each choice must be what a scan of every
+    // member's load at that moment picks: the least load among eligible members, ties to the
+    // first at or after the start, wrapping (the cross-multiplied scan with all weights 1).
     let mut state = 0x1234_5678_9abc_def0u64;
-    let mut next = || {
+    let mut next = move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
     };
-    for _ in 0..20_000 {
+    for round in 0..300 {
         let n = 1 + (next() % 7) as usize;
-        for load in &mut b.loads[..n] {
-            // Few distinct values, so ties are common.
-            load.snapshot = next() % 4;
+        let mut ecmp = group(&vec![1; n]);
+        let counters = Arc::new(TmCounters::new(n));
+        let mut kmin = vec![[u64::MAX; TC_COUNT]; n];
+        for k in &mut kmin {
+            k[3] = 1_000;
         }
-        let eligible = next() & ((1 << n) - 1);
-        let start = (next() % n as u64) as usize;
-        let fast = b.least_loaded_equal(n, start, eligible);
-        let reference = b.least_loaded_weighted(ecmp.members(), n, start, eligible);
-        assert_eq!(fast, reference, "n {n} start {start} eligible {eligible:b}");
+        let view = EgressLoad::new(Arc::clone(&counters), kmin);
+        let spec = BalanceSpec {
+            avoid_ecn: round % 2 == 1,
+            ..flowlet_spec(PathChoice::LeastLoaded)
+        };
+        let mut b = balancer(spec, &ecmp);
+        let mut now = 1_000 * US;
+        for _ in 0..200 {
+            match next() % 16 {
+                0 => now += 1 + next() % (20 * US),
+                1 => {
+                    let id = 10 + (next() % n as u64) as u32;
+                    let up = next() % 3 != 0;
+                    ecmp.set_member_up(id, up).unwrap();
+                }
+                2 => {
+                    // Queue depths (TC 0) and marking (TC 3) change; read at the next instant.
+                    let port = (next() % n as u64) as usize;
+                    counters.queues[port][0].depth_bytes.set(next() % 4 * 64);
+                    counters.queues[port][3].depth_bytes.set(next() % 2 * 1_000);
+                }
+                3 => {
+                    // Bytes of a flowlet going on (few sizes, so loads tie often; 0 too).
+                    let member = (next() % n as u64) as u32;
+                    b.count_choice(member, (next() % 3 * 64) as u32);
+                }
+                _ => {
+                    if now != b.snapshot_at {
+                        b.refresh_loads(now, &ecmp, &view);
+                    }
+                    let previous = (next() % 2 == 0).then(|| (next() % n as u64) as u32);
+                    let hash = next() as u32;
+                    let start = match previous {
+                        Some(p) => p as usize,
+                        None => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
+                    };
+                    let up = ecmp
+                        .members()
+                        .iter()
+                        .enumerate()
+                        .fold(0u64, |m, (i, x)| m | u64::from(x.up) << i);
+                    let eligible = if up & !b.avoided != 0 {
+                        up & !b.avoided
+                    } else {
+                        up
+                    };
+                    let scan = b.least_loaded_weighted(ecmp.members(), n, start, eligible);
+                    let expected = (scan != usize::MAX).then_some(scan as u32);
+                    let chosen = b.least_loaded(&ecmp, hash, previous, now, &view);
+                    assert_eq!(
+                        chosen,
+                        expected,
+                        "round {round}: loads {:?} eligible {eligible:b} start {start}",
+                        b.load_snapshots()
+                    );
+                    if let Some(member) = chosen {
+                        b.count_choice(member, 64);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -524,22 +582,40 @@ fn random_flowlet_choices_follow_the_table_rules_packet_by_packet() {
 }
 
 #[test]
-fn least_from_orders_by_load_then_place_after_the_start() {
-    let pick = |loads: &[Option<u64>], start: usize| least_from(loads.len(), start, |i| loads[i]);
-    assert_eq!(pick(&[Some(3), Some(1), Some(2)], 0), 1);
+fn the_least_set_orders_by_quantised_load_then_place_after_the_start() {
+    let load = |snapshot| MemberLoad {
+        port: None,
+        dre: 0,
+        dre_at: 0,
+        seen: 0,
+        snapshot,
+    };
+    let pick = |loads: &[Option<u64>], start: usize| {
+        let members: Vec<MemberLoad> = loads.iter().map(|l| load(l.unwrap_or(0))).collect();
+        let eligible = (0..loads.len()).fold(0u64, |m, i| m | u64::from(loads[i].is_some()) << i);
+        first_from(least_set(&members, eligible), start)
+    };
+    const Q: u64 = LOAD_QUANTUM;
+    assert_eq!(pick(&[Some(3 * Q), Some(Q), Some(2 * Q)], 0), Some(1));
     // Ties go to the first member at or after the start, wrapping.
-    assert_eq!(pick(&[Some(1), Some(2), Some(1)], 1), 2);
-    assert_eq!(pick(&[Some(1), Some(2), Some(1), Some(2)], 3), 0);
-    // Loads too large to shift still compare above small ones; beyond the cap they tie.
-    assert_eq!(pick(&[Some(u64::MAX - 1), Some(5)], 0), 1);
-    assert_eq!(pick(&[Some(u64::MAX - 1), Some(LOAD_CAP)], 1), 1);
-    assert_eq!(pick(&[None, Some(u64::MAX), None], 2), 1);
-    assert_eq!(pick(&[None, None], 1), usize::MAX);
+    assert_eq!(pick(&[Some(Q), Some(2 * Q), Some(Q)], 1), Some(2));
+    assert_eq!(
+        pick(&[Some(Q), Some(2 * Q), Some(Q), Some(2 * Q)], 3),
+        Some(0)
+    );
+    // Loads within one quantum tie; a quantum apart they do not.
+    assert_eq!(pick(&[Some(Q), Some(2 * Q - 1), Some(Q + 7)], 1), Some(1));
+    assert_eq!(pick(&[Some(Q), Some(2 * Q), Some(Q + 7)], 1), Some(2));
+    assert_eq!(pick(&[Some(Q - 1), Some(Q)], 1), Some(0));
+    // Loads compare whole, however large.
+    assert_eq!(pick(&[Some(u64::MAX), Some(u64::MAX - Q)], 0), Some(1));
+    assert_eq!(pick(&[None, Some(u64::MAX), None], 2), Some(1));
+    assert_eq!(pick(&[None, None], 1), None);
     // 64 members, the most a balanced group has: the last one, wrapping from the start.
-    let mut loads = vec![Some(9); 64];
+    let mut loads = vec![Some(9 * Q); 64];
     loads[63] = Some(0);
-    assert_eq!(pick(&loads, 63), 63);
-    loads[63] = Some(9);
-    assert_eq!(pick(&loads, 63), 63);
-    assert_eq!(pick(&loads, 0), 0);
+    assert_eq!(pick(&loads, 63), Some(63));
+    loads[63] = Some(9 * Q);
+    assert_eq!(pick(&loads, 63), Some(63));
+    assert_eq!(pick(&loads, 0), Some(0));
 }
