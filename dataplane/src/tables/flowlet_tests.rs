@@ -138,6 +138,40 @@ fn least_loaded_picks_the_emptiest_member_by_depth_over_weight() {
 }
 
 #[test]
+fn a_new_flowlet_keeps_its_member_unless_another_is_lighter_by_a_load_quantum() {
+    let ecmp = group(&[1, 1]);
+    let (counters, view) = egress(&[0, 0]);
+    let mut b = balancer(flowlet_spec(PathChoice::LeastLoaded), &ecmp);
+    // A quantum-aligned base, so that "less than a quantum" means the same unit.
+    let base = 64 * LOAD_QUANTUM;
+    let mut at = 1_000 * US;
+    let flow = 5;
+    // Place the flow on member 0 (port 0 empty, port 1 loaded).
+    counters.queues[1][0].depth_bytes.set(base);
+    assert_eq!(b.select(&ecmp, flow, 100, at, &view), Some(10));
+    // After each gap the flow starts a new flowlet; its member is the previous one.
+    for (extra, expected) in [
+        (LOAD_QUANTUM - 1, 10), // member 0 heavier by less than a quantum: stays
+        (LOAD_QUANTUM, 11),     // a whole quantum heavier: moves
+    ] {
+        counters.queues[0][0].depth_bytes.set(base + extra);
+        counters.queues[1][0].depth_bytes.set(base);
+        at += 10_000 * US;
+        // Nothing was transmitted (the counters say so), so the loads are the depths.
+        assert_eq!(
+            b.select(&ecmp, flow, 100, at, &view),
+            Some(expected),
+            "member 0 heavier by {extra} bytes"
+        );
+        // Back onto member 0 for the next case.
+        counters.queues[0][0].depth_bytes.set(0);
+        at += 10_000 * US;
+        b.select(&ecmp, flow, 100, at, &view);
+    }
+    assert_eq!(b.counters().moves.get(), 2, "one move there, one back");
+}
+
+#[test]
 fn recent_transmissions_count_as_load_and_decay_by_half_every_half_life() {
     let ecmp = group(&[1, 1]);
     let (counters, view) = egress(&[0, 0]);
