@@ -679,10 +679,11 @@ impl GroupBalancer {
     /// The counters of a flowlet or per-packet choice of member `index`.
     #[inline(always)]
     fn count_choice(&mut self, index: u32, len: u32) {
-        self.count(index as usize, len);
         // Only least-loaded choice reads the loads.
         if self.spec.choice == PathChoice::LeastLoaded {
-            self.add_recent_bytes(index, len);
+            self.count_chosen::<true>(index, len);
+        } else {
+            self.count_chosen::<false>(index, len);
         }
     }
 
@@ -760,7 +761,7 @@ impl GroupBalancer {
         let salt = flowlet_id.wrapping_add(1);
         let (id, member) = if LEAST_LOADED {
             let previous = (last != EMPTY).then_some(last);
-            let member = self.least_loaded_inline(ecmp, hash, previous, now, egress)?;
+            let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
             (members.get(member as usize)?.id, member)
         } else {
             // The bucket table holds live members only, in proportion to their weights.
@@ -866,22 +867,11 @@ impl GroupBalancer {
         }
     }
 
-    #[inline(never)]
-    fn least_loaded(
-        &mut self,
-        ecmp: &EcmpGroup,
-        hash: u32,
-        previous: Option<u32>,
-        now: Picos,
-        egress: &EgressLoad,
-    ) -> Option<u32> {
-        self.least_loaded_inline(ecmp, hash, previous, now, egress)
-    }
-
-    /// `least_loaded`, inline in the flowlet path of least-loaded groups (where every new
-    /// flowlet takes it: the call's register saves cost as much as a member's scan).
+    /// A live member for a new flowlet of a least-loaded group. Inline: every caller
+    /// (`select_flowlet_least_loaded`, `forced_move`, `select_per_packet`) is out of the
+    /// worker loop already, and a call would save and restore registers for each choice.
     #[inline(always)]
-    fn least_loaded_inline(
+    fn least_loaded(
         &mut self,
         ecmp: &EcmpGroup,
         hash: u32,
