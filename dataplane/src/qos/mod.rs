@@ -133,8 +133,8 @@ impl LineRate {
     /// As `PortSpeed::wire_time`.
     #[inline]
     pub fn wire_time(self, len: u32) -> Picos {
+        // (Unlimited is 0 picoseconds per byte: the product is 0 without a branch.)
         match self.picos_per_byte {
-            Some(0) => 0,
             Some(per_byte) => {
                 (u64::from(len).max(MIN_FRAME_BYTES) + WIRE_OVERHEAD_BYTES) * per_byte
             }

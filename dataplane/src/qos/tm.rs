@@ -161,6 +161,10 @@ struct EgressPort {
     nonempty: u8,
     /// Bytes held per TC, the in-flight frame included.
     depth: [u64; TC_COUNT],
+    /// Per TC, the longest frame `try_pass_through` may send at depth 0: the queue limit, or
+    /// 0 when the ECN curve already acts at depth 0 (a step marker at Kmin 0). The limits are
+    /// fixed at start, so the pass-through check reads one word instead of working them out.
+    pass_limit: [u64; TC_COUNT],
     marking: [bool; TC_COUNT],
     /// Replay: the frame being transmitted (one at a time, counted until its last bit leaves).
     wire: Option<InFlight>,
@@ -225,6 +229,13 @@ impl<P> TrafficManager<P> {
                 }; TC_COUNT],
                 nonempty: 0,
                 depth: [0; TC_COUNT],
+                pass_limit: std::array::from_fn(|tc| {
+                    let t = &q.tcs[tc];
+                    let marks_at_zero = t.ecn.as_ref().is_some_and(|e| {
+                        EcnCurve::new(e).probability(0) != ecn::Probability::NEVER
+                    });
+                    if marks_at_zero { 0 } else { t.queue_limit }
+                }),
                 marking: [false; TC_COUNT],
                 wire: None,
                 decision_at: None,
@@ -370,8 +381,9 @@ impl<P> TrafficManager<P> {
         let Some(port) = self.ports.get(e) else {
             return false;
         };
-        let depth = port.depth[t];
-        let config = &port.tcs[t];
+        // With no queue of the port holding a frame, every depth is 0 (live mode counts no
+        // frame in flight), so the queue limit and the ECN curve are those of depth 0.
+        debug_assert!(port.nonempty != 0 || port.depth[t] == 0);
         let quiet_ingress = self
             .ports
             .get(usize::from(ingress))
@@ -381,11 +393,8 @@ impl<P> TrafficManager<P> {
             && port.free_at <= now + COMMIT_HORIZON
             && port.pfc.quiet_at(now)
             && quiet_ingress
-            && depth + u64::from(len) <= config.queue_limit
-            && self.buffer_used + u64::from(len) <= self.buffer_bytes
-            && config
-                .ecn
-                .is_none_or(|c| c.probability(depth) == ecn::Probability::NEVER);
+            && u64::from(len) <= port.pass_limit[t]
+            && self.buffer_used + u64::from(len) <= self.buffer_bytes;
         if !passes {
             return false;
         }
