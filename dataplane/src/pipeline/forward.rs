@@ -1467,11 +1467,9 @@ fn decrement_hop_limit(ip: &mut [u8], ipv6: bool) {
     if ipv6 {
         ip[7] -= 1;
     } else {
-        let old = u16::from_be_bytes([ip[8], ip[9]]);
         ip[8] -= 1;
-        let new = u16::from_be_bytes([ip[8], ip[9]]);
-        let csum = checksum::update_u16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
-        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+        let csum = checksum::after_ttl_decrement([ip[10], ip[11]]);
+        ip[10..12].copy_from_slice(&csum);
     }
 }
 

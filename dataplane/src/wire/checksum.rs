@@ -48,8 +48,10 @@ pub fn sum(data: &[u8]) -> u16 {
 /// `sum(header) == 0xffff`, for the forwarding path's per-packet check.
 ///
 /// The words are added in the machine's byte order: a ones-complement sum of byte-swapped
-/// words is the byte-swapped sum (RFC 1071 2(B)), and `0xffff` is its own swap. Four fixed
-/// folds replace `fold`'s loop (five 32-bit words sum below 2^35).
+/// words is the byte-swapped sum (RFC 1071 2(B)), and `0xffff` is its own swap. Folding a
+/// sum that is not zero ends in 1..=0xffff at its remainder modulo `0xffff` (each fold keeps
+/// it, as 2^16 is 1 modulo `0xffff`), so it ends at `0xffff` exactly when that remainder is
+/// zero: one remainder by a constant (a multiply) instead of four folds.
 #[inline(always)]
 pub fn ipv4_header_sums_to_ones(header: &[u8; 20]) -> bool {
     let word = |i: usize| {
@@ -60,12 +62,8 @@ pub fn ipv4_header_sums_to_ones(header: &[u8; 20]) -> bool {
             header[i + 3],
         ]))
     };
-    let mut acc = word(0) + word(4) + word(8) + word(12) + word(16);
-    acc = (acc & 0xffff_ffff) + (acc >> 32);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc == 0xffff
+    let acc = word(0) + word(4) + word(8) + word(12) + word(16);
+    acc != 0 && acc % 0xffff == 0
 }
 
 /// Ones-complement sum of partial sums (folded, not complemented).
@@ -116,10 +114,40 @@ pub const fn update_u16(old_csum: u16, old_word: u16, new_word: u16) -> u16 {
     !(((sum & 0xffff) + (sum >> 16)) as u16)
 }
 
+/// The IPv4 header checksum bytes after the TTL dropped by one: `update_u16` for the word
+/// (TTL, protocol) going from `m` to `m - 0x0100`, where `~m + m'` is always `0xfeff`, so the
+/// update needs neither word and one fold (`~HC + 0xfeff` is below `0x1_feff`). The sum is
+/// taken in the machine's byte order (RFC 1071 2(B), as `ipv4_header_sums_to_ones`), which
+/// saves swapping the bytes in and out. Equal to `update_u16` for every checksum and every
+/// TTL above 0 (the tests try them all); the forwarding path calls it for a TTL above 1.
+#[inline(always)]
+pub const fn after_ttl_decrement(stored: [u8; 2]) -> [u8; 2] {
+    let sum = !u16::from_ne_bytes(stored) as u32 + u16::from_ne_bytes([0xfe, 0xff]) as u32;
+    (!(((sum & 0xffff) + (sum >> 16)) as u16)).to_ne_bytes()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::wire::test_util::{XorShift, ref_sum};
+
+    #[test]
+    fn ttl_decrement_update_equals_the_general_update() {
+        for csum in 0..=u16::MAX {
+            for ttl in 1..=u8::MAX {
+                // The protocol byte cancels out; two values check it does.
+                for protocol in [6u8, 17] {
+                    let old = u16::from_be_bytes([ttl, protocol]);
+                    let new = u16::from_be_bytes([ttl - 1, protocol]);
+                    assert_eq!(
+                        after_ttl_decrement(csum.to_be_bytes()),
+                        update_u16(csum, old, new).to_be_bytes(),
+                        "checksum {csum:#06x}, TTL {ttl}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn rfc1071_example() {
