@@ -1009,7 +1009,7 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
-        self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now)
+        forwarded(self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now))
     }
 
     /// Routes a frame the burst stage found ready to leave without further checks
@@ -1036,8 +1036,11 @@ impl Forwarder {
         if let (Some(sid), Some(step)) = (staged.sid(), staged.endpoint()) {
             return self.endpoint_express(frame, staged, sid, step, value, now);
         }
-        if let Some(verdict) = self.repeat_express(frame, staged) {
-            return verdict;
+        if let Some(port) = self.repeat_express(frame, staged) {
+            return Verdict::Forward {
+                port,
+                tag: TagOp::Keep,
+            };
         }
         let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
         let ip = &frame[stage::EXPRESS_L3..];
@@ -1064,13 +1067,14 @@ impl Forwarder {
                 Err(reason) => return Verdict::Drop(reason),
             };
         let (l3, ipv6) = (stage::EXPRESS_L3, staged.is_ipv6());
-        let verdict = self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now);
-        if let (true, Some(counted), Verdict::Forward { port, tag }) =
-            (staged.repeated(), counted, verdict)
-        {
+        let (port, tag) = match self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now) {
+            Ok(out) => out,
+            Err(reason) => return Verdict::Drop(reason),
+        };
+        if let (true, Some(counted)) = (staged.repeated(), counted) {
             self.remember_route(staged, port, tag, dst_mac, counted);
         }
-        verdict
+        Verdict::Forward { port, tag }
     }
 
     /// The end of routing once the nexthop is known: the L2 rewrite, and only when the
@@ -1086,12 +1090,10 @@ impl Forwarder {
         out_iface: u16,
         dst_mac: [u8; 6],
         now: Picos,
-    ) -> Verdict {
-        let verdict = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
-        if let Verdict::Forward { .. } = verdict {
-            decrement_hop_limit(&mut frame[l3..], ipv6);
-        }
-        verdict
+    ) -> Result<(u16, TagOp), DropReason> {
+        let out = self.egress_l2(frame, tagged, out_iface, dst_mac, now)?;
+        decrement_hop_limit(&mut frame[l3..], ipv6);
+        Ok(out)
     }
 
     #[inline]
@@ -1166,7 +1168,7 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
-        self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now)
+        forwarded(self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now))
     }
 
     /// Routes an IPv4 packet the switch built (an ICMP error) in `vrf`: FIB only, TTL as
@@ -1200,7 +1202,9 @@ impl Forwarder {
         };
         let hash = flow_hash(&key, self.flow_hash_seed);
         match self.resolve_target(target, || IpAddr::V4(dst), || hash, now) {
-            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+            Ok((out_iface, dst_mac)) => {
+                forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
+            }
             Err(reason) => Verdict::Drop(reason),
         }
     }
@@ -1299,7 +1303,9 @@ impl Forwarder {
         }
     }
 
-    /// Rewrites the L2 header for a routed packet leaving `out_iface` toward `dst_mac`.
+    /// Rewrites the L2 header for a routed packet leaving `out_iface` toward `dst_mac`: the
+    /// port and tag operation it leaves with (a `Verdict::Forward`, built by the caller: the
+    /// express path keeps the two in registers instead of packing and unpacking a verdict).
     #[inline(always)]
     fn egress_l2(
         &mut self,
@@ -1308,7 +1314,7 @@ impl Forwarder {
         out_iface: u16,
         dst_mac: [u8; 6],
         now: Picos,
-    ) -> Verdict {
+    ) -> Result<(u16, TagOp), DropReason> {
         let (port, vlan) = match self.interfaces[usize::from(out_iface)].attachment {
             Attachment::Port(p) => (p, None),
             Attachment::Vlan(v) => match self.lookup_destination(v, dst_mac, now) {
@@ -1324,7 +1330,7 @@ impl Forwarder {
                     if let Some(ip) = ip {
                         self.glean(out_iface, ip, now);
                     }
-                    return Verdict::Drop(DropReason::NeighborUnresolved);
+                    return Err(DropReason::NeighborUnresolved);
                 }
             },
         };
@@ -1340,7 +1346,7 @@ impl Forwarder {
             }
             Some(v) => self.tag_op(frame, tagged, port, v),
         };
-        Verdict::Forward { port, tag }
+        Ok((port, tag))
     }
 }
 
@@ -1470,6 +1476,15 @@ fn decrement_hop_limit(ip: &mut [u8], ipv6: bool) {
         ip[8] -= 1;
         let csum = checksum::after_ttl_decrement([ip[10], ip[11]]);
         ip[10..12].copy_from_slice(&csum);
+    }
+}
+
+/// The verdict of a frame that `egress_l2` sent on (or why it did not).
+#[inline(always)]
+fn forwarded(out: Result<(u16, TagOp), DropReason>) -> Verdict {
+    match out {
+        Ok((port, tag)) => Verdict::Forward { port, tag },
+        Err(reason) => Verdict::Drop(reason),
     }
 }
 

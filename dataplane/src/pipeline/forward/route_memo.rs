@@ -15,7 +15,7 @@
 //! and every neighbour or link change forget the memo: the frames between the one remembered
 //! and its repeats are then express frames of the same flow only.
 
-use super::{Forwarder, StagedRoute, TagOp, Verdict};
+use super::{Forwarder, StagedRoute, TagOp};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct RouteMemo {
@@ -36,15 +36,11 @@ impl RouteMemo {
 }
 
 impl Forwarder {
-    /// The verdict of an express frame that repeats the remembered frame's flow, with the
-    /// frame rewritten and counted as `route_express` would; `None` when nothing remembered
-    /// applies (the frame then resolves in full).
+    /// The port of an express frame that repeats the remembered frame's flow (it leaves with
+    /// its tag kept), with the frame rewritten and counted as `route_express` would; `None`
+    /// when nothing remembered applies (the frame then resolves in full).
     #[inline(always)]
-    pub(super) fn repeat_express(
-        &mut self,
-        frame: &mut [u8],
-        staged: &StagedRoute,
-    ) -> Option<Verdict> {
+    pub(super) fn repeat_express(&mut self, frame: &mut [u8], staged: &StagedRoute) -> Option<u16> {
         let memo = &self.route_memo;
         if memo.head_plus_one != u16::from(staged.head()) + 1 {
             return None;
@@ -58,10 +54,7 @@ impl Forwarder {
         super::decrement_hop_limit(&mut frame[super::stage::EXPRESS_L3..], staged.is_ipv6());
         #[cfg(test)]
         self.route_memo_hits.set(self.route_memo_hits.get() + 1);
-        Some(Verdict::Forward {
-            port,
-            tag: TagOp::Keep,
-        })
+        Some(port)
     }
 
     /// Remembers how an express frame, staged as `staged`, was forwarded: out of `port` with

@@ -696,7 +696,9 @@ impl Forwarder {
         }
         let hash = outer_hash(ip, self.flow_hash_seed);
         match self.resolve_target(target, || dst.into(), || hash, now) {
-            Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
+            Ok((out_iface, dst_mac)) => {
+                super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
+            }
             Err(reason) => Verdict::Drop(reason),
         }
     }
@@ -753,7 +755,9 @@ impl Forwarder {
         };
         let verdict =
             match self.resolve_target(route_value::decode(value), || dst.into(), hash, now) {
-                Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+                Ok((out_iface, dst_mac)) => {
+                    super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
+                }
                 Err(reason) => Verdict::Drop(reason),
             };
         if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
@@ -910,7 +914,9 @@ impl Forwarder {
             };
         }
         match self.resolve_target(target, || dst.into(), || hash, now) {
-            Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
+            Ok((out_iface, dst_mac)) => {
+                super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
+            }
             Err(reason) => Verdict::Drop(reason),
         }
     }
@@ -938,7 +944,9 @@ impl Forwarder {
         }
         let hash = outer_hash(&frame[14..], self.flow_hash_seed);
         match self.resolve_target(target, || dst.into(), || hash, now) {
-            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
+            Ok((out_iface, dst_mac)) => {
+                super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
+            }
             Err(reason) => Verdict::Drop(reason),
         }
     }
