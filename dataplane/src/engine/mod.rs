@@ -157,10 +157,10 @@ pub struct QueueSnapshot {
 impl QueueSnapshot {
     fn of(c: &crate::qos::QueueCounters) -> QueueSnapshot {
         QueueSnapshot {
-            enqueued_packets: c.enqueued_packets.get(),
-            enqueued_bytes: c.enqueued_bytes.get(),
-            dequeued_packets: c.dequeued_packets.get(),
-            dequeued_bytes: c.dequeued_bytes.get(),
+            enqueued_packets: c.enqueued_packets(),
+            enqueued_bytes: c.enqueued_bytes(),
+            dequeued_packets: c.dequeued_packets(),
+            dequeued_bytes: c.dequeued_bytes(),
             dropped_packets: c.dropped_packets.get(),
             dropped_bytes: c.dropped_bytes.get(),
             ecn_marked: c.ecn_marked.get(),

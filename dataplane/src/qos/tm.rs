@@ -31,11 +31,17 @@ pub const CPU_PORT: u16 = u16::MAX;
 /// Per (port, TC) counters, written by the worker only and readable from any thread.
 #[derive(Debug, Default)]
 pub struct QueueCounters {
-    pub enqueued_packets: Counter,
-    pub enqueued_bytes: Counter,
-    /// Frames whose last bit has left the port (replay) or that were handed to its TX ring (live).
-    pub dequeued_packets: Counter,
-    pub dequeued_bytes: Counter,
+    /// Frames admitted to the queue, and sent from it (their last bit left the port in a
+    /// replay; handed to its TX ring live), by the full path (`enqueue_or_send`, `advance`).
+    /// Read the totals with `enqueued_packets()` and the rest.
+    pub(crate) queued_in_packets: Counter,
+    pub(crate) queued_in_bytes: Counter,
+    pub(crate) queued_out_packets: Counter,
+    pub(crate) queued_out_bytes: Counter,
+    /// Frames `try_pass_through` sent at once: enqueued and dequeued, counted once for both
+    /// (two counter updates per frame fewer on the common path).
+    pub(crate) passed_packets: Counter,
+    pub(crate) passed_bytes: Counter,
     pub dropped_packets: Counter,
     pub dropped_bytes: Counter,
     pub ecn_marked: Counter,
@@ -59,6 +65,27 @@ pub struct QueueCounters {
     pub headroom_drops: Counter,
     /// Frames dropped by the watchdog's drop action (queued, arriving for, or arriving on).
     pub watchdog_drops: Counter,
+}
+
+impl QueueCounters {
+    /// Frames admitted to the queue (those passed straight to the port included).
+    pub fn enqueued_packets(&self) -> u64 {
+        self.queued_in_packets.get() + self.passed_packets.get()
+    }
+
+    pub fn enqueued_bytes(&self) -> u64 {
+        self.queued_in_bytes.get() + self.passed_bytes.get()
+    }
+
+    /// Frames whose last bit has left the port (replay) or that were handed to its TX ring
+    /// (live).
+    pub fn dequeued_packets(&self) -> u64 {
+        self.queued_out_packets.get() + self.passed_packets.get()
+    }
+
+    pub fn dequeued_bytes(&self) -> u64 {
+        self.queued_out_bytes.get() + self.passed_bytes.get()
+    }
 }
 
 /// Every queue's counters, `[port][tc]`.
@@ -399,10 +426,8 @@ impl<P> TrafficManager<P> {
             return false;
         }
         let counters = &self.counters.queues[e][t];
-        counters.enqueued_packets.add(1);
-        counters.enqueued_bytes.add(u64::from(len));
-        counters.dequeued_packets.add(1);
-        counters.dequeued_bytes.add(u64::from(len));
+        counters.passed_packets.add(1);
+        counters.passed_bytes.add(u64::from(len));
         let port = &mut self.ports[e];
         port.free_at = port.free_at.max(now) + port.rate.wire_time(len);
         true
@@ -441,8 +466,8 @@ impl<P> TrafficManager<P> {
                 Err(reason) => return Admission::Dropped(reason),
             };
             let counters = &self.counters.queues[e][t];
-            counters.dequeued_packets.add(1);
-            counters.dequeued_bytes.add(u64::from(len));
+            counters.queued_out_packets.add(1);
+            counters.queued_out_bytes.add(u64::from(len));
             let port = &mut self.ports[e];
             port.free_at = port.free_at.max(now) + port.rate.wire_time(len);
             transmit(egress, packet);
@@ -511,8 +536,8 @@ impl<P> TrafficManager<P> {
             self.hold(now, e, t, usize::from(ingress), u64::from(len));
         }
         let counters = &self.counters.queues[e][t];
-        counters.enqueued_packets.add(1);
-        counters.enqueued_bytes.add(u64::from(len));
+        counters.queued_in_packets.add(1);
+        counters.queued_in_bytes.add(u64::from(len));
         if marked {
             counters.ecn_marked.add(1);
             let port = &mut self.ports[e];
@@ -644,8 +669,8 @@ impl<P> TrafficManager<P> {
         let after = port.depth[t];
         let counters = &self.counters.queues[e][t];
         counters.depth_bytes.set(after);
-        counters.dequeued_packets.add(1);
-        counters.dequeued_bytes.add(len);
+        counters.queued_out_packets.add(1);
+        counters.queued_out_bytes.add(len);
         let stop_marking = port.marking[t] && port.tcs[t].ecn.is_some_and(|c| after < c.kmin());
         if stop_marking {
             port.marking[t] = false;
@@ -911,11 +936,11 @@ impl<P> TrafficManager<P> {
             self.release(now, e, t, ingress, len);
             let counters = &self.counters.queues[e][t];
             counters
-                .dequeued_packets
-                .set(counters.dequeued_packets.get() - 1);
+                .queued_out_packets
+                .set(counters.queued_out_packets.get() - 1);
             counters
-                .dequeued_bytes
-                .set(counters.dequeued_bytes.get() - len);
+                .queued_out_bytes
+                .set(counters.queued_out_bytes.get() - len);
             counters.dropped_packets.add(1);
             counters.dropped_bytes.add(len);
             dropped += 1;

@@ -97,8 +97,8 @@ fn incast_queue_grows_by_one_frame_per_frame_time() {
     let want: Vec<u8> = (1..=50u8).flat_map(|k| [k * 2, k * 2 + 1]).collect();
     assert_eq!(tags, want);
     let c = &tm.counters().queues[2][0];
-    assert_eq!(c.enqueued_packets.get(), 100);
-    assert_eq!(c.dequeued_packets.get(), 100);
+    assert_eq!(c.enqueued_packets(), 100);
+    assert_eq!(c.dequeued_packets(), 100);
     assert_eq!(c.depth_bytes.get(), 0);
     assert_eq!(
         c.peak_depth_bytes.get(),
@@ -251,7 +251,7 @@ fn lossy_tail_drop_counts_and_conserves() {
     assert_eq!(sent.len() + drops, arrivals.len());
     let c = &tm.counters().queues[2][0];
     assert_eq!(c.dropped_packets.get(), drops as u64);
-    assert_eq!(c.enqueued_packets.get(), sent.len() as u64);
+    assert_eq!(c.enqueued_packets(), sent.len() as u64);
     assert!(c.peak_depth_bytes.get() <= limit);
 }
 
@@ -416,7 +416,7 @@ fn flushing_a_down_port_drops_what_it_queued() {
     assert_eq!(sent, 1);
     let c = &tm.counters().queues[1][0];
     assert_eq!(c.dropped_packets.get(), 3);
-    assert_eq!(c.dequeued_packets.get(), 1);
+    assert_eq!(c.dequeued_packets(), 1);
     assert_eq!(tm.held_frames(), 0);
     assert_eq!(tm.depth(1, 0), 0);
 }
@@ -850,10 +850,7 @@ fn immediate_mode_commits_up_to_the_horizon_then_queues() {
     tm.drain(|_, f| sent.push(f[40]));
     assert_eq!(sent, (0..20).collect::<Vec<_>>(), "in order");
     let c = &tm.counters().queues[1][0];
-    assert_eq!(
-        (c.enqueued_packets.get(), c.dequeued_packets.get()),
-        (20, 20)
-    );
+    assert_eq!((c.enqueued_packets(), c.dequeued_packets()), (20, 20));
     assert_eq!(tm.depth(1, 0), 0);
     // A new frame long after: the port is idle again and it goes at once.
     tm.enqueue_or_send(
@@ -1117,10 +1114,10 @@ fn pass_through_decides_exactly_as_the_full_path() {
             );
             let pick = |c: &QueueCounters| {
                 [
-                    c.enqueued_packets.get(),
-                    c.enqueued_bytes.get(),
-                    c.dequeued_packets.get(),
-                    c.dequeued_bytes.get(),
+                    c.enqueued_packets(),
+                    c.enqueued_bytes(),
+                    c.dequeued_packets(),
+                    c.dequeued_bytes(),
                     c.dropped_packets.get(),
                     c.ecn_marked.get(),
                     c.peak_depth_bytes.get(),

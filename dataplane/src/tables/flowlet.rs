@@ -367,7 +367,7 @@ impl EgressLoad {
     #[inline]
     pub fn transmitted_bytes(&self, port: u16) -> u64 {
         self.queues(port)
-            .map_or(0, |q| q.iter().map(|c| c.dequeued_bytes.get()).sum())
+            .map_or(0, |q| q.iter().map(|c| c.dequeued_bytes()).sum())
     }
 
     /// Whether some class of `port` holds at least its ECN Kmin (so arrivals get marked).

@@ -180,8 +180,8 @@ fn recent_transmissions_count_as_load_and_decay_by_half_every_half_life() {
     let t0 = 1_000 * US;
     b.select(&ecmp, 1, 100, t0, &view).unwrap();
     // Port 0 transmitted 8000 bytes, port 1 12000 bytes; port 0 holds 3000 more in queue.
-    counters.queues[0][0].dequeued_bytes.set(8000);
-    counters.queues[1][0].dequeued_bytes.set(12_000);
+    counters.queues[0][0].queued_out_bytes.set(8000);
+    counters.queues[1][0].queued_out_bytes.set(12_000);
     counters.queues[0][0].depth_bytes.set(3000);
     // 11000 < 12000: member 0 (whatever the slot's start).
     assert_eq!(b.select(&ecmp, 2, 100, t0 + 1, &view), Some(10));
