@@ -992,6 +992,25 @@ fn a_live_drain_ends_while_a_pause_refresh_waits_for_another_port() {
 }
 
 #[test]
+fn a_replay_never_passes_a_frame_through_even_to_a_port_with_no_queued_frame() {
+    // In a replay the frame on the wire still counts in its queue's depth after its queue
+    // emptied: the one state where no queued frame does not mean depth 0.
+    let spec = spec(2, |_| {});
+    let mut tm = tm(&spec);
+    enqueue(&mut tm, 0, 1, 0, 0, frame(1000, NOT_ECT, 0));
+    let mut sent = Vec::new();
+    tm.advance(0, true, |_, f| sent.push(f));
+    assert_eq!(sent.len(), 1, "handed over as its transmission starts");
+    assert_eq!(
+        tm.depth(1, 0),
+        1000,
+        "and counted until its last bit has left"
+    );
+    assert!(!tm.try_pass_through(1, 1, 0, 0, 64));
+    assert_eq!(tm.counters().queues[1][0].enqueued_packets(), 1);
+}
+
+#[test]
 fn pass_through_decides_exactly_as_the_full_path() {
     // Two live-mode traffic managers see the same random arrivals, pauses and time steps: one
     // offers every frame to `try_pass_through` first, the other only to `enqueue_or_send`.
