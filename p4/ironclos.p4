@@ -1111,8 +1111,8 @@ control IroncIngress(inout headers_t hdr,
     /* Group -> one member nexthop, chosen by a hash of the flow.
      * Rust: Forwarder::resolve_target -> EcmpGroup::select(flow_hash(..)).
      * Rust hashes the same fields (tables::flowhash::FlowKey: addresses,
-     * protocol, ports, and the IPv6 flow label) with its own seeded hash
-     * into weighted buckets; here the target hashes them with CRC32 and a
+     * protocol, ports, and the IPv6 flow label) with a seeded CRC-32C and a
+     * finaliser into weighted buckets; here the target hashes them with CRC32 and a
      * weight is a member repeated in the group. A group with no live member
      * misses: ecmp_no_live_member. No default_action: p4c's BMv2 back end
      * ignores it (with a warning) on tables with an action selector. */

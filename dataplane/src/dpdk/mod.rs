@@ -1,8 +1,10 @@
-//! Safe types over DPDK: the EAL, mempools, mbufs, ethdev ports, lcores and the TSC.
+//! Safe types over DPDK: the EAL, mempools, mbufs, ethdev ports, lcores and the TSC, and the
+//! CPU instructions DPDK's build assumes.
 //!
 //! This is the only module of `dataplane` allowed to hold `unsafe`. Every block says why it
 //! is sound. Types here are thin: the engine above decides what to do with packets.
 
+mod cpu;
 pub mod cred;
 mod eal;
 mod hints;
@@ -12,6 +14,8 @@ mod mempool;
 mod port;
 mod signal;
 
+#[cfg(all(target_arch = "x86_64", target_feature = "sse4.2"))]
+pub use cpu::crc32c_u64;
 pub use eal::{Eal, RxTimestamp};
 pub use hints::{advise_huge_pages, prefetch};
 pub use lcore::{LaunchError, current_lcore, launch_on_lcore, tsc, tsc_hz, wait_all_workers};

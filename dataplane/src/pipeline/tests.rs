@@ -925,7 +925,7 @@ fn a_flowlet_group_keeps_flows_within_the_timeout_and_leaves_a_down_port_at_once
         assert_eq!(send(&mut f, s, t1), first[usize::from(s)], "flow {s}");
     }
     // Flows sharing a flowlet entry share a flowlet: count entries (the flow hash itself is
-    // checked against MurmurHash3 in tables::flowhash).
+    // checked against its reference construction in tables::flowhash).
     let slot = |sport: u16| {
         let key = crate::tables::flowhash::FlowKey::V4 {
             src: [10, 0, 10, 5],
@@ -987,7 +987,7 @@ fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() 
         stage.run(forwarder, &[frame], uplink);
         stage.staged(0).flow_hash()
     };
-    // 10.1.0.0/16 goes to ECMP group 0: staged with the 5-tuple's MurmurHash3.
+    // 10.1.0.0/16 goes to ECMP group 0: staged with the 5-tuple's flow hash.
     let key = crate::tables::flowhash::FlowKey::V4 {
         src: [10, 0, 10, 5],
         dst: [10, 1, 2, 3],

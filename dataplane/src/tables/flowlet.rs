@@ -405,7 +405,7 @@ struct MemberLoad {
 
 /// The draw of `random` choice over the flow hash, the seed and a salt that differs per flowlet
 /// (or per packet), spread by the golden ratio so consecutive salts land far apart. The flow
-/// hash is already a full-avalanche MurmurHash3 value, so half of MurmurHash3's finaliser (one
+/// hash already ends in MurmurHash3's full-avalanche finaliser, so half of that finaliser (one
 /// multiply, then the high half folded into the low bits the bucket index uses) is enough to
 /// make the salt's change reach every bit; it is on every new flowlet's path.
 #[inline]
