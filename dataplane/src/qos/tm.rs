@@ -199,6 +199,14 @@ struct EgressPort {
     decision_at: Option<Picos>,
     /// End of the last transmission.
     free_at: Picos,
+    /// `try_pass_through` passes a frame for this port only at or after this instant: the end
+    /// of the pauses it received, while the traffic manager is immediate and no queue of the
+    /// port holds a frame or storms; `Picos::MAX` otherwise. Kept by `refresh_pass_gate`
+    /// wherever one of those changes, so the per-frame check is one comparison.
+    pass_gate: Picos,
+    /// As an ingress, the TCs whose frames `try_pass_through` leaves to the full path: the
+    /// lossless ones (their ingress bytes are accounted), or all while a TC storms.
+    ingress_blocks: u8,
     pfc: tm_pfc::PortPfc,
 }
 
@@ -267,6 +275,8 @@ impl<P> TrafficManager<P> {
                 wire: None,
                 decision_at: None,
                 free_at: 0,
+                pass_gate: Picos::MAX,
+                ingress_blocks: 0xff,
                 pfc: tm_pfc::PortPfc::new(q),
             })
             .collect();
@@ -283,7 +293,7 @@ impl<P> TrafficManager<P> {
                 },
             })
             .collect();
-        TrafficManager {
+        let mut tm = TrafficManager {
             ports,
             slots,
             free_slot: 0,
@@ -298,7 +308,28 @@ impl<P> TrafficManager<P> {
             pfc_out: Vec::with_capacity(MAX_PORTS),
             drop_tally: [0; DropReason::COUNT],
             immediate: false,
+        };
+        for e in 0..tm.ports.len() {
+            tm.refresh_pass_gate(e);
         }
+        tm
+    }
+
+    /// Works out port `e`'s `pass_gate` and `ingress_blocks` again, after a change of what
+    /// they summarise (the immediate mode, the port's queued TCs, its storms or its pauses).
+    #[inline]
+    pub(super) fn refresh_pass_gate(&mut self, e: usize) {
+        let immediate = self.immediate;
+        let Some(port) = self.ports.get_mut(e) else {
+            return;
+        };
+        let storm = port.pfc.in_storm();
+        port.pass_gate = if immediate && port.nonempty == 0 && !storm {
+            port.pfc.pauses_over_at()
+        } else {
+            Picos::MAX
+        };
+        port.ingress_blocks = port.lossless | if storm { 0xff } else { 0 };
     }
 
     pub fn counters(&self) -> &Arc<TmCounters> {
@@ -386,6 +417,9 @@ impl<P> TrafficManager<P> {
     /// bit has left, choices after all arrivals of an instant), so it does not use this.
     pub fn set_immediate(&mut self, immediate: bool) {
         self.immediate = immediate;
+        for e in 0..self.ports.len() {
+            self.refresh_pass_gate(e);
+        }
     }
 
     /// Live mode's common case, decided in a few loads before the engine does anything else
@@ -412,14 +446,20 @@ impl<P> TrafficManager<P> {
         // no frame in flight; a replay does, but never passes), so the queue limit and the
         // ECN curve are those of depth 0.
         debug_assert!(!self.immediate || port.nonempty != 0 || port.depth[t] == 0);
+        // `pass_gate` and `ingress_blocks` summarise these; they must never drift from them.
+        debug_assert_eq!(
+            now >= port.pass_gate,
+            self.immediate && port.nonempty == 0 && port.pfc.quiet_at(now)
+        );
+        debug_assert!(self.ports.get(usize::from(ingress)).is_none_or(|p| {
+            (p.ingress_blocks >> t & 1 == 0) == (p.lossless & (1 << t) == 0 && !p.pfc.in_storm())
+        }));
         let quiet_ingress = self
             .ports
             .get(usize::from(ingress))
-            .is_none_or(|p| p.lossless & (1 << t) == 0 && !p.pfc.in_storm());
-        let passes = self.immediate
-            && port.nonempty == 0
+            .is_none_or(|p| p.ingress_blocks >> t & 1 == 0);
+        let passes = now >= port.pass_gate
             && port.free_at <= now + COMMIT_HORIZON
-            && port.pfc.quiet_at(now)
             && quiet_ingress
             && u64::from(len) <= port.pass_limit[t]
             && self.buffer_used + u64::from(len) <= self.buffer_bytes;
@@ -490,6 +530,8 @@ impl<P> TrafficManager<P> {
         }
         queue.tail = slot;
         port.nonempty |= 1 << t;
+        // (What `refresh_pass_gate` works out for a port with a queued frame.)
+        port.pass_gate = Picos::MAX;
         if self.immediate {
             self.active |= 1 << e;
         } else if port.wire.is_none() {
@@ -849,10 +891,14 @@ impl<P> TrafficManager<P> {
             port.nonempty &= !(1 << t);
             port.scheduler.queue_emptied(tc);
         }
+        let emptied = port.nonempty == 0;
         let packet = slot.packet.take();
         let (len, ingress) = (slot.len, slot.ingress);
         slot.next = self.free_slot;
         self.free_slot = index;
+        if emptied {
+            self.refresh_pass_gate(e);
+        }
         Some((tc, len, ingress, packet))
     }
 
@@ -949,6 +995,7 @@ impl<P> TrafficManager<P> {
         self.ports[e].queues[t].tail = NIL;
         self.ports[e].nonempty &= !(1 << t);
         self.ports[e].scheduler.queue_emptied(t as u8);
+        self.refresh_pass_gate(e);
         dropped
     }
 

@@ -73,6 +73,12 @@ impl PortPfc {
         self.storm != 0
     }
 
+    /// At or after this instant no TC is paused by a pause received so far.
+    #[inline(always)]
+    pub(super) fn pauses_over_at(&self) -> Picos {
+        self.pauses_over_at
+    }
+
     /// True when no received pause holds any TC at `at` and no TC is in storm state: nothing
     /// PFC decides changes what happens to a frame for this port.
     #[inline(always)]
@@ -352,6 +358,7 @@ impl<P> TrafficManager<P> {
                 state.paused_until[t] = now + duration;
                 state.pauses_over_at = state.pauses_over_at.max(now + duration);
                 state.last_pause_rx[t] = now;
+                self.refresh_pass_gate(e);
             } else {
                 state.paused_until[t] = now;
                 state.pause_started[t] = None;
@@ -390,6 +397,7 @@ impl<P> TrafficManager<P> {
                     if state.last_pause_rx[t] + w.restoration <= at {
                         self.ports[e].pfc.storm &= !bit;
                         self.ports[e].pfc.pause_started[t] = None;
+                        self.refresh_pass_gate(e);
                         self.counters.queues[e][t].watchdog_restorations.add(1);
                         let depth = self.ports[e].depth[t];
                         self.record(at, e as u16, t as u8, depth, QosEventKind::WatchdogRestored);
@@ -419,6 +427,7 @@ impl<P> TrafficManager<P> {
 
     fn enter_storm(&mut self, e: usize, t: usize, at: Picos, action: WatchdogAction) {
         self.ports[e].pfc.storm |= 1 << t;
+        self.refresh_pass_gate(e);
         self.counters.queues[e][t].watchdog_storms.add(1);
         let depth = self.ports[e].depth[t];
         self.record(at, e as u16, t as u8, depth, QosEventKind::WatchdogStorm);

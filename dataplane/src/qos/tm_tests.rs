@@ -1016,8 +1016,10 @@ fn pass_through_decides_exactly_as_the_full_path() {
     // offers every frame to `try_pass_through` first, the other only to `enqueue_or_send`.
     // Small queue limits (below some frames) and buffer, a lossless class whose headroom is
     // smaller than some frames, ECN curves (a step marker at depth 0) and 10G ports (so the ring fills and
-    // frames queue) reach every branch. Whatever the fast
-    // path takes, the full path must have sent at once, unmarked, with the same accounting.
+    // frames queue) reach every branch, and a PFC watchdog turns long pauses of the lossless
+    // class into storms (which bar passing on the egress and the ingress side). Whatever the
+    // fast path takes, the full path must have sent at once, unmarked, with the same accounting.
+    let micro = crate::clock::PICOS_PER_MICRO;
     let spec = {
         let mut spec = spec(3, |p| {
             p.speed = PortSpeed::Gbps(10);
@@ -1037,6 +1039,11 @@ fn pass_through_decides_exactly_as_the_full_path() {
                 kmin: 2_000,
                 kmax: 6_000,
                 pmax: 1.0,
+            });
+            p.watchdog = Some(WatchdogSpec {
+                detection: 200 * micro,
+                restoration: 400 * micro,
+                action: WatchdogAction::Forward,
             });
         });
         spec.buffer_bytes = 15_000;
@@ -1063,9 +1070,11 @@ fn pass_through_decides_exactly_as_the_full_path() {
             _ => 5_000_000,
         };
         if next() % 64 == 0 {
-            // Long pauses of one TC fill the buffer while other ports stay idle.
+            // Long pauses of one TC fill the buffer while other ports stay idle; the lossless
+            // class's, repeated, start storms.
             let mut quanta = [0u16; 8];
-            quanta[(next() % 8) as usize] = (next() % 20_000) as u16;
+            let paused = if next() % 2 == 0 { 3 } else { next() % 8 };
+            quanta[paused as usize] = (next() % 20_000) as u16;
             let pause = MacControl::Pfc {
                 enable: 0xff,
                 quanta,
@@ -1159,4 +1168,8 @@ fn pass_through_decides_exactly_as_the_full_path() {
         queued > 0,
         "no frame ever queued: the full path was not exercised"
     );
+    let storms: u64 = (0..3)
+        .map(|p| full.counters().queues[p][3].watchdog_storms.get())
+        .sum();
+    assert!(storms > 0, "no storm: the watchdog was not exercised");
 }
