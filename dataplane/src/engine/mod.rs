@@ -237,8 +237,8 @@ impl GroupReport {
             flowlets: c.flowlets.get(),
             moves: c.moves.get(),
             forced_moves: c.forced_moves.get(),
-            member_bytes: c.member_bytes.iter().map(|b| b.get()).collect(),
-            member_packets: c.member_packets.iter().map(|b| b.get()).collect(),
+            member_bytes: c.member_bytes(),
+            member_packets: c.member_packets(),
             events_lost: c.events_lost.get(),
         }
     }

@@ -263,6 +263,13 @@ impl FlowletTable {
     }
 }
 
+/// Packets and bytes a group sent to one member.
+#[derive(Debug, Default)]
+pub struct MemberCounters {
+    pub packets: Counter,
+    pub bytes: Counter,
+}
+
 /// A group's counters, written by the worker and readable from any thread.
 #[derive(Debug)]
 pub struct BalanceCounters {
@@ -272,9 +279,9 @@ pub struct BalanceCounters {
     pub moves: Counter,
     /// Of the moves, those forced because the member went down (gap not reached).
     pub forced_moves: Counter,
-    /// Bytes and packets the group sent to each member (index as in the group's members).
-    pub member_bytes: Vec<Counter>,
-    pub member_packets: Vec<Counter>,
+    /// What the group sent to each member (index as in the group's members). One pair per
+    /// member, so that counting a frame finds both with one index.
+    pub members: Vec<MemberCounters>,
     /// Moves not kept in the event log (it was full).
     pub events_lost: Counter,
 }
@@ -285,8 +292,7 @@ impl BalanceCounters {
             flowlets: Counter::default(),
             moves: Counter::default(),
             forced_moves: Counter::default(),
-            member_bytes: (0..members).map(|_| Counter::default()).collect(),
-            member_packets: (0..members).map(|_| Counter::default()).collect(),
+            members: (0..members).map(|_| MemberCounters::default()).collect(),
             events_lost: Counter::default(),
         }
     }
@@ -294,13 +300,17 @@ impl BalanceCounters {
     /// Max member bytes over mean member bytes (1.0 is perfect balance; 0.0 when nothing was
     /// sent). Every member counts in the mean, so a member that sent nothing raises the ratio.
     pub fn imbalance(&self) -> f64 {
-        imbalance(
-            &self
-                .member_bytes
-                .iter()
-                .map(Counter::get)
-                .collect::<Vec<_>>(),
-        )
+        imbalance(&self.member_bytes())
+    }
+
+    /// Bytes sent to each member.
+    pub fn member_bytes(&self) -> Vec<u64> {
+        self.members.iter().map(|m| m.bytes.get()).collect()
+    }
+
+    /// Packets sent to each member.
+    pub fn member_packets(&self) -> Vec<u64> {
+        self.members.iter().map(|m| m.packets.get()).collect()
     }
 }
 
@@ -702,12 +712,9 @@ impl GroupBalancer {
 
     #[inline]
     fn count(&self, index: usize, len: u32) {
-        if let (Some(bytes), Some(packets)) = (
-            self.counters.member_bytes.get(index),
-            self.counters.member_packets.get(index),
-        ) {
-            bytes.add(u64::from(len));
-            packets.add(1);
+        if let Some(member) = self.counters.members.get(index) {
+            member.bytes.add(u64::from(len));
+            member.packets.add(1);
         }
     }
 
@@ -987,7 +994,7 @@ impl GroupBalancer {
         for (i, load) in self.loads.iter_mut().enumerate() {
             let total = match load.port {
                 Some(port) => egress.transmitted_bytes(port),
-                None => self.counters.member_bytes[i].get(),
+                None => self.counters.members[i].bytes.get(),
             };
             let halvings = now.saturating_sub(load.dre_at) / DRE_HALF_LIFE;
             if halvings > 0 {

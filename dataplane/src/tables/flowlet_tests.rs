@@ -103,8 +103,8 @@ fn a_flow_without_a_long_gap_never_moves_even_when_its_member_becomes_the_busies
     }
     assert_eq!(b.counters().flowlets.get(), 1);
     assert_eq!(b.counters().moves.get(), 0);
-    assert_eq!(b.counters().member_packets[port].get(), 50);
-    assert_eq!(b.counters().member_bytes[port].get(), 50_000);
+    assert_eq!(b.counters().members[port].packets.get(), 50);
+    assert_eq!(b.counters().members[port].bytes.get(), 50_000);
     // A gap one picosecond longer than the timeout starts a flowlet, which leaves the busy port.
     let at = (1_000 + 100 * 49 + 100) * US + 1;
     let next = b.select(&ecmp, 0xabcd, 1000, at, &view).unwrap();
@@ -323,7 +323,7 @@ fn hash_mode_is_the_bucket_table_and_counts_bytes_per_member() {
         assert_eq!(Some(m), ecmp.select(h));
         expected[(m - 10) as usize] += 64;
     }
-    let got: Vec<u64> = b.counters().member_bytes.iter().map(|c| c.get()).collect();
+    let got: Vec<u64> = b.counters().member_bytes();
     assert_eq!(got, expected);
     assert_eq!(b.counters().flowlets.get(), 0);
 }
@@ -605,7 +605,7 @@ fn random_flowlet_choices_follow_the_table_rules_packet_by_packet() {
     assert_eq!(counters.forced_moves.get(), model.forced_moves);
     assert!(model.forced_moves > 0 && model.moves > model.forced_moves);
     for (i, &n) in packets_on.iter().enumerate() {
-        assert_eq!(counters.member_packets[i].get(), n, "member {i}");
+        assert_eq!(counters.members[i].packets.get(), n, "member {i}");
     }
     let events: Vec<_> = b
         .take_events()

@@ -1261,8 +1261,10 @@ impl Forwarder {
                     .map(|(id, (g, b))| {
                         let spec = b.spec();
                         let c = b.counters();
-                        let at = |v: &[crate::counters::Counter], i: usize| {
-                            v.get(i).map_or(0, |c| c.get())
+                        let at = |i: usize| {
+                            c.members
+                                .get(i)
+                                .map_or((0, 0), |m| (m.packets.get(), m.bytes.get()))
                         };
                         GroupEntry {
                             id: id as u32,
@@ -1276,8 +1278,8 @@ impl Forwarder {
                                     weight: m.weight,
                                     up: m.up,
                                     buckets: g.buckets_of(m.id),
-                                    packets: at(&c.member_packets, i),
-                                    bytes: at(&c.member_bytes, i),
+                                    packets: at(i).0,
+                                    bytes: at(i).1,
                                 })
                                 .collect(),
                             mode: spec.mode.as_str(),
