@@ -7,7 +7,7 @@ use super::{Frame, PuntReason, RouterError, RouterErrorKind, TagOp, Verdict};
 use crate::clock::{PICOS_PER_SECOND, Picos};
 use crate::counters::DropReason;
 use crate::tables::ecmp::{EcmpGroup, Member};
-use crate::tables::flowhash::{FlowKey, flow_hash};
+use crate::tables::flowhash::{FlowKey, flow_hash, flow_hash_v4_wire, flow_hash_v6_wire};
 use crate::tables::flowlet::{BalanceCounters, EgressLoad, FlowletMove, GroupBalancer};
 use crate::tables::mac::{LearnOutcome, MacTable};
 use crate::tables::{Lpm4, Lpm6, LpmError};
@@ -1426,14 +1426,8 @@ impl Forwarder {
 #[inline(always)]
 fn flow_hash_ipv4(ip: &[u8], header_len: usize, seed: u32) -> u32 {
     let ports = l4_ports(ip, ip[9], header_len, ip[6] & 0x3f != 0 || ip[7] != 0);
-    let key = FlowKey::V4 {
-        src: [ip[12], ip[13], ip[14], ip[15]],
-        dst: [ip[16], ip[17], ip[18], ip[19]],
-        proto: ip[9],
-        sport: ports.0,
-        dport: ports.1,
-    };
-    flow_hash(&key, seed)
+    let addresses = ip[12..20].try_into().expect("8 bytes");
+    flow_hash_v4_wire(addresses, ip[9], ports, seed)
 }
 
 /// The flow hash of an IPv6 packet (`ip` from its header on, at least 40 bytes): source,
@@ -1451,17 +1445,11 @@ fn flow_hash_ipv6_to(ip: &[u8], dst: [u8; 16], with_ports: bool, seed: u32) -> u
     let ports = if with_ports {
         l4_ports(ip, next, 40, false)
     } else {
-        (0, 0)
+        [0; 4]
     };
-    let key = FlowKey::V6 {
-        src: ip[8..24].try_into().expect("16 bytes"),
-        dst,
-        flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
-        proto: next,
-        sport: ports.0,
-        dport: ports.1,
-    };
-    flow_hash(&key, seed)
+    let src = ip[8..24].try_into().expect("16 bytes");
+    let flow_label = u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]);
+    flow_hash_v6_wire(src, &dst, flow_label, next, ports, seed)
 }
 
 /// Decrements the hop limit of the IPv6 header, or the TTL of the IPv4 header and updates its
@@ -1507,18 +1495,16 @@ fn router_error(reason: DropReason, in_iface: u16, vrf: u16) -> Verdict {
     }
 }
 
-/// Source and destination ports of TCP/UDP, or zeros (other protocols, fragments).
+/// Source and destination ports of TCP/UDP as on the wire, or zeros (other protocols,
+/// fragments).
 #[inline]
-fn l4_ports(ip: &[u8], protocol: u8, offset: usize, fragment: bool) -> (u16, u16) {
+fn l4_ports(ip: &[u8], protocol: u8, offset: usize, fragment: bool) -> [u8; 4] {
     if fragment || (protocol != IP_PROTO_TCP && protocol != IP_PROTO_UDP) {
-        return (0, 0);
+        return [0; 4];
     }
     match ip.get(offset..offset + 4) {
-        Some(p) => (
-            u16::from_be_bytes([p[0], p[1]]),
-            u16::from_be_bytes([p[2], p[3]]),
-        ),
-        None => (0, 0),
+        Some(p) => [p[0], p[1], p[2], p[3]],
+        None => [0; 4],
     }
 }
 

@@ -137,14 +137,19 @@ fn fmix32(mut h: u32) -> u32 {
     h ^ (h >> 16)
 }
 
-/// The serialisation's last eight bytes: ports and protocol in wire order, then the flow label
-/// (0 for IPv4) and the IP version.
+/// The serialisation's last eight bytes: the ports (as on the wire) and the protocol, then the
+/// flow label (0 for IPv4) and the IP version.
 #[inline(always)]
-fn tail_word(sport: u16, dport: u16, proto: u8, flow_label: u32, version: u32) -> u64 {
-    let [s0, s1] = sport.to_be_bytes();
-    let [d0, d1] = dport.to_be_bytes();
+fn tail_word(ports: [u8; 4], proto: u8, flow_label: u32, version: u32) -> u64 {
     let family = (flow_label & FLOW_LABEL_MASK) | (version << FAMILY_SHIFT);
-    u64::from_le_bytes([s0, s1, d0, d1, proto, 0, 0, 0]) | (u64::from(family) << 40)
+    u64::from(u32::from_le_bytes(ports)) | (u64::from(proto) << 32) | (u64::from(family) << 40)
+}
+
+/// The ports of a key in wire order: source then destination, each big-endian.
+#[inline(always)]
+fn port_bytes(sport: u16, dport: u16) -> [u8; 4] {
+    let ([s0, s1], [d0, d1]) = (sport.to_be_bytes(), dport.to_be_bytes());
+    [s0, s1, d0, d1]
 }
 
 /// Eight bytes of an address, in wire order.
@@ -171,9 +176,8 @@ pub fn flow_hash(key: &FlowKey, seed: u32) -> u32 {
         } => {
             let [s0, s1, s2, s3] = src;
             let [d0, d1, d2, d3] = dst;
-            let addresses = u64::from_le_bytes([s0, s1, s2, s3, d0, d1, d2, d3]);
-            let h = crc32c_word(seed, addresses);
-            fmix32(crc32c_word(h, tail_word(sport, dport, proto, 0, 4)))
+            let addresses = [s0, s1, s2, s3, d0, d1, d2, d3];
+            flow_hash_v4_wire(addresses, proto, port_bytes(sport, dport), seed)
         }
         FlowKey::V6 {
             src,
@@ -183,16 +187,40 @@ pub fn flow_hash(key: &FlowKey, seed: u32) -> u32 {
             sport,
             dport,
         } => {
-            let mut h = crc32c_word(seed, address_word(&src, 0));
-            h = crc32c_word(h, address_word(&src, 8));
-            h = crc32c_word(h, address_word(&dst, 0));
-            h = crc32c_word(h, address_word(&dst, 8));
-            fmix32(crc32c_word(
-                h,
-                tail_word(sport, dport, proto, flow_label, 6),
-            ))
+            let ports = port_bytes(sport, dport);
+            flow_hash_v6_wire(&src, &dst, flow_label, proto, ports, seed)
         }
     }
+}
+
+/// [`flow_hash`] of an IPv4 key given as packet bytes: `addresses` the source and destination
+/// (the header's bytes 12..20), `ports` the four bytes after the header (source then
+/// destination port, network order) or zeros. The packet path calls this, so that the ports
+/// go from the packet into the hash without a round trip through host order.
+#[inline(always)]
+#[must_use]
+pub fn flow_hash_v4_wire(addresses: [u8; 8], proto: u8, ports: [u8; 4], seed: u32) -> u32 {
+    let h = crc32c_word(seed, u64::from_le_bytes(addresses));
+    fmix32(crc32c_word(h, tail_word(ports, proto, 0, 4)))
+}
+
+/// [`flow_hash`] of an IPv6 key given as packet bytes (as [`flow_hash_v4_wire`]); only the
+/// flow label's 20 low bits count.
+#[inline(always)]
+#[must_use]
+pub fn flow_hash_v6_wire(
+    src: &[u8; 16],
+    dst: &[u8; 16],
+    flow_label: u32,
+    proto: u8,
+    ports: [u8; 4],
+    seed: u32,
+) -> u32 {
+    let mut h = crc32c_word(seed, address_word(src, 0));
+    h = crc32c_word(h, address_word(src, 8));
+    h = crc32c_word(h, address_word(dst, 0));
+    h = crc32c_word(h, address_word(dst, 8));
+    fmix32(crc32c_word(h, tail_word(ports, proto, flow_label, 6)))
 }
 
 #[cfg(test)]

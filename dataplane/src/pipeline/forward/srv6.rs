@@ -12,7 +12,6 @@ use crate::counters::{DropReason, Srv6Counters};
 use crate::pipeline::spec::{MAX_SRH_SEGMENTS, SidBehavior, SidSpec, Srv6Spec};
 use crate::pipeline::{Frame, Icmpv6Error, PuntReason, Verdict};
 use crate::tables::SidTable;
-use crate::tables::flowhash::{FlowKey, flow_hash};
 use crate::wire::checksum;
 use crate::wire::ip::protocol;
 use crate::wire::srh::{self, SrhPacket};
@@ -811,20 +810,11 @@ impl Forwarder {
             if ip[8] <= 1 {
                 return super::router_error(DropReason::TtlExpired, in_iface, ingress_vrf);
             }
-            let fragment = ip[6] & 0x3f != 0 || ip[7] != 0;
-            let ports = super::l4_ports(ip, ip[9], header_len, fragment);
-            let key = FlowKey::V4 {
-                src: ip[12..16].try_into().expect("4 bytes"),
-                dst: ip[16..20].try_into().expect("4 bytes"),
-                proto: ip[9],
-                sport: ports.0,
-                dport: ports.1,
-            };
             (
                 total,
                 protocol::IPV4,
                 ip[1],
-                flow_hash(&key, self.flow_hash_seed),
+                super::flow_hash_ipv4(ip, header_len, self.flow_hash_seed),
             )
         } else {
             let (src, dst) = (&ip[8..24], &ip[24..40]);
@@ -836,22 +826,13 @@ impl Forwarder {
             if ip[7] <= 1 {
                 return super::router_error(DropReason::TtlExpired, in_iface, ingress_vrf);
             }
-            let ports = super::l4_ports(ip, ip[6], 40, false);
-            let key = FlowKey::V6 {
-                src: ip[8..24].try_into().expect("16 bytes"),
-                dst: ip[24..40].try_into().expect("16 bytes"),
-                flow_label: u32::from_be_bytes([0, ip[1] & 0x0f, ip[2], ip[3]]),
-                proto: ip[6],
-                sport: ports.0,
-                dport: ports.1,
-            };
             let tc = (ip[0] << 4) | (ip[1] >> 4);
             let len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
             (
                 len,
                 protocol::IPV6,
                 tc,
-                flow_hash(&key, self.flow_hash_seed),
+                super::flow_hash_ipv6(ip, self.flow_hash_seed),
             )
         };
         let outer_len = 40 + srh_len;
