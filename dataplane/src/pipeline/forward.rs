@@ -145,6 +145,41 @@ struct Nexthop {
     mac: Option<[u8; 6]>,
     /// When resolution was last requested (rate limit).
     last_request: Option<Picos>,
+    /// The interface's port when it is a routed port (no VLAN, so no MAC table lookup on the
+    /// way out); interfaces never change after start.
+    routed_port: Option<u16>,
+    /// While `mac` is known: the Ethernet addresses a frame routed here leaves with (`mac`,
+    /// then the router MAC), written in one copy on the express path. Kept by `set_mac`.
+    addresses: [u8; 12],
+}
+
+impl Nexthop {
+    fn new(interface: u16, ip: IpAddr, interfaces: &[Interface]) -> Nexthop {
+        let routed_port = match interfaces
+            .get(usize::from(interface))
+            .map(|i| &i.attachment)
+        {
+            Some(Attachment::Port(port)) => Some(*port),
+            _ => None,
+        };
+        Nexthop {
+            interface,
+            ip,
+            mac: None,
+            last_request: None,
+            routed_port,
+            addresses: [0; 12],
+        }
+    }
+
+    /// Sets (or forgets) the neighbour's MAC, and the addresses that follow from it.
+    fn set_mac(&mut self, mac: Option<[u8; 6]>, router_mac: [u8; 6]) {
+        self.mac = mac;
+        if let Some(mac) = mac {
+            self.addresses[..6].copy_from_slice(&mac);
+            self.addresses[6..].copy_from_slice(&router_mac);
+        }
+    }
 }
 
 /// How often a source MAC already learned on its port is refreshed in the MAC table (the table
@@ -401,12 +436,8 @@ impl Forwarder {
                     nh.interface
                 ));
             }
-            forwarder.nexthops.push(Nexthop {
-                interface: nh.interface,
-                ip: nh.ip,
-                mac: None,
-                last_request: None,
-            });
+            let nexthop = Nexthop::new(nh.interface, nh.ip, &forwarder.interfaces);
+            forwarder.nexthops.push(nexthop);
         }
         for (id, group) in spec.groups.iter().enumerate() {
             if group.members.is_empty() {
@@ -537,12 +568,8 @@ impl Forwarder {
         {
             return id as u32;
         }
-        self.nexthops.push(Nexthop {
-            interface,
-            ip,
-            mac: None,
-            last_request: None,
-        });
+        self.nexthops
+            .push(Nexthop::new(interface, ip, &self.interfaces));
         (self.nexthops.len() - 1) as u32
     }
 
@@ -555,7 +582,8 @@ impl Forwarder {
         };
         let vrf = iface.vrf;
         let id = self.nexthop_for(interface, ip);
-        self.nexthops[id as usize].mac = Some(mac);
+        let router_mac = self.router_mac;
+        self.nexthops[id as usize].set_mac(Some(mac), router_mac);
         let host_len = if ip.is_ipv4() { 32 } else { 128 };
         // Only connected hosts need a host route; a nexthop of a static route is reached via it.
         let connected =
@@ -568,12 +596,13 @@ impl Forwarder {
     /// A neighbour stopped answering: packets to it are dropped (and resolution retried).
     pub fn neighbor_lost(&mut self, interface: u16, ip: IpAddr) {
         self.route_memo.forget();
+        let router_mac = self.router_mac;
         for nh in self
             .nexthops
             .iter_mut()
             .filter(|n| n.interface == interface && n.ip == ip)
         {
-            nh.mac = None;
+            nh.set_mac(None, router_mac);
         }
     }
 
@@ -1061,15 +1090,28 @@ impl Forwarder {
             staged_hash.unwrap_or_default()
         };
         let target = route_value::decode(value);
-        let (out_iface, dst_mac, counted) =
-            match self.resolve_target_counted(target, || staged.dst(), hash, now) {
+        let (nexthop_id, counted) = match self.choose_nexthop(target, || staged.dst(), hash, now) {
+            Ok(chosen) => chosen,
+            Err(reason) => return Verdict::Drop(reason),
+        };
+        let (l3, ipv6) = (stage::EXPRESS_L3, staged.is_ipv6());
+        let nh = &self.nexthops[nexthop_id as usize];
+        let (port, tag, dst_mac) = if let (Some(mac), Some(port)) = (nh.mac, nh.routed_port) {
+            // What `egress_l2` does for an untagged frame to a routed port, in one copy.
+            debug_assert_eq!(&nh.addresses[..6], &mac);
+            debug_assert_eq!(&nh.addresses[6..], &self.router_mac);
+            frame[..12].copy_from_slice(&nh.addresses);
+            decrement_hop_limit(&mut frame[l3..], ipv6);
+            (port, TagOp::Keep, mac)
+        } else {
+            let (out_iface, dst_mac) = match self.resolved_nexthop(nexthop_id, now) {
                 Ok(found) => found,
                 Err(reason) => return Verdict::Drop(reason),
             };
-        let (l3, ipv6) = (stage::EXPRESS_L3, staged.is_ipv6());
-        let (port, tag) = match self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now) {
-            Ok(out) => out,
-            Err(reason) => return Verdict::Drop(reason),
+            match self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now) {
+                Ok((port, tag)) => (port, tag, dst_mac),
+                Err(reason) => return Verdict::Drop(reason),
+            }
         };
         if let (true, Some(counted)) = (staged.repeated(), counted) {
             self.remember_route(staged, port, tag, dst_mac, counted);
@@ -1232,6 +1274,21 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         now: Picos,
     ) -> Result<(u16, [u8; 6], RepeatCount), DropReason> {
+        let (nexthop_id, counted) = self.choose_nexthop(target, dst, hash, now)?;
+        let (interface, mac) = self.resolved_nexthop(nexthop_id, now)?;
+        Ok((interface, mac, counted))
+    }
+
+    /// The nexthop a route's target sends to (an ECMP group's member chosen and counted), with
+    /// what a repeat of the frame's flow at the same instant counts to.
+    #[inline(always)]
+    fn choose_nexthop(
+        &mut self,
+        target: RouteTarget,
+        dst: impl FnOnce() -> IpAddr,
+        hash: impl FnOnce() -> u32,
+        now: Picos,
+    ) -> Result<(u32, RepeatCount), DropReason> {
         let (nexthop_id, counted) = match target {
             RouteTarget::Nexthop(id) => (id, Some(None)),
             RouteTarget::Group(group) => {
@@ -1264,9 +1321,20 @@ impl Forwarder {
             RouteTarget::Srv6Policy(_) => return Err(DropReason::Srv6EncapRecursion),
             RouteTarget::Local => unreachable!("local routes are punted before resolution"),
         };
+        Ok((nexthop_id, counted))
+    }
+
+    /// Nexthop `nexthop_id`'s interface and MAC, or `NeighborUnresolved` after asking the
+    /// control plane to resolve it (rate-limited).
+    #[inline(always)]
+    fn resolved_nexthop(
+        &mut self,
+        nexthop_id: u32,
+        now: Picos,
+    ) -> Result<(u16, [u8; 6]), DropReason> {
         let nh = &mut self.nexthops[nexthop_id as usize];
         match nh.mac {
-            Some(mac) => Ok((nh.interface, mac, counted)),
+            Some(mac) => Ok((nh.interface, mac)),
             None => {
                 if nh
                     .last_request

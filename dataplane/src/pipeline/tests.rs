@@ -1974,8 +1974,9 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
 fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
     // A burst of one flow whose repeats would reuse the first frame's route, with the
     // forwarder changed between them: a MAC move learned through the full pipeline, a
-    // neighbour's new MAC, a neighbour lost, a link down and up. Each repeat must get what
-    // a forwarder that remembers nothing decides.
+    // neighbour's new MAC, a neighbour lost, a link down and up, a neighbour's new MAC
+    // undone (a failed update batch). Each repeat must get what a forwarder that remembers
+    // nothing decides.
     let (mut express_side, mut plain) = express_pair();
     let uplink = 5u16;
     let spine1 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0));
@@ -1995,6 +1996,7 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
         Resolved(u16, IpAddr, [u8; 6]),
         Lost(u16, IpAddr),
         Link(u16, bool),
+        Undone(crate::ctl::Update),
     }
     // A flow of the ECMP group that its hash sends out of port 6, so that its link going
     // down moves it.
@@ -2028,6 +2030,14 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
         (
             group_flow.clone(),
             vec![Change::Link(6, false), Change::Link(6, true)],
+        ),
+        (
+            group_flow.clone(),
+            vec![Change::Undone(crate::ctl::Update::AddNeighbor {
+                interface: 1,
+                ip: spine2,
+                mac: A,
+            })],
         ),
         (group_flow, vec![Change::Lost(1, spine2)]),
     ];
@@ -2068,6 +2078,13 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
                     Change::Link(port, up) => {
                         for f in [&mut express_side, &mut plain] {
                             f.set_port_up(*port, *up);
+                        }
+                    }
+                    Change::Undone(update) => {
+                        for f in [&mut express_side, &mut plain] {
+                            let mut undo = Vec::new();
+                            f.apply_update(update, &mut undo).unwrap();
+                            f.undo_updates(undo);
                         }
                     }
                 }

@@ -817,12 +817,8 @@ impl Forwarder {
             return id;
         }
         undo.push(Undo::NexthopsTruncate(self.nexthops.len()));
-        self.nexthops.push(Nexthop {
-            interface,
-            ip,
-            mac: None,
-            last_request: None,
-        });
+        self.nexthops
+            .push(Nexthop::new(interface, ip, &self.interfaces));
         (self.nexthops.len() - 1) as u32
     }
 
@@ -1162,8 +1158,9 @@ impl Forwarder {
                 } => self.set_raw_route(vrf, prefix, len, previous),
                 Undo::NexthopsTruncate(len) => self.nexthops.truncate(len),
                 Undo::NexthopMac { id, previous } => {
+                    let router_mac = self.router_mac;
                     if let Some(nh) = self.nexthops.get_mut(id as usize) {
-                        nh.mac = previous;
+                        nh.set_mac(previous, router_mac);
                     }
                 }
                 Undo::Group {
