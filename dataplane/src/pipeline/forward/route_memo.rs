@@ -23,7 +23,8 @@ pub(super) struct RouteMemo {
     /// head); 0: nothing is remembered.
     head_plus_one: u16,
     port: u16,
-    dst_mac: [u8; 6],
+    /// The frame's new Ethernet addresses: the nexthop's MAC, then the router MAC.
+    addresses: [u8; 12],
     /// The group and member index a repeat counts to (none for a nexthop).
     counted: Option<(u32, u32)>,
 }
@@ -45,12 +46,11 @@ impl Forwarder {
         if memo.head_plus_one != u16::from(staged.head()) + 1 {
             return None;
         }
-        let (port, dst_mac, counted) = (memo.port, memo.dst_mac, memo.counted);
+        let (port, addresses, counted) = (memo.port, memo.addresses, memo.counted);
         if let Some((group, index)) = counted {
             self.balancers[group as usize].repeat(index, frame.len() as u32);
         }
-        frame[0..6].copy_from_slice(&dst_mac);
-        frame[6..12].copy_from_slice(&self.router_mac);
+        frame[..12].copy_from_slice(&addresses);
         super::decrement_hop_limit(&mut frame[super::stage::EXPRESS_L3..], staged.is_ipv6());
         #[cfg(test)]
         self.route_memo_hits.set(self.route_memo_hits.get() + 1);
@@ -71,10 +71,13 @@ impl Forwarder {
     ) {
         debug_assert!(staged.sid().is_none(), "endpoint frames are not remembered");
         if matches!(tag, TagOp::Keep) {
+            let mut addresses = [0; 12];
+            addresses[..6].copy_from_slice(&dst_mac);
+            addresses[6..].copy_from_slice(&self.router_mac);
             self.route_memo = RouteMemo {
                 head_plus_one: u16::from(staged.head()) + 1,
                 port,
-                dst_mac,
+                addresses,
                 counted,
             };
         }
