@@ -1261,22 +1261,8 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         now: Picos,
     ) -> Result<(u16, [u8; 6]), DropReason> {
-        self.resolve_target_counted(target, dst, hash, now)
-            .map(|(interface, mac, _)| (interface, mac))
-    }
-
-    /// `resolve_target`, with what a repeat of the frame's flow at the same instant counts to.
-    #[inline(always)]
-    fn resolve_target_counted(
-        &mut self,
-        target: RouteTarget,
-        dst: impl FnOnce() -> IpAddr,
-        hash: impl FnOnce() -> u32,
-        now: Picos,
-    ) -> Result<(u16, [u8; 6], RepeatCount), DropReason> {
-        let (nexthop_id, counted) = self.choose_nexthop(target, dst, hash, now)?;
-        let (interface, mac) = self.resolved_nexthop(nexthop_id, now)?;
-        Ok((interface, mac, counted))
+        let (nexthop_id, _) = self.choose_nexthop(target, dst, hash, now)?;
+        self.resolved_nexthop(nexthop_id, now)
     }
 
     /// The nexthop a route's target sends to (an ECMP group's member chosen and counted), with
