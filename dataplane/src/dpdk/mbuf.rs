@@ -4,6 +4,7 @@
 use super::Mempool;
 use super::eal::rx_timestamp_field;
 use dpdk_sys::rte_mbuf;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 /// The largest burst the engine moves at once.
@@ -377,6 +378,28 @@ impl MbufBurst {
             raw: self.mbufs[index],
             _owner: std::marker::PhantomData,
         })
+    }
+
+    /// The first segment's bytes of every packet, in order, written into `scratch`: what a
+    /// pass over the whole burst reads, without filling the unused rest of an array of
+    /// `MAX_BURST` slices first.
+    #[inline]
+    pub fn first_segments<'a>(
+        &'a self,
+        scratch: &'a mut [MaybeUninit<&'a [u8]>; MAX_BURST],
+    ) -> &'a [&'a [u8]] {
+        let len = self.len.min(MAX_BURST);
+        for (slot, &raw) in scratch.iter_mut().zip(&self.mbufs[..len]) {
+            let packet = PacketRef {
+                raw,
+                _owner: std::marker::PhantomData,
+            };
+            slot.write(packet.into_data());
+        }
+        // SAFETY: the loop initialised the first `len` slots (`self.mbufs` has `MAX_BURST`,
+        // so `zip` stops at `len`), and `MaybeUninit<T>` has `T`'s layout; the slices borrow
+        // the burst for 'a, as does the result.
+        unsafe { std::slice::from_raw_parts(scratch.as_ptr().cast::<&'a [u8]>(), len) }
     }
 
     /// Views packet `index` mutably.

@@ -22,9 +22,12 @@ use crate::pipeline::{
 };
 use crate::qos::classify::IpVersion;
 use crate::qos::pfc;
-use crate::qos::{self, Admission, CPU_PORT, PfcFrame, PortQos, TmCounters, TrafficManager};
+use crate::qos::{
+    self, Admission, CPU_PORT, IngressGate, PfcFrame, PortQos, TmCounters, TrafficManager,
+};
 use crate::slowpath::{Learned, Outgoing, SlowPath};
 use crate::tables::flowlet::{BalanceCounters, BalanceSpec, EgressLoad};
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -100,6 +103,9 @@ pub(crate) struct SwitchWorker {
     tm: TrafficManager<Mbuf>,
     /// Classification maps and link speeds, per port.
     port_qos: Vec<PortQos>,
+    /// Per port, the class of an untagged IP frame by its DSCP (`qos::untagged_ip_classes`),
+    /// which express frames take.
+    untagged_ip_classes: Vec<[u8; 64]>,
     counters: Arc<WorkerCounters>,
     shared: Arc<WorkerShared>,
     pool: Arc<Mempool>,
@@ -207,6 +213,12 @@ impl SwitchWorker {
             },
             tm: TrafficManager::new(&spec.qos, pool.size() as usize, queue_counters),
             port_qos: spec.qos.ports.clone(),
+            untagged_ip_classes: spec
+                .qos
+                .ports
+                .iter()
+                .map(qos::classify::untagged_ip_classes)
+                .collect(),
             counters,
             shared,
             pool,
@@ -279,9 +291,16 @@ impl SwitchWorker {
                 } else {
                     0
                 };
+                // A copy: the loop below borrows the worker mutably.
+                let classes = self
+                    .untagged_ip_classes
+                    .get(port)
+                    .copied()
+                    .unwrap_or([0; 64]);
+                let ingress = self.tm.ingress_gate(port as u16);
                 for (index, mut mbuf) in burst.drain().enumerate() {
                     if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
-                        self.handle_express(mbuf, index, port as u16, now);
+                        self.handle_express(mbuf, index, &classes, ingress, now);
                     } else if let Some(verdict) =
                         self.repeated_bridging(&mut mbuf, port as u16, now)
                     {
@@ -309,15 +328,10 @@ impl SwitchWorker {
             self.stage.skip();
             return;
         };
-        let mut frames: [&[u8]; dpdk::MAX_BURST] = [&[]; dpdk::MAX_BURST];
-        let received = received.min(dpdk::MAX_BURST);
-        for (index, frame) in frames[..received].iter_mut().enumerate() {
-            if let Some(packet) = burst.get(index) {
-                *frame = packet.into_data();
-            }
-        }
-        self.stage
-            .run_in(&self.forwarder, &frames[..received], port, vrf);
+        let mut scratch = [const { MaybeUninit::uninit() }; dpdk::MAX_BURST];
+        let frames = burst.first_segments(&mut scratch);
+        debug_assert_eq!(frames.len(), received);
+        self.stage.run_in(&self.forwarder, frames, port, vrf);
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.
@@ -458,10 +472,20 @@ impl SwitchWorker {
     }
 
     /// `handle` for frame `index` of the burst, an express frame of the burst stage (see
-    /// `RouteStage::express`): its class and route come from the header the stage checked.
+    /// `RouteStage::express`): its class and route come from the header the stage checked,
+    /// the class by `classes`, the in-port's `untagged_ip_classes`. `ingress` is the in-port's
+    /// gate, read for the burst.
     #[inline(always)]
-    fn handle_express(&mut self, mut mbuf: Mbuf, index: usize, in_port: u16, now: Picos) {
-        let staged = self.stage.staged_ref(index);
+    fn handle_express(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        classes: &[u8; 64],
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        let in_port = ingress.port();
+        let staged = self.stage.express_staged(index);
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
         let version = if staged.is_ipv6() {
@@ -470,9 +494,15 @@ impl SwitchWorker {
             IpVersion::V4
         };
         let traffic_class = qos::classify::traffic_class_byte(frame, EXPRESS_L3, version);
-        let tc = qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(in_port)]);
-        let verdict = self.forwarder.route_express(frame, staged, now);
-        self.act_on(verdict, mbuf, in_port, tc, now);
+        let tc = classes[usize::from(traffic_class >> 2)];
+        debug_assert_eq!(
+            tc,
+            qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(in_port)])
+        );
+        match self.forwarder.route_express(frame, staged, now) {
+            Verdict::Forward { port, tag } => self.send_from(mbuf, port, tag, tc, ingress, now),
+            verdict => self.act_on(verdict, mbuf, in_port, tc, now),
+        }
     }
 
     /// Carries out the pipeline's verdict on a frame of class `tc`.
@@ -669,14 +699,30 @@ impl SwitchWorker {
     /// straight to the TX burst; everything else takes `send_in_full`.
     #[inline(always)]
     fn send(&mut self, mbuf: Mbuf, port: u16, tag: TagOp, tc: u8, in_port: u16, now: Picos) {
+        let ingress = self.tm.ingress_gate(in_port);
+        self.send_from(mbuf, port, tag, tc, ingress, now);
+    }
+
+    /// `send` with the in-port's part of the decision read already
+    /// (`TrafficManager::ingress_gate`; the express path reads it once per burst).
+    #[inline(always)]
+    fn send_from(
+        &mut self,
+        mbuf: Mbuf,
+        port: u16,
+        tag: TagOp,
+        tc: u8,
+        ingress: IngressGate,
+        now: Picos,
+    ) {
         if matches!(tag, TagOp::Keep) && self.forwarder.port_up(port) {
             let len = mbuf.packet().data().len() as u32;
-            if self.tm.try_pass_through(now, port, tc, in_port, len) {
+            if self.tm.try_pass_through(now, port, tc, ingress, len) {
                 self.tx.push(port, mbuf, &self.counters);
                 return;
             }
         }
-        self.send_in_full(mbuf, port, tag, tc, in_port, now);
+        self.send_in_full(mbuf, port, tag, tc, ingress.port(), now);
     }
 
     #[inline(never)]

@@ -13,7 +13,7 @@ pub mod tm;
 pub use classify::{classify, classify_untagged_ip};
 pub use pfc::{MacControl, PfcThresholds};
 pub use tm::{
-    Admission, CPU_PORT, PfcFrame, QosEvent, QosEventKind, QueueCounters, TmCounters,
+    Admission, CPU_PORT, IngressGate, PfcFrame, QosEvent, QosEventKind, QueueCounters, TmCounters,
     TrafficManager,
 };
 

@@ -210,6 +210,23 @@ struct EgressPort {
     pfc: tm_pfc::PortPfc,
 }
 
+/// An ingress port's part of `TrafficManager::try_pass_through`'s decision, read once per
+/// RX burst (`TrafficManager::ingress_gate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngressGate {
+    port: u16,
+    /// Bit t: frames of TC t from this port take the full path.
+    blocks: u8,
+}
+
+impl IngressGate {
+    /// The ingress port this gate was read for.
+    #[inline(always)]
+    pub fn port(self) -> u16 {
+        self.port
+    }
+}
+
 /// The queues and links of every egress port. `P` is the packet handle (an mbuf in the engine,
 /// anything in tests); the traffic manager never looks inside it except through the frame
 /// accessor given to `enqueue`.
@@ -422,6 +439,21 @@ impl<P> TrafficManager<P> {
         }
     }
 
+    /// What `try_pass_through` needs of ingress port `ingress`: the TCs it bars as an
+    /// ingress (none for a port the traffic manager does not know, such as the CPU). That only
+    /// changes in `advance` (storms) and with the configuration, so the frames of one RX burst
+    /// may share one reading.
+    #[inline]
+    pub fn ingress_gate(&self, ingress: u16) -> IngressGate {
+        IngressGate {
+            port: ingress,
+            blocks: self
+                .ports
+                .get(usize::from(ingress))
+                .map_or(0, |p| p.ingress_blocks),
+        }
+    }
+
     /// Live mode's common case, decided in a few loads before the engine does anything else
     /// with the frame: true when a frame of `len` bytes for `egress` in `tc` goes straight to
     /// the TX ring, and it is then counted (enqueued and dequeued) and the caller transmits it.
@@ -435,7 +467,7 @@ impl<P> TrafficManager<P> {
         now: Picos,
         egress: u16,
         tc: u8,
-        ingress: u16,
+        ingress: IngressGate,
         len: u32,
     ) -> bool {
         let (e, t) = (usize::from(egress), usize::from(tc & 7));
@@ -451,16 +483,17 @@ impl<P> TrafficManager<P> {
             now >= port.pass_gate,
             self.immediate && port.nonempty == 0 && port.pfc.quiet_at(now)
         );
-        debug_assert!(self.ports.get(usize::from(ingress)).is_none_or(|p| {
+        debug_assert!(self.ports.get(usize::from(ingress.port)).is_none_or(|p| {
             (p.ingress_blocks >> t & 1 == 0) == (p.lossless & (1 << t) == 0 && !p.pfc.in_storm())
         }));
-        let quiet_ingress = self
-            .ports
-            .get(usize::from(ingress))
-            .is_none_or(|p| p.ingress_blocks >> t & 1 == 0);
+        debug_assert_eq!(
+            ingress,
+            self.ingress_gate(ingress.port),
+            "stale ingress gate"
+        );
         let passes = now >= port.pass_gate
             && port.free_at <= now + COMMIT_HORIZON
-            && quiet_ingress
+            && ingress.blocks >> t & 1 == 0
             && u64::from(len) <= port.pass_limit[t]
             && self.buffer_used + u64::from(len) <= self.buffer_bytes;
         if !passes {

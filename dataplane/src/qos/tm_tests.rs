@@ -1006,7 +1006,7 @@ fn a_replay_never_passes_a_frame_through_even_to_a_port_with_no_queued_frame() {
         1000,
         "and counted until its last bit has left"
     );
-    assert!(!tm.try_pass_through(1, 1, 0, 0, 64));
+    assert!(!tm.try_pass_through(1, 1, 0, tm.ingress_gate(0), 64));
     assert_eq!(tm.counters().queues[1][0].enqueued_packets(), 1);
 }
 
@@ -1099,21 +1099,22 @@ fn pass_through_decides_exactly_as_the_full_path() {
         let mut f = frame(len, ecn, 0);
         f[40..44].copy_from_slice(&id.to_be_bytes());
         let g = f.clone();
-        let fast_outcome = if fast.try_pass_through(now, egress, tc, ingress, len as u32) {
-            taken += 1;
-            sent_fast.push((egress, f));
-            Admission::Queued { marked: false }
-        } else {
-            fast.enqueue_or_send(
-                now,
-                egress,
-                tc,
-                ingress,
-                f,
-                |f| f.as_mut_slice(),
-                |p, f| sent_fast.push((p, f)),
-            )
-        };
+        let fast_outcome =
+            if fast.try_pass_through(now, egress, tc, fast.ingress_gate(ingress), len as u32) {
+                taken += 1;
+                sent_fast.push((egress, f));
+                Admission::Queued { marked: false }
+            } else {
+                fast.enqueue_or_send(
+                    now,
+                    egress,
+                    tc,
+                    ingress,
+                    f,
+                    |f| f.as_mut_slice(),
+                    |p, f| sent_fast.push((p, f)),
+                )
+            };
         let before = sent_full.len();
         let full_outcome = full.enqueue_or_send(
             now,

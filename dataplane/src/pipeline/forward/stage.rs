@@ -190,6 +190,16 @@ pub struct RouteStage {
     /// without `repeats`.
     shared: u64,
     lookup_of: [u8; MAX_BURST],
+    /// Pass 2's IPv6 lookups (destination, frame, answer), kept here so that no burst pays
+    /// for zeroing them.
+    v6_batch: V6Batch,
+}
+
+/// The IPv6 lookups of one burst's pass 2 (the first `n` of each array are current).
+struct V6Batch {
+    addrs: [u128; MAX_BURST],
+    which: [u8; MAX_BURST],
+    values: [Option<u32>; MAX_BURST],
 }
 
 /// Where an express frame's IPv4 header starts: right after an untagged Ethernet header.
@@ -205,6 +215,11 @@ impl Default for RouteStage {
             head_of: [0; MAX_BURST],
             shared: 0,
             lookup_of: [0; MAX_BURST],
+            v6_batch: V6Batch {
+                addrs: [0; MAX_BURST],
+                which: [0; MAX_BURST],
+                values: [None; MAX_BURST],
+            },
         }
     }
 }
@@ -467,8 +482,11 @@ impl RouteStage {
     /// in the in-port's VRF), for the frames of `heads` that need one; the `shared` frames
     /// then take the answers of the frames they share them with.
     fn look_up_v6(&mut self, forwarder: &Forwarder, vrf: u16, heads: u64) {
-        let mut addrs = [0u128; MAX_BURST];
-        let mut which = [0u8; MAX_BURST];
+        let V6Batch {
+            addrs,
+            which,
+            values,
+        } = &mut self.v6_batch;
         let mut n = 0;
         for index in bits(heads & !self.shared) {
             let staged = &self.frames[index];
@@ -478,7 +496,6 @@ impl RouteStage {
                 n += 1;
             }
         }
-        let mut values = [None; MAX_BURST];
         forwarder.fib6[usize::from(vrf)].lookup_batch(&addrs[..n], &mut values[..n]);
         for (&index, &value) in which[..n].iter().zip(&values[..n]) {
             let staged = &mut self.frames[usize::from(index)];
@@ -500,9 +517,18 @@ impl RouteStage {
         *self.staged_ref(index)
     }
 
+    /// The staging of express frame `index` (a bit of [`Self::express`]), as `staged` without
+    /// the copy: an express frame is staged, so its index is below `MAX_BURST` and its head's
+    /// staging is current (the masks keep the indices in the array without a bounds check).
+    #[inline(always)]
+    pub fn express_staged(&self, index: usize) -> &StagedRoute {
+        debug_assert!(index < MAX_BURST && self.express >> index & 1 != 0);
+        &self.frames[usize::from(self.head_of[index % MAX_BURST]) % MAX_BURST]
+    }
+
     /// `staged` without the copy (a repeat's is its head's).
     #[inline(always)]
-    pub fn staged_ref(&self, index: usize) -> &StagedRoute {
+    fn staged_ref(&self, index: usize) -> &StagedRoute {
         if index < MAX_BURST && self.staged >> index & 1 != 0 {
             &self.frames[usize::from(self.head_of[index])]
         } else {
