@@ -282,43 +282,66 @@ impl SwitchWorker {
                     continue;
                 }
                 let now = clock(start);
-                self.note_received(port, &burst, received);
-                self.forwarder.begin_burst();
-                self.stage_burst(&burst, received, port as u16);
-                // A port that is down delivers nothing (`handle` counts it).
-                let express = if self.forwarder.port_up(port as u16) {
-                    self.stage.express()
-                } else {
-                    0
-                };
-                // A copy: the loop below borrows the worker mutably.
-                let classes = self
-                    .untagged_ip_classes
-                    .get(port)
-                    .copied()
-                    .unwrap_or([0; 64]);
-                let ingress = self.tm.ingress_gate(port as u16);
-                for (index, mut mbuf) in burst.drain().enumerate() {
-                    if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
-                        self.handle_express(mbuf, index, &classes, ingress, now);
-                    } else if let Some(verdict) =
-                        self.repeated_bridging(&mut mbuf, port as u16, now)
-                    {
-                        let tc = qos::classify(mbuf.packet().data(), &self.port_qos[port]);
-                        self.act_on(verdict, mbuf, port as u16, tc, now);
-                    } else {
-                        self.stage.hand_to(&mut self.forwarder, index);
-                        self.handle(mbuf, port as u16, now);
-                    }
-                }
-                self.serve_requests(now);
-                self.age(now);
-                self.transmit_due(now, true);
+                self.live_burst(&mut burst, port, received, now);
             }
             if self.tm.is_busy() {
                 self.transmit_due(clock(start), true);
             }
         }
+    }
+
+    /// One received burst of live mode, through the stage, the per-frame paths and the
+    /// traffic manager.
+    #[inline(never)]
+    fn live_burst(&mut self, burst: &mut MbufBurst, port: usize, received: usize, now: Picos) {
+        self.note_received(port, burst, received);
+        self.forwarder.begin_burst();
+        self.stage_burst(burst, received, port as u16);
+        // A port that is down delivers nothing (`handle` counts it).
+        let express = if self.forwarder.port_up(port as u16) {
+            self.stage.express()
+        } else {
+            0
+        };
+        // A copy: the loop below borrows the worker mutably.
+        let classes = self
+            .untagged_ip_classes
+            .get(port)
+            .copied()
+            .unwrap_or([0; 64]);
+        let ingress = self.tm.ingress_gate(port as u16);
+        let whole_burst = u64::MAX >> (64 - received.clamp(1, 64));
+        if express == whole_burst {
+            // Routed bursts are all express as a rule: a loop of that path alone.
+            for (index, mbuf) in burst.drain().enumerate() {
+                if mbuf.packet().segments() == 1 {
+                    self.handle_express(mbuf, index, &classes, ingress, now);
+                } else {
+                    self.stage.hand_to(&mut self.forwarder, index);
+                    self.handle(mbuf, port as u16, now);
+                }
+            }
+        } else {
+            for (index, mut mbuf) in burst.drain().enumerate() {
+                if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
+                    self.handle_express(mbuf, index, &classes, ingress, now);
+                } else if let Some(verdict) = self.repeated_bridging(&mut mbuf, port as u16, now) {
+                    let tc = qos::classify(mbuf.packet().data(), &self.port_qos[port]);
+                    match verdict {
+                        Verdict::Forward { port, tag } => {
+                            self.send_from(mbuf, port, tag, tc, ingress, now)
+                        }
+                        verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
+                    }
+                } else {
+                    self.stage.hand_to(&mut self.forwarder, index);
+                    self.handle(mbuf, port as u16, now);
+                }
+            }
+        }
+        self.serve_requests(now);
+        self.age(now);
+        self.transmit_due(now, true);
     }
 
     /// The burst passes of `RouteStage` (FIB lookups and flow hashes for the whole burst).
