@@ -326,7 +326,11 @@ impl SwitchWorker {
                 if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
                     self.handle_express(mbuf, index, &classes, ingress, now);
                 } else if let Some(verdict) = self.repeated_bridging(&mut mbuf, port as u16, now) {
-                    let tc = qos::classify(mbuf.packet().data(), &self.port_qos[port]);
+                    let port_qos = &self.port_qos;
+                    let tc =
+                        qos::classify::classify_by_table(mbuf.packet().data(), &classes, || {
+                            &port_qos[port]
+                        });
                     match verdict {
                         Verdict::Forward { port, tag } => {
                             self.send_from(mbuf, port, tag, tc, ingress, now)

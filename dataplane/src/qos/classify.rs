@@ -73,15 +73,38 @@ pub fn traffic_class_byte(frame: &[u8], offset: usize, version: IpVersion) -> u8
 /// The traffic class `qos` gives this frame as it arrives.
 #[inline]
 pub fn classify(frame: &[u8], qos: &PortQos) -> u8 {
-    // An untagged IPv4 frame, the usual one, from one read of its ethertype and first two IP
-    // bytes (what `locate_l3` would walk to).
-    if let Some(&[t0, t1, version_ihl, traffic_class]) = frame.get(12..16)
-        && u16::from_be_bytes([t0, t1]) == ETHERTYPE_IPV4
-        && version_ihl >> 4 == 4
-    {
-        return classify_untagged_ip(traffic_class, qos);
+    match untagged_ipv4_traffic_class(frame) {
+        Some(traffic_class) => classify_untagged_ip(traffic_class, qos),
+        None => classify_by_walk(frame, qos),
     }
-    classify_by_walk(frame, qos)
+}
+
+/// [`classify`] with the port's [`untagged_ip_classes`] at hand (`classes`): an untagged
+/// IPv4 frame takes one read of it, and only other frames need the port's maps (`qos`).
+#[inline]
+pub fn classify_by_table<'q>(
+    frame: &[u8],
+    classes: &[u8; 64],
+    qos: impl FnOnce() -> &'q PortQos,
+) -> u8 {
+    match untagged_ipv4_traffic_class(frame) {
+        Some(traffic_class) => classes[usize::from(traffic_class >> 2)],
+        None => classify_by_walk(frame, qos()),
+    }
+}
+
+/// The traffic-class byte of an untagged IPv4 frame, the usual one, from one read of its
+/// ethertype and first two IP bytes (what `locate_l3` would walk to); `None` for any other.
+#[inline(always)]
+fn untagged_ipv4_traffic_class(frame: &[u8]) -> Option<u8> {
+    match frame.get(12..16) {
+        Some(&[t0, t1, version_ihl, traffic_class])
+            if u16::from_be_bytes([t0, t1]) == ETHERTYPE_IPV4 && version_ihl >> 4 == 4 =>
+        {
+            Some(traffic_class)
+        }
+        _ => None,
+    }
 }
 
 /// [`classify`] by walking the frame's tags to its IP header ([`locate_l3`]).
@@ -201,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn the_ipv4_shortcut_classifies_as_the_frame_walk() {
+    fn the_ipv4_shortcuts_classify_as_the_frame_walk() {
         // Random frames around the shortcut's conditions: every ethertype that matters, any
         // version nibble, tags, and lengths that cut the header anywhere.
         let mut rng = crate::wire::test_util::XorShift::new(0x2545_f491_4f6c_dd1d);
@@ -212,6 +235,7 @@ mod tests {
                 pcp_to_tc: [3, 0, 2, 1, 4, 5, 6, 7],
                 ..PortQos::default()
             };
+            let classes = untagged_ip_classes(&qos);
             for _ in 0..20_000 {
                 let mut frame = vec![0u8; 24];
                 rng.fill(&mut frame);
@@ -227,6 +251,11 @@ mod tests {
                     classify(&frame, &qos),
                     classify_by_walk(&frame, &qos),
                     "{trust:?} {frame:02x?}"
+                );
+                assert_eq!(
+                    classify_by_table(&frame, &classes, || &qos),
+                    classify_by_walk(&frame, &qos),
+                    "table: {trust:?} {frame:02x?}"
                 );
             }
         }
