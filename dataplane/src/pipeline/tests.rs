@@ -1269,6 +1269,30 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
 }
 
 #[test]
+fn a_forgotten_bridging_memo_matches_no_frame() {
+    // Before any decision and after each burst start, no frame repeats anything: not even one
+    // whose header bytes are all zero, from port 0 at time 0 with the MAC table as it started
+    // (the state a zeroed memo would describe).
+    let mut forwarder = Forwarder::new(&leaf_spec()).unwrap();
+    let zero_header = vec![0u8; 60];
+    let mut learned = eth(B, A, None, 0x0800, &[0u8; 46]);
+    for round in 0..2 {
+        for (frame, in_port, now) in [(&zero_header, 0, 0), (&learned, 0, 0), (&learned, 1, T0)] {
+            let mut frame = frame.clone();
+            assert_eq!(
+                forwarder.repeated_bridging(&mut frame, in_port, now),
+                None,
+                "round {round}: {frame:02x?} from port {in_port} at {now}"
+            );
+        }
+        // A decision remembered within a burst, then the next burst.
+        let mut window = Frame::whole(&mut learned);
+        let _ = forwarder.process_frame(&mut window, 1, T0);
+        forwarder.begin_burst();
+    }
+}
+
+#[test]
 fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     // Bursts mixing bridged frames, IPv4 and IPv6 frames to ECMP groups, to a single nexthop
     // and to local SIDs (End, uN, uA), with runs of one flow and of one destination: staging a

@@ -18,9 +18,10 @@ use crate::clock::Picos;
 const UNTAGGED_HEADER: u128 = (1 << 112) - 1;
 const TAGGED_HEADER: u128 = !0;
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct BridgeMemo {
-    /// The remembered frame's header bytes under `mask`; `mask` 0 means nothing is remembered.
+    /// The remembered frame's header bytes under `mask`. A header with bits outside the mask
+    /// matches no frame ([`FORGOTTEN`]), so the match needs no separate validity test.
     header: u128,
     mask: u128,
     in_port: u16,
@@ -40,11 +41,28 @@ pub(super) fn header_of(frame: &[u8]) -> Option<u128> {
     (frame.len() >= 18).then(|| u128::from_le_bytes(bytes))
 }
 
+/// A memo that matches no frame: no header under mask 0 is 1.
+const FORGOTTEN: BridgeMemo = BridgeMemo {
+    header: 1,
+    mask: 0,
+    in_port: 0,
+    now: 0,
+    generation: 0,
+    out_port: 0,
+    tag: TagOp::Keep,
+    rewritten_tci: None,
+};
+
+impl Default for BridgeMemo {
+    fn default() -> Self {
+        FORGOTTEN
+    }
+}
+
 impl BridgeMemo {
     #[inline(always)]
     fn matches(&self, header: u128, in_port: u16, now: Picos, generation: u64) -> bool {
-        self.mask != 0
-            && header & self.mask == self.header
+        header & self.mask == self.header
             && self.in_port == in_port
             && self.now == now
             && self.generation == generation
@@ -57,7 +75,7 @@ impl Forwarder {
     /// made between bursts are always seen.
     #[inline]
     pub fn begin_burst(&mut self) {
-        self.bridge_memo.mask = 0;
+        self.bridge_memo = FORGOTTEN;
         self.route_memo.forget();
     }
 
