@@ -1099,22 +1099,22 @@ fn pass_through_decides_exactly_as_the_full_path() {
         let mut f = frame(len, ecn, 0);
         f[40..44].copy_from_slice(&id.to_be_bytes());
         let g = f.clone();
-        let fast_outcome =
-            if fast.try_pass_through(now, egress, tc, fast.ingress_gate(ingress), len as u32) {
-                taken += 1;
-                sent_fast.push((egress, f));
-                Admission::Queued { marked: false }
-            } else {
-                fast.enqueue_or_send(
-                    now,
-                    egress,
-                    tc,
-                    ingress,
-                    f,
-                    |f| f.as_mut_slice(),
-                    |p, f| sent_fast.push((p, f)),
-                )
-            };
+        let gate = fast.ingress_gate(ingress);
+        let fast_outcome = if fast.try_pass_through(now, egress, tc, gate, len as u32) {
+            taken += 1;
+            sent_fast.push((egress, f));
+            Admission::Queued { marked: false }
+        } else {
+            fast.enqueue_or_send(
+                now,
+                egress,
+                tc,
+                ingress,
+                f,
+                |f| f.as_mut_slice(),
+                |p, f| sent_fast.push((p, f)),
+            )
+        };
         let before = sent_full.len();
         let full_outcome = full.enqueue_or_send(
             now,
