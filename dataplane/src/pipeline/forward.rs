@@ -609,7 +609,7 @@ impl Forwarder {
     /// Link state of a port: ECMP members behind a routed port leave their groups at once
     /// while it is down, and its learned MACs are flushed.
     pub fn set_port_up(&mut self, port: u16, up: bool) {
-        self.route_memo.forget();
+        self.forget_memos();
         let Some(state) = self.ports.get_mut(usize::from(port)) else {
             return;
         };
@@ -698,7 +698,7 @@ impl Forwarder {
     #[inline]
     pub fn process(&mut self, frame: &mut [u8], in_port: u16, now: Picos) -> Verdict {
         // Callers of this form change tables between any two frames.
-        self.begin_burst();
+        self.forget_memos();
         let len = frame.len();
         let mut window = Frame::whole(frame);
         let verdict = self.process_frame(&mut window, in_port, now);
@@ -712,8 +712,9 @@ impl Forwarder {
     /// to the front (moving it toward the end of the buffer when the headroom is short),
     /// decapsulation and SRH removal shrink it from the front, padding may be cut from the
     /// end. The caller applies the new window (`Frame::start`, `Frame::end`) to its buffer.
-    /// The caller also calls [`Self::begin_burst`] before each burst and after any table or
-    /// configuration change (a frame may reuse the previous frame's bridging decision).
+    /// The caller also calls [`Self::begin_burst`] before each burst (a frame may reuse an
+    /// earlier frame's decisions; the forwarder's own update methods forget what a change
+    /// could make wrong).
     #[inline]
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
         // Whatever this frame changes, the express repeats after it resolve afresh.
@@ -793,7 +794,7 @@ impl Forwarder {
             },
         };
 
-        let source_known = self.learn_source(vlan, src, in_port, now);
+        let source_valid_until = self.learn_source(vlan, src, in_port, now);
 
         let svi = self.vlans[usize::from(vlan)].interface;
         if let Some(interface) = svi {
@@ -813,11 +814,14 @@ impl Forwarder {
             };
         }
         match self.lookup_destination(vlan, dst, now) {
-            Some(out) if out == in_port => Verdict::Drop(DropReason::SamePort),
-            Some(out) => {
+            Some((out, _)) if out == in_port => Verdict::Drop(DropReason::SamePort),
+            Some((out, destination_valid_until)) => {
                 let tag = self.tag_op(frame, tagged, out, vlan);
-                if source_known && let Some(header) = header {
-                    self.remember_bridging(frame, header, tagged, in_port, now, out, tag);
+                if let Some(source_valid_until) = source_valid_until
+                    && let Some(header) = header
+                {
+                    let valid_until = source_valid_until.min(destination_valid_until);
+                    self.remember_bridging(frame, header, tagged, in_port, valid_until, out, tag);
                 }
                 Verdict::Forward { port: out, tag }
             }
@@ -831,10 +835,10 @@ impl Forwarder {
     /// Learns a frame's source, skipping the table when the same host was just learned on the
     /// same port and nothing in the table changed since (one host per server port is the
     /// common case on a leaf).
-    /// True when the source is in the table for this port (a frame that repeats it may skip
-    /// learning until the refresh is due).
+    /// When the source is in the table for this port, the time until which a frame that
+    /// repeats it may skip learning (the refresh is due then).
     #[inline(always)]
-    fn learn_source(&mut self, vlan: u16, src: [u8; 6], in_port: u16, now: Picos) -> bool {
+    fn learn_source(&mut self, vlan: u16, src: [u8; 6], in_port: u16, now: Picos) -> Option<Picos> {
         let key = mac_key(vlan, src);
         let generation = self.macs.generation();
         let cached = self.learn_cache[usize::from(in_port)];
@@ -843,15 +847,18 @@ impl Forwarder {
             && cached.generation == generation
             && now.saturating_sub(cached.refreshed) < refresh
         {
-            return true;
+            return Some(cached.refreshed.saturating_add(refresh));
         }
+        // A bridging decision remembered for this port skipped learning on the strength of
+        // the cache entry replaced below.
+        self.forget_bridging_from(in_port);
         match self.macs.learn(vlan, src, in_port, now) {
             LearnOutcome::Moved { .. } => self.mac_moves += 1,
             LearnOutcome::TableFull => {
                 self.mac_learn_failures += 1;
-                return false;
+                return None;
             }
-            LearnOutcome::StaticConflict => return false,
+            LearnOutcome::StaticConflict => return None,
             _ => {}
         }
         self.learn_cache[usize::from(in_port)] = LearnCacheEntry {
@@ -859,18 +866,19 @@ impl Forwarder {
             generation: self.macs.generation(),
             refreshed: now,
         };
-        true
+        Some(now.saturating_add(refresh))
     }
 
-    /// Looks up a destination MAC through a small direct-mapped cache of recent answers.
+    /// Looks up a destination MAC through a small direct-mapped cache of recent answers: the
+    /// port, and the time until which the answer holds if the table does not change.
     #[inline(always)]
-    fn lookup_destination(&mut self, vlan: u16, dst: [u8; 6], now: Picos) -> Option<u16> {
+    fn lookup_destination(&mut self, vlan: u16, dst: [u8; 6], now: Picos) -> Option<(u16, Picos)> {
         let key = mac_key(vlan, dst);
         let generation = self.macs.generation();
         let slot = (key as usize ^ (key >> 16) as usize) & (DST_CACHE_SLOTS - 1);
         let cached = self.dst_cache[slot];
         if cached.key == key && cached.generation == generation && now < cached.valid_until {
-            return Some(cached.port);
+            return Some((cached.port, cached.valid_until));
         }
         let port = self.macs.lookup(vlan, dst, now)?;
         let entry = self.macs.get(vlan, dst)?;
@@ -885,7 +893,7 @@ impl Forwarder {
             valid_until,
             port,
         };
-        Some(port)
+        Some((port, valid_until))
     }
 
     /// How to turn the frame's current tagging into what `out` expects for `vlan`; a VID
@@ -1372,7 +1380,7 @@ impl Forwarder {
         let (port, vlan) = match self.interfaces[usize::from(out_iface)].attachment {
             Attachment::Port(p) => (p, None),
             Attachment::Vlan(v) => match self.lookup_destination(v, dst_mac, now) {
-                Some(p) => (p, Some(v)),
+                Some((p, _)) => (p, Some(v)),
                 None => {
                     // Flooding routed (possibly lossless) traffic risks PFC deadlocks
                     // (Guo et al. 2016): drop and re-resolve, which relearns the port.

@@ -1167,8 +1167,8 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
 fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() {
     // Random bursts of L2 frames between a few hosts (repeated headers, tags, VID 0, moves,
     // floods, frames to the router, time steps past the refresh and the aging time): one
-    // forwarder reuses bridging decisions within a burst, the other takes the full path for
-    // every frame. Verdicts, output bytes and the MAC tables must agree, whether the memo is
+    // forwarder reuses bridging decisions within and across bursts, the other takes the full
+    // path for every frame. Verdicts, output bytes and the MAC tables must agree, whether the memo is
     // used inside `process_frame` or through `repeated_bridging` before it.
     let spec = leaf_spec();
     let mut memo = Forwarder::new(&spec).unwrap();
@@ -1290,6 +1290,81 @@ fn a_forgotten_bridging_memo_matches_no_frame() {
         let _ = forwarder.process_frame(&mut window, 1, T0);
         forwarder.begin_burst();
     }
+}
+
+#[test]
+fn a_bridging_memo_outlives_bursts_only_while_what_it_skipped_would_not_change() {
+    // A remembered decision lets repeats skip learning and the destination lookup. It stays
+    // across bursts until the source's learning is due again, and goes when the port learns
+    // another source (the full path would learn this one again), when a link or the
+    // configuration changes.
+    let mut forwarder = Forwarder::new(&leaf_spec()).unwrap();
+    let a_to_b = eth(B, A, None, 0x0800, &[0u8; 46]);
+    let remember = |forwarder: &mut Forwarder, now: u64| {
+        let mut b_to_a = eth(A, B, None, 0x0800, &[0u8; 46]);
+        let _ = forwarder.process(&mut b_to_a, 1, now);
+        let mut frame = a_to_b.clone();
+        let mut window = Frame::whole(&mut frame);
+        let verdict = forwarder.process_frame(&mut window, 0, now);
+        assert_eq!(
+            verdict,
+            Verdict::Forward {
+                port: 1,
+                tag: TagOp::Keep
+            }
+        );
+        forwarder.begin_burst();
+    };
+    let repeats = |forwarder: &Forwarder, now: u64| {
+        let mut frame = a_to_b.clone();
+        forwarder.repeated_bridging(&mut frame, 0, now).is_some()
+    };
+    // The learn cache's refresh: a second at the default aging time.
+    let refresh = PICOS_PER_SECOND;
+
+    remember(&mut forwarder, T0);
+    assert!(
+        repeats(&forwarder, T0 + 1_000),
+        "a later burst reuses the decision"
+    );
+    assert!(repeats(&forwarder, T0 + refresh - 1));
+    assert!(
+        !repeats(&forwarder, T0 + refresh),
+        "the source's learning is due"
+    );
+
+    let t1 = 10 * T0;
+    remember(&mut forwarder, t1);
+    // `process_frame`, not `process`: the latter forgets every decision on its own.
+    let mut from_another_port = eth(BCAST, C, None, 0x0800, &[0u8; 46]);
+    let _ = forwarder.process_frame(&mut Frame::whole(&mut from_another_port), 2, t1 + 1_000);
+    assert!(
+        repeats(&forwarder, t1 + 2_000),
+        "a source learned on another port changes nothing this decision skipped"
+    );
+    let mut from_the_same_port = eth(BCAST, [0x02, 0, 0, 0, 0, 0x0d], None, 0x0800, &[0u8; 46]);
+    let _ = forwarder.process_frame(&mut Frame::whole(&mut from_the_same_port), 0, t1 + 3_000);
+    assert!(
+        !repeats(&forwarder, t1 + 4_000),
+        "the port's learn cache moved on: a repeat must learn its source again"
+    );
+
+    let t2 = 20 * T0;
+    remember(&mut forwarder, t2);
+    forwarder.set_port_up(2, false);
+    assert!(!repeats(&forwarder, t2), "a link change");
+
+    let t3 = 30 * T0;
+    remember(&mut forwarder, t3);
+    assert!(repeats(&forwarder, t3));
+    let mut undo = Vec::new();
+    forwarder
+        .apply_update(&crate::ctl::Update::AddVlan { id: 30 }, &mut undo)
+        .unwrap();
+    assert!(!repeats(&forwarder, t3), "a configuration change");
+    remember(&mut forwarder, t3);
+    forwarder.undo_updates(undo);
+    assert!(!repeats(&forwarder, t3), "a configuration change undone");
 }
 
 #[test]

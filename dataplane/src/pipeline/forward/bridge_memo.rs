@@ -1,14 +1,18 @@
-//! The bridging decision of the previous frame, reused for the frames right after it that carry
-//! the same L2 header. Between two servers a burst is mostly one such run (the same MACs and
-//! tag for every flow between them), and a bridged frame's verdict depends on nothing but its
-//! ingress port, its L2 header, the MAC table and the time; so a frame whose first 14 bytes (18
-//! when tagged) equal the previous bridged frame's, on the same port, at the same instant, with
-//! the MAC table unchanged, skips parsing, learning and the destination lookup.
+//! The bridging decision of the previous frame, reused for the frames after it that carry the
+//! same L2 header. Between two servers traffic is mostly one such run (the same MACs and tag
+//! for every flow between them), and a bridged frame's verdict depends on nothing but its
+//! ingress port, its L2 header, the MAC table, the configuration and the time; so a frame whose
+//! first 14 bytes (18 when tagged) equal the previous bridged frame's, on the same port, with
+//! the MAC table unchanged, skips parsing, learning and the destination lookup until the
+//! decision's time runs out.
 //!
 //! Only a known-unicast bridged frame whose source was learned (or is freshly cached) is
-//! remembered: floods, punts, drops and routed frames always take the full path. Everything
-//! else a verdict depends on (port modes, VLANs) changes only between bursts, so the engine
-//! forgets the memo at each burst (`Forwarder::begin_burst`).
+//! remembered: floods, punts, drops and routed frames always take the full path. The decision
+//! holds until the earlier of two times: when the source's learning is due again (the learn
+//! cache's refresh) and when the destination's entry would age out. Learning a new source on
+//! the port forgets it (the full path would learn this frame's source again), and so does
+//! every configuration, update or link change (`Forwarder::forget_memos`), so the memo lives
+//! across bursts without changing any verdict.
 
 use super::{Forwarder, TagOp, Verdict};
 use crate::clock::Picos;
@@ -25,7 +29,8 @@ pub(super) struct BridgeMemo {
     header: u128,
     mask: u128,
     in_port: u16,
-    now: Picos,
+    /// The decision holds for frames before this time ([`FORGOTTEN`]'s 0: none).
+    valid_until: Picos,
     generation: u64,
     out_port: u16,
     tag: TagOp,
@@ -46,7 +51,7 @@ const FORGOTTEN: BridgeMemo = BridgeMemo {
     header: 1,
     mask: 0,
     in_port: 0,
-    now: 0,
+    valid_until: 0,
     generation: 0,
     out_port: 0,
     tag: TagOp::Keep,
@@ -64,22 +69,36 @@ impl BridgeMemo {
     fn matches(&self, header: u128, in_port: u16, now: Picos, generation: u64) -> bool {
         header & self.mask == self.header
             && self.in_port == in_port
-            && self.now == now
+            && now < self.valid_until
             && self.generation == generation
     }
 }
 
 impl Forwarder {
-    /// Forgets the remembered bridging decision and express route: called by the engine before
-    /// each burst (and before each replayed frame), so that table and configuration changes
-    /// made between bursts are always seen.
+    /// Forgets the burst's express routes: called by the engine before each burst (and before
+    /// each replayed frame). The bridging decision stays while it holds (see the module).
     #[inline]
     pub fn begin_burst(&mut self) {
+        self.route_memo.forget();
+    }
+
+    /// Forgets every remembered decision: after any change to the tables, the configuration
+    /// or a link, made other than by forwarding frames.
+    #[inline]
+    pub fn forget_memos(&mut self) {
         self.bridge_memo = FORGOTTEN;
         self.route_memo.forget();
     }
 
-    /// The verdict of the burst's previous bridged frame for `frame` (a whole, single-segment
+    /// Forgets the bridging decision if it was made for a frame from `in_port`.
+    #[inline(always)]
+    pub(super) fn forget_bridging_from(&mut self, in_port: u16) {
+        if self.bridge_memo.in_port == in_port {
+            self.bridge_memo = FORGOTTEN;
+        }
+    }
+
+    /// The verdict of the previous bridged frame for `frame` (a whole, single-segment
     /// frame received on `in_port` at `now`), if it repeats that frame's header: what
     /// [`Self::process_frame`] decides for it, without its parse. The engine tries it first
     /// for each frame of a burst that is not express.
@@ -123,7 +142,7 @@ impl Forwarder {
         header: u128,
         tagged: bool,
         in_port: u16,
-        now: Picos,
+        valid_until: Picos,
         out_port: u16,
         tag: TagOp,
     ) {
@@ -136,7 +155,7 @@ impl Forwarder {
             header: header & mask,
             mask,
             in_port,
-            now,
+            valid_until,
             generation: self.macs.generation(),
             out_port,
             tag,

@@ -875,6 +875,7 @@ impl Forwarder {
     /// Applies one validated update (not `SetEcn` or `SetPfc`), logging how to undo it. An error (a
     /// table ran out of room) leaves the log complete for what did apply.
     pub fn apply_update(&mut self, update: &Update, undo: &mut Vec<Undo>) -> Result<(), String> {
+        self.forget_memos();
         match *update {
             Update::AddRoute {
                 vrf,
@@ -1148,6 +1149,7 @@ impl Forwarder {
 
     /// Takes back what `apply_update` logged, newest first.
     pub fn undo_updates(&mut self, undo: Vec<Undo>) {
+        self.forget_memos();
         for entry in undo.into_iter().rev() {
             match entry {
                 Undo::Route {
