@@ -321,31 +321,50 @@ impl SwitchWorker {
                     self.handle(mbuf, port as u16, now);
                 }
             }
+        } else if express == 0 {
+            // Bridged bursts have no express frames: a loop without the test.
+            for (index, mbuf) in burst.drain().enumerate() {
+                self.handle_not_express(mbuf, index, port, &classes, ingress, now);
+            }
         } else {
-            for (index, mut mbuf) in burst.drain().enumerate() {
+            for (index, mbuf) in burst.drain().enumerate() {
                 if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
                     self.handle_express(mbuf, index, &classes, ingress, now);
-                } else if let Some(verdict) = self.repeated_bridging(&mut mbuf, port as u16, now) {
-                    let port_qos = &self.port_qos;
-                    let tc =
-                        qos::classify::classify_by_table(mbuf.packet().data(), &classes, || {
-                            &port_qos[port]
-                        });
-                    match verdict {
-                        Verdict::Forward { port, tag } => {
-                            self.send_from(mbuf, port, tag, tc, ingress, now)
-                        }
-                        verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
-                    }
                 } else {
-                    self.stage.hand_to(&mut self.forwarder, index);
-                    self.handle(mbuf, port as u16, now);
+                    self.handle_not_express(mbuf, index, port, &classes, ingress, now);
                 }
             }
         }
         self.serve_requests(now);
         self.age(now);
         self.transmit_due(now, true);
+    }
+
+    /// A frame of a live burst that is not express: a repeat of the previous bridged frame
+    /// takes its decision, any other frame the full path.
+    #[inline(always)]
+    fn handle_not_express(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        port: usize,
+        classes: &[u8; 64],
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        if let Some(verdict) = self.repeated_bridging(&mut mbuf, port as u16, now) {
+            let port_qos = &self.port_qos;
+            let tc = qos::classify::classify_by_table(mbuf.packet().data(), classes, || {
+                &port_qos[port]
+            });
+            match verdict {
+                Verdict::Forward { port, tag } => self.send_from(mbuf, port, tag, tc, ingress, now),
+                verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
+            }
+        } else {
+            self.stage.hand_to(&mut self.forwarder, index);
+            self.handle(mbuf, port as u16, now);
+        }
     }
 
     /// The burst passes of `RouteStage` (FIB lookups and flow hashes for the whole burst).

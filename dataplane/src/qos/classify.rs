@@ -81,7 +81,7 @@ pub fn classify(frame: &[u8], qos: &PortQos) -> u8 {
 
 /// [`classify`] with the port's [`untagged_ip_classes`] at hand (`classes`): an untagged
 /// IPv4 frame takes one read of it, and only other frames need the port's maps (`qos`).
-#[inline]
+#[inline(always)]
 pub fn classify_by_table<'q>(
     frame: &[u8],
     classes: &[u8; 64],
