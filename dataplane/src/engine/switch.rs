@@ -354,9 +354,8 @@ impl SwitchWorker {
     ) {
         if let Some(verdict) = self.repeated_bridging(&mut mbuf, port as u16, now) {
             let port_qos = &self.port_qos;
-            let tc = qos::classify::classify_by_table(mbuf.packet().data(), classes, || {
-                &port_qos[port]
-            });
+            let tc =
+                qos::classify::classify_by_table(mbuf.packet().data(), classes, || &port_qos[port]);
             match verdict {
                 Verdict::Forward { port, tag } => self.send_from(mbuf, port, tag, tc, ingress, now),
                 verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),

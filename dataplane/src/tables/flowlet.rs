@@ -39,7 +39,7 @@
 //! Members that go down are never chosen, and a flowlet whose member is down moves at once,
 //! whatever its gap (that packet counts as a new flowlet and a forced move).
 
-use super::ecmp::{EcmpGroup, Member};
+use super::ecmp::{EcmpGroup, Member, NO_MEMBER};
 use crate::clock::{PICOS_PER_MICRO, Picos};
 use crate::counters::Counter;
 use crate::qos::{TC_COUNT, TmCounters};
@@ -424,6 +424,15 @@ fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
     h ^ (h >> 16)
 }
 
+/// The salt of a new flowlet's draw: its start time, folded to 32 bits. A flow's flowlets
+/// start at least a timeout apart, so each draws afresh (and a replay draws as it did before);
+/// unlike the entry's flowlet id, the time is at hand before the entry is read, so the draw
+/// runs beside that read instead of after it.
+#[inline(always)]
+fn flowlet_salt(now: Picos) -> u32 {
+    (now ^ (now >> 32)) as u32
+}
+
 /// A member's load as least-loaded choice compares it: in `LOAD_QUANTUM` units.
 #[inline(always)]
 fn quantized(bytes: u64) -> u64 {
@@ -618,7 +627,7 @@ impl GroupBalancer {
             // One predictable branch per packet, so that each choice's path is compiled
             // for it alone: random choice never tests for least-loaded bookkeeping.
             BalanceMode::Flowlet => match self.spec.choice {
-                PathChoice::Random => self.select_flowlet::<false>(ecmp, hash, len, now, egress)?,
+                PathChoice::Random => self.select_flowlet_random(ecmp, hash, len, now, egress)?,
                 PathChoice::LeastLoaded => {
                     self.select_flowlet_least_loaded(ecmp, hash, len, now, egress)?
                 }
@@ -718,9 +727,14 @@ impl GroupBalancer {
         }
     }
 
-    /// `select_flowlet` of a least-loaded group. Out of line: inlined, it lengthens the worker
-    /// loop that every other mode runs too, for no measurable gain (A/B rates: 0.97x hashing
-    /// for 1.03x least-loaded with the per-choice scan; 0.99-1.00x least-loaded with the set).
+    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now` in a
+    /// least-loaded group: the entry's while the flowlet goes on and its member is up, else
+    /// a new flowlet's choice; the choice's counters for a packet of `len` bytes included.
+    /// The entry is found once and written in place. Out of line: inlined, it lengthens the
+    /// worker loop that every other mode runs too, for no measurable gain (A/B rates: 0.97x
+    /// hashing for 1.03x least-loaded with the per-choice scan; 0.99-1.00x least-loaded with
+    /// the set). Unlike random choice it branches on whether the flowlet goes on: a new
+    /// flowlet's choice is a scan of the members, too dear to make for every packet.
     #[inline(never)]
     fn select_flowlet_least_loaded(
         &mut self,
@@ -730,18 +744,60 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<(u32, u32)> {
-        self.select_flowlet::<true>(ecmp, hash, len, now, egress)
+        debug_assert_eq!(self.spec.choice, PathChoice::LeastLoaded);
+        let members = ecmp.members();
+        let slot = (hash & self.table.mask) as usize;
+        let entry = *self.table.entries.get(slot)?;
+        let last = entry.member;
+        if last != EMPTY && now.saturating_sub(entry.last_seen) <= self.spec.timeout {
+            let Some(m) = members.get(last as usize).filter(|m| m.up) else {
+                let (id, member) = self.forced_move(ecmp, hash, last, now, egress)?;
+                self.count_choice(member, len);
+                return Some((id, member));
+            };
+            self.table.entries[slot].last_seen = entry.last_seen.max(now);
+            self.count_chosen::<true>(last, len);
+            return Some((m.id, last));
+        }
+        // A new flowlet after a gap (or the entry's first): it may move, never by force.
+        let previous = (last != EMPTY).then_some(last);
+        let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
+        let id = members.get(member as usize)?.id;
+        self.table.entries[slot] = Entry {
+            last_seen: entry.last_seen.max(now),
+            member,
+            flowlet_id: entry.flowlet_id.wrapping_add(1),
+        };
+        self.counters.flowlets.add(1);
+        self.count_new_flowlet(hash, last, member, true, now);
+        self.count_chosen::<true>(member, len);
+        Some((id, member))
     }
 
-    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now`: the
-    /// entry's while the flowlet goes on and its member is up, else a new flowlet's choice;
-    /// the choice's counters for a packet of `len` bytes included. `LEAST_LOADED` is the
-    /// group's choice (`PathChoice::LeastLoaded`, else random), a constant so each choice's
-    /// path carries only its own work. The entry is found once and written in place: with
-    /// many flows at a high packet rate nearly every packet starts a flowlet, so this is the
-    /// per-packet cost of the mode.
+    /// A flowlet's move count, and the event log's part, when `starts` (a new flowlet from
+    /// `last` to `member`). Counted without a branch: with random choice whether a flowlet
+    /// moves is a coin toss the CPU cannot predict. For the same reason only the event log's
+    /// own flag is tested here: with `record_events && moved` (or `&`) the compiler tested
+    /// `moved` first, a mispredict for every third new flowlet. (`EMPTY` is no member index.)
     #[inline(always)]
-    fn select_flowlet<const LEAST_LOADED: bool>(
+    fn count_new_flowlet(&mut self, hash: u32, last: u32, member: u32, starts: bool, now: Picos) {
+        let moved = starts & (last != member) & (last != EMPTY);
+        self.counters.moves.add(u64::from(moved));
+        if self.record_events {
+            self.log_new_flowlet(hash, last, member, moved, now);
+        }
+    }
+
+    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now` in a
+    /// random-choice group, as `select_flowlet_least_loaded` finds it, without a branch on
+    /// whether the flowlet goes on. With more flows than the table has entries that is close
+    /// to a coin toss (two flows share each entry at 8192 flows, and the other may have sent
+    /// moments ago), which the CPU cannot predict; so every packet draws a new flowlet's
+    /// member (a few instructions, beside the entry's load: the draw's salt is the time, not
+    /// the entry's flowlet id) and a select takes the entry's member or the draw's. Only a
+    /// flowlet whose member went down branches (links rarely go down).
+    #[inline(always)]
+    fn select_flowlet_random(
         &mut self,
         ecmp: &EcmpGroup,
         hash: u32,
@@ -749,48 +805,46 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<(u32, u32)> {
-        debug_assert_eq!(LEAST_LOADED, self.spec.choice == PathChoice::LeastLoaded);
+        debug_assert_eq!(self.spec.choice, PathChoice::Random);
         let members = ecmp.members();
         let slot = (hash & self.table.mask) as usize;
-        let entry = self.table.entries.get(slot)?;
-        let (last, last_seen, flowlet_id) = (entry.member, entry.last_seen, entry.flowlet_id);
-        if last != EMPTY && now.saturating_sub(last_seen) <= self.spec.timeout {
-            let Some(m) = members.get(last as usize).filter(|m| m.up) else {
-                let (id, member) = self.forced_move(ecmp, hash, last, now, egress)?;
-                self.count_choice(member, len);
-                return Some((id, member));
-            };
-            self.table.entries[slot].last_seen = last_seen.max(now);
-            self.count_chosen::<LEAST_LOADED>(last, len);
-            return Some((m.id, last));
+        let entry = *self.table.entries.get(slot)?;
+        let last = entry.member;
+        let goes_on = (last != EMPTY) & (now.saturating_sub(entry.last_seen) <= self.spec.timeout);
+        let (last_id, last_up) = members
+            .get(last as usize)
+            .map_or((NO_MEMBER, false), |m| (m.id, m.up));
+        if goes_on & !last_up {
+            let (id, member) = self.forced_move(ecmp, hash, last, now, egress)?;
+            self.count_choice(member, len);
+            return Some((id, member));
         }
-        // A new flowlet after a gap (or the entry's first): it may move, never by force.
-        let salt = flowlet_id.wrapping_add(1);
-        let (id, member) = if LEAST_LOADED {
-            let previous = (last != EMPTY).then_some(last);
-            let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
-            (members.get(member as usize)?.id, member)
-        } else {
-            // The bucket table holds live members only, in proportion to their weights.
-            let id = ecmp.select(draw(hash, self.seed, salt))?;
-            (id, u32::from(*self.index_of.get(id as usize)?))
+        // The bucket table holds live members only, in proportion to their weights.
+        let drawn = ecmp
+            .select(draw(hash, self.seed, flowlet_salt(now)))
+            .unwrap_or(NO_MEMBER);
+        let drawn_index = self
+            .index_of
+            .get(drawn as usize)
+            .map_or(EMPTY, |&i| u32::from(i));
+        // No live member: no choice. (A flowlet going on has its member up, so there is one;
+        // every member of the bucket table has an index, the balancer being rebuilt with the
+        // group.)
+        if drawn_index == EMPTY {
+            return None;
+        }
+        let starts = !goes_on;
+        let pick = |new, old| std::hint::select_unpredictable(starts, new, old);
+        let id = pick(drawn, last_id);
+        let member = pick(drawn_index, last);
+        self.table.entries[slot] = Entry {
+            last_seen: entry.last_seen.max(now),
+            member,
+            flowlet_id: entry.flowlet_id.wrapping_add(u32::from(starts)),
         };
-        // What `FlowletTable::record` does, on the entry already found.
-        let entry = &mut self.table.entries[slot];
-        entry.last_seen = last_seen.max(now);
-        entry.member = member;
-        entry.flowlet_id = salt;
-        self.counters.flowlets.add(1);
-        // Counted without a branch: with random choice whether a flowlet moves is a coin toss
-        // the CPU cannot predict. For the same reason only the event log's own flag is tested
-        // here: with `record_events && moved` (or `&`) the compiler tested `moved` first, a
-        // mispredict for every third new flowlet. (`EMPTY` is no member index.)
-        let moved = last != member && last != EMPTY;
-        self.counters.moves.add(u64::from(moved));
-        if self.record_events {
-            self.log_new_flowlet(hash, last, member, moved, now);
-        }
-        self.count_chosen::<LEAST_LOADED>(member, len);
+        self.counters.flowlets.add(u64::from(starts));
+        self.count_new_flowlet(hash, last, member, starts, now);
+        self.count_chosen::<false>(member, len);
         Some((id, member))
     }
 
@@ -817,8 +871,7 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<(u32, u32)> {
-        let salt = self.table.flowlet_id(hash).wrapping_add(1);
-        let member = self.choose(ecmp, hash, salt, Some(previous), now, egress)?;
+        let member = self.choose(ecmp, hash, flowlet_salt(now), Some(previous), now, egress)?;
         self.table.record(hash, member, now, true);
         self.counters.flowlets.add(1);
         // A down member is never chosen, so this always moves; counted as the choice finds.

@@ -517,7 +517,7 @@ impl FlowletModel {
             Lookup::Continue(m) => (Some(m), true),
             Lookup::New { previous } => (previous, false),
         };
-        let salt = self.table.flowlet_id(hash).wrapping_add(1);
+        let salt = flowlet_salt(now);
         let id = ecmp.select(draw(hash, self.seed, salt))?;
         let member = members.iter().position(|m| m.id == id).unwrap() as u32;
         self.table.record(hash, member, now, true);
@@ -595,6 +595,12 @@ fn random_flowlet_choices_follow_the_table_rules_packet_by_packet() {
         let expected = model.select(&ecmp, hash, now);
         let got = b.select(&ecmp, hash, 64, now, &view);
         assert_eq!(got, expected, "packet {step}: hash {hash:#x} at {now}");
+        // The entry counts its flowlets (the P4 program's `flowlet_id` register).
+        assert_eq!(
+            b.table().flowlet_id(hash),
+            model.table.flowlet_id(hash),
+            "packet {step}: flowlet id of hash {hash:#x}"
+        );
         if let Some(id) = got {
             packets_on[(id - 10) as usize] += 1;
         }
