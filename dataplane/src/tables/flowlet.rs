@@ -627,7 +627,7 @@ impl GroupBalancer {
             // One predictable branch per packet, so that each choice's path is compiled
             // for it alone: random choice never tests for least-loaded bookkeeping.
             BalanceMode::Flowlet => match self.spec.choice {
-                PathChoice::Random => self.select_flowlet_random(ecmp, hash, len, now, egress)?,
+                PathChoice::Random => self.select_flowlet_random(ecmp, hash, len, now)?,
                 PathChoice::LeastLoaded => {
                     self.select_flowlet_least_loaded(ecmp, hash, len, now, egress)?
                 }
@@ -769,7 +769,7 @@ impl GroupBalancer {
             flowlet_id: entry.flowlet_id.wrapping_add(1),
         };
         self.counters.flowlets.add(1);
-        self.count_new_flowlet(hash, last, member, true, now);
+        self.count_new_flowlet(hash, last, member, true, false, now);
         self.count_chosen::<true>(member, len);
         Some((id, member))
     }
@@ -780,11 +780,20 @@ impl GroupBalancer {
     /// own flag is tested here: with `record_events && moved` (or `&`) the compiler tested
     /// `moved` first, a mispredict for every third new flowlet. (`EMPTY` is no member index.)
     #[inline(always)]
-    fn count_new_flowlet(&mut self, hash: u32, last: u32, member: u32, starts: bool, now: Picos) {
+    #[allow(clippy::too_many_arguments)]
+    fn count_new_flowlet(
+        &mut self,
+        hash: u32,
+        last: u32,
+        member: u32,
+        starts: bool,
+        forced: bool,
+        now: Picos,
+    ) {
         let moved = starts & (last != member) & (last != EMPTY);
         self.counters.moves.add(u64::from(moved));
         if self.record_events {
-            self.log_new_flowlet(hash, last, member, moved, now);
+            self.log_new_flowlet(hash, last, member, moved, forced, now);
         }
     }
 
@@ -803,7 +812,6 @@ impl GroupBalancer {
         hash: u32,
         len: u32,
         now: Picos,
-        egress: &EgressLoad,
     ) -> Option<(u32, u32)> {
         debug_assert_eq!(self.spec.choice, PathChoice::Random);
         let members = ecmp.members();
@@ -814,11 +822,11 @@ impl GroupBalancer {
         let (last_id, last_up) = members
             .get(last as usize)
             .map_or((NO_MEMBER, false), |m| (m.id, m.up));
-        if goes_on & !last_up {
-            let (id, member) = self.forced_move(ecmp, hash, last, now, egress)?;
-            self.count_choice(member, len);
-            return Some((id, member));
-        }
+        // A flowlet whose member went down moves at once, whatever its gap: a new flowlet
+        // whose move is counted as forced. (The bucket table holds live members only, so the
+        // draw is one.)
+        let forced = goes_on & !last_up;
+        let starts = !goes_on | forced;
         // The bucket table holds live members only, in proportion to their weights.
         let drawn = ecmp
             .select(draw(hash, self.seed, flowlet_salt(now)))
@@ -833,7 +841,6 @@ impl GroupBalancer {
         if drawn_index == EMPTY {
             return None;
         }
-        let starts = !goes_on;
         let pick = |new, old| std::hint::select_unpredictable(starts, new, old);
         let id = pick(drawn, last_id);
         let member = pick(drawn_index, last);
@@ -843,7 +850,8 @@ impl GroupBalancer {
             flowlet_id: entry.flowlet_id.wrapping_add(u32::from(starts)),
         };
         self.counters.flowlets.add(u64::from(starts));
-        self.count_new_flowlet(hash, last, member, starts, now);
+        self.counters.forced_moves.add(u64::from(forced));
+        self.count_new_flowlet(hash, last, member, starts, forced, now);
         self.count_chosen::<false>(member, len);
         Some((id, member))
     }
@@ -853,9 +861,17 @@ impl GroupBalancer {
     /// in here, where the compiler cannot hoist it).
     #[cold]
     #[inline(never)]
-    fn log_new_flowlet(&mut self, hash: u32, last: u32, member: u32, moved: bool, now: Picos) {
+    fn log_new_flowlet(
+        &mut self,
+        hash: u32,
+        last: u32,
+        member: u32,
+        moved: bool,
+        forced: bool,
+        now: Picos,
+    ) {
         if moved {
-            self.note_move(hash, last, member, false, now);
+            self.note_move(hash, last, member, forced, now);
         }
     }
 
@@ -877,19 +893,17 @@ impl GroupBalancer {
         // A down member is never chosen, so this always moves; counted as the choice finds.
         if member != previous {
             self.counters.moves.add(1);
+            self.counters.forced_moves.add(1);
             self.note_move(hash, previous, member, true, now);
         }
         Some((ecmp.members().get(member as usize)?.id, member))
     }
 
-    /// A flowlet that moved: the forced-move count and the event log. Out of line: only
+    /// A flowlet that moved: its entry in the event log, if there is one. Out of line: only
     /// forced moves and runs with an event log get here.
     #[cold]
     #[inline(never)]
     fn note_move(&mut self, hash: u32, from: u32, member: u32, forced: bool, now: Picos) {
-        if forced {
-            self.counters.forced_moves.add(1);
-        }
         if self.record_events {
             if self.events.len() < EVENT_CAPACITY {
                 self.events.push(FlowletMove {
