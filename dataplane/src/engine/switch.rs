@@ -357,7 +357,10 @@ impl SwitchWorker {
             let tc =
                 qos::classify::classify_by_table(mbuf.packet().data(), classes, || &port_qos[port]);
             match verdict {
-                Verdict::Forward { port, tag } => self.send_from(mbuf, port, tag, tc, ingress, now),
+                // (A repeated decision's port is up: `repeated_bridging`.)
+                Verdict::Forward { port, tag } => {
+                    self.send_from::<true>(mbuf, port, tag, tc, ingress, now)
+                }
                 verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
             }
         } else {
@@ -545,7 +548,9 @@ impl SwitchWorker {
             qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(in_port)])
         );
         match self.forwarder.route_express(frame, staged, now) {
-            Verdict::Forward { port, tag } => self.send_from(mbuf, port, tag, tc, ingress, now),
+            Verdict::Forward { port, tag } => {
+                self.send_from::<false>(mbuf, port, tag, tc, ingress, now)
+            }
             verdict => self.act_on(verdict, mbuf, in_port, tc, now),
         }
     }
@@ -745,13 +750,14 @@ impl SwitchWorker {
     #[inline(always)]
     fn send(&mut self, mbuf: Mbuf, port: u16, tag: TagOp, tc: u8, in_port: u16, now: Picos) {
         let ingress = self.tm.ingress_gate(in_port);
-        self.send_from(mbuf, port, tag, tc, ingress, now);
+        self.send_from::<false>(mbuf, port, tag, tc, ingress, now);
     }
 
     /// `send` with the in-port's part of the decision read already
     /// (`TrafficManager::ingress_gate`; the express path reads it once per burst).
+    /// `PORT_IS_UP`: the caller knows `port` is up (a repeated bridging decision).
     #[inline(always)]
-    fn send_from(
+    fn send_from<const PORT_IS_UP: bool>(
         &mut self,
         mbuf: Mbuf,
         port: u16,
@@ -760,7 +766,8 @@ impl SwitchWorker {
         ingress: IngressGate,
         now: Picos,
     ) {
-        if matches!(tag, TagOp::Keep) && self.forwarder.port_up(port) {
+        debug_assert!(!PORT_IS_UP || self.forwarder.port_up(port));
+        if matches!(tag, TagOp::Keep) && (PORT_IS_UP || self.forwarder.port_up(port)) {
             let len = mbuf.packet().data().len() as u32;
             if self.tm.try_pass_through(now, port, tc, ingress, len) {
                 self.tx.push(port, mbuf, &self.counters);

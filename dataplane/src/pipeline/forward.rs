@@ -817,8 +817,11 @@ impl Forwarder {
             Some((out, _)) if out == in_port => Verdict::Drop(DropReason::SamePort),
             Some((out, destination_valid_until)) => {
                 let tag = self.tag_op(frame, tagged, out, vlan);
+                // Only to a port that is up: a repeat's sender may then skip that check (a
+                // link change forgets the decision).
                 if let Some(source_valid_until) = source_valid_until
                     && let Some(header) = header
+                    && self.port_up(out)
                 {
                     let valid_until = source_valid_until.min(destination_valid_until);
                     self.remember_bridging(frame, header, tagged, in_port, valid_until, out, tag);

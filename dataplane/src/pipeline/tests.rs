@@ -1297,7 +1297,7 @@ fn a_bridging_memo_outlives_bursts_only_while_what_it_skipped_would_not_change()
     // A remembered decision lets repeats skip learning and the destination lookup. It stays
     // across bursts until the source's learning is due again, and goes when the port learns
     // another source (the full path would learn this one again), when a link or the
-    // configuration changes.
+    // configuration changes. It is made only for a port that is up.
     let mut forwarder = Forwarder::new(&leaf_spec()).unwrap();
     let a_to_b = eth(B, A, None, 0x0800, &[0u8; 46]);
     let remember = |forwarder: &mut Forwarder, now: u64| {
@@ -1365,6 +1365,42 @@ fn a_bridging_memo_outlives_bursts_only_while_what_it_skipped_would_not_change()
     remember(&mut forwarder, t3);
     forwarder.undo_updates(undo);
     assert!(!repeats(&forwarder, t3), "a configuration change undone");
+
+    // A decision to a port that is down is not remembered (a repeat's sender does not check
+    // the port again): B pinned to port 1 while its link is down.
+    let t4 = 40 * T0;
+    forwarder.set_port_up(1, false);
+    let mut undo = Vec::new();
+    forwarder
+        .apply_update(
+            &crate::ctl::Update::AddMac {
+                vlan: 10,
+                mac: B,
+                port: 1,
+            },
+            &mut undo,
+        )
+        .unwrap();
+    let mut frame = a_to_b.clone();
+    let verdict = forwarder.process_frame(&mut Frame::whole(&mut frame), 0, t4);
+    assert_eq!(
+        verdict,
+        Verdict::Forward {
+            port: 1,
+            tag: TagOp::Keep
+        }
+    );
+    assert!(
+        !repeats(&forwarder, t4),
+        "a decision to a port that is down"
+    );
+    forwarder.set_port_up(1, true);
+    let mut frame = a_to_b.clone();
+    let _ = forwarder.process_frame(&mut Frame::whole(&mut frame), 0, t4);
+    assert!(
+        repeats(&forwarder, t4),
+        "the same decision once the port is up"
+    );
 }
 
 #[test]

@@ -6,8 +6,9 @@
 //! the MAC table unchanged, skips parsing, learning and the destination lookup until the
 //! decision's time runs out.
 //!
-//! Only a known-unicast bridged frame whose source was learned (or is freshly cached) is
-//! remembered: floods, punts, drops and routed frames always take the full path. The decision
+//! Only a known-unicast bridged frame whose source was learned (or is freshly cached), to a
+//! port that is up, is remembered: floods, punts, drops and routed frames always take the full
+//! path, and a repeat's verdict always names a port that is up. The decision
 //! holds until the earlier of two times: when the source's learning is due again (the learn
 //! cache's refresh) and when the destination's entry would age out. Learning a new source on
 //! the port forgets it (the full path would learn this frame's source again), and so does
@@ -100,7 +101,7 @@ impl Forwarder {
 
     /// The verdict of the previous bridged frame for `frame` (a whole, single-segment
     /// frame received on `in_port` at `now`), if it repeats that frame's header: what
-    /// [`Self::process_frame`] decides for it, without its parse. The engine tries it first
+    /// [`Self::process_frame`] decides for it, without its parse. Its port is up. The engine tries it first
     /// for each frame of a burst that is not express.
     #[inline(always)]
     pub fn repeated_bridging(&self, frame: &mut [u8], in_port: u16, now: Picos) -> Option<Verdict> {
