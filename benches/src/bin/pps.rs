@@ -500,6 +500,44 @@ struct Case {
     aim: Option<f64>,
 }
 
+/// Per-round ratios of one case that differ by more than this (highest over lowest, less
+/// one) make the report say the machine is noisy.
+const NOISY_SPREAD: f64 = 0.10;
+
+/// Where a case's rounds stand against its aim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AgainstAim {
+    /// The case has no aim.
+    NoAim,
+    /// Every round's ratio is at or above the aim.
+    Met,
+    /// Every round's ratio is below the aim.
+    Below,
+    /// Some rounds on each side: run-to-run noise is larger than the distance to the aim.
+    Mixed,
+}
+
+impl AgainstAim {
+    fn as_str(self) -> &'static str {
+        match self {
+            AgainstAim::NoAim => "",
+            AgainstAim::Met => "met",
+            AgainstAim::Below => "below",
+            AgainstAim::Mixed => "mixed",
+        }
+    }
+}
+
+/// Where rounds whose ratios lie in `lowest..=highest` stand against `aim`.
+fn against_aim(lowest: f64, highest: f64, aim: Option<f64>) -> AgainstAim {
+    match aim {
+        None => AgainstAim::NoAim,
+        Some(aim) if lowest >= aim => AgainstAim::Met,
+        Some(aim) if highest < aim => AgainstAim::Below,
+        Some(_) => AgainstAim::Mixed,
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
@@ -980,23 +1018,30 @@ fn main() {
     }
 
     println!(
-        "\n{:<38} {:>9} {:>9}  {:<32} {:>7} {:>6}",
-        "case", "ironclos", "ref", "reference", "ratio", "aim"
+        "\n{:<38} {:>9} {:>9}  {:<32} {:>7} {:>13} {:>6}  rounds vs aim",
+        "case", "ironclos", "ref", "reference", "ratio", "round range", "aim"
     );
     let mut results = Vec::new();
+    let mut widest_spread: f64 = 0.0;
     for (case, (ours, theirs)) in cases.iter().zip(&samples) {
         let mut ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
         let ratio = median(&mut ratios);
+        // (`median` sorted them; there is at least one round.)
+        let (lowest, highest) = (ratios[0], ratios[ratios.len() - 1]);
+        widest_spread = widest_spread.max(highest / lowest - 1.0);
+        let standing = against_aim(lowest, highest, case.aim);
         let ours_median = median(&mut ours.clone());
         let theirs_median = median(&mut theirs.clone());
         println!(
-            "{:<38} {:>9.2} {:>9.2}  {:<32} {:>7.3} {:>6}",
+            "{:<38} {:>9.2} {:>9.2}  {:<32} {:>7.3} {:>13} {:>6}  {}",
             case.name,
             ours_median,
             theirs_median,
             case.reference_name,
             ratio,
-            case.aim.map_or(String::new(), |a| format!("{a:.2}"))
+            format!("{lowest:.3}-{highest:.3}"),
+            case.aim.map_or(String::new(), |a| format!("{a:.2}")),
+            standing.as_str()
         );
         results.push(json!({
             "section": case.section,
@@ -1007,10 +1052,25 @@ fn main() {
             "ironclos_mpps_median": ours_median,
             "reference_mpps_median": theirs_median,
             "median_ratio": ratio,
+            "lowest_ratio": lowest,
+            "highest_ratio": highest,
             "aim": case.aim,
+            "rounds_vs_aim": standing.as_str(),
         }));
     }
-    println!("(Mpps are medians over rounds; the ratio is the median of per-round ratios.)");
+    println!(
+        "(Mpps are medians over rounds; the ratio is the median of per-round ratios, the range \
+         their lowest and highest. Rounds vs aim: every round at or above the aim (met), every \
+         round below it (below), or some on each side (mixed), where noise is larger than the \
+         distance to the aim.)"
+    );
+    if widest_spread > NOISY_SPREAD {
+        println!(
+            "Per-round ratios of one case differ by up to {:.0}%: this machine is noisy (shared \
+             host, other load); more rounds (--rounds) steady the medians.",
+            widest_spread * 100.0
+        );
+    }
     let summary = json!({
         "rounds": options.rounds,
         "seconds": options.seconds,
@@ -1032,5 +1092,28 @@ fn main() {
     ) {
         Ok(()) => println!("results: {}", path.display()),
         Err(e) => eprintln!("pps: cannot write {}: {e}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_meets_its_aim_only_when_every_round_does() {
+        assert_eq!(against_aim(0.91, 0.95, Some(0.90)), AgainstAim::Met);
+        // A round exactly at the aim meets it (the aims read "at least").
+        assert_eq!(against_aim(0.90, 0.95, Some(0.90)), AgainstAim::Met);
+        assert_eq!(against_aim(0.85, 0.89, Some(0.90)), AgainstAim::Below);
+        assert_eq!(against_aim(0.85, 0.95, Some(0.90)), AgainstAim::Mixed);
+        assert_eq!(against_aim(0.85, 0.90, Some(0.90)), AgainstAim::Mixed);
+        assert_eq!(against_aim(0.5, 0.6, None), AgainstAim::NoAim);
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&mut []).is_nan());
     }
 }
