@@ -1017,8 +1017,16 @@ fn main() {
         }
     }
 
+    // Columns as wide as the longest case and reference names, so the figures line up.
+    let name_width = cases.iter().map(|c| c.name.len()).max().unwrap_or(0).max(4);
+    let reference_width = cases
+        .iter()
+        .map(|c| c.reference_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
     println!(
-        "\n{:<38} {:>9} {:>9}  {:<32} {:>7} {:>13} {:>6}  rounds vs aim",
+        "\n{:<name_width$} {:>9} {:>9}  {:<reference_width$} {:>7} {:>13} {:>6}  rounds vs aim",
         "case", "ironclos", "ref", "reference", "ratio", "round range", "aim"
     );
     let mut results = Vec::new();
@@ -1033,7 +1041,7 @@ fn main() {
         let ours_median = median(&mut ours.clone());
         let theirs_median = median(&mut theirs.clone());
         println!(
-            "{:<38} {:>9.2} {:>9.2}  {:<32} {:>7.3} {:>13} {:>6}  {}",
+            "{:<name_width$} {:>9.2} {:>9.2}  {:<reference_width$} {:>7.3} {:>13} {:>6}  {}",
             case.name,
             ours_median,
             theirs_median,
