@@ -1034,8 +1034,8 @@ fn main() {
     for (case, (ours, theirs)) in cases.iter().zip(&samples) {
         let mut ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
         let ratio = median(&mut ratios);
-        // (`median` sorted them; there is at least one round.)
-        let (lowest, highest) = (ratios[0], ratios[ratios.len() - 1]);
+        let lowest = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let highest = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         widest_spread = widest_spread.max(highest / lowest - 1.0);
         let standing = against_aim(lowest, highest, case.aim);
         let ours_median = median(&mut ours.clone());
