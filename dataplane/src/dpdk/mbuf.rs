@@ -380,11 +380,12 @@ impl MbufBurst {
         })
     }
 
-    /// The first segment's bytes of every packet, in order, written into `scratch`: what a
-    /// pass over the whole burst reads, without filling the unused rest of an array of
-    /// `MAX_BURST` slices first.
+    /// The bytes of every packet, in order, written into `scratch`, with an empty slice for
+    /// a packet in more than one segment (which the pipeline drops): what a pass over the
+    /// whole burst reads, without filling the unused rest of an array of `MAX_BURST` slices
+    /// first.
     #[inline]
-    pub fn first_segments<'a>(
+    pub fn whole_frames<'a>(
         &'a self,
         scratch: &'a mut [MaybeUninit<&'a [u8]>; MAX_BURST],
     ) -> &'a [&'a [u8]] {
@@ -394,7 +395,9 @@ impl MbufBurst {
                 raw,
                 _owner: std::marker::PhantomData,
             };
-            slot.write(packet.into_data());
+            let single = packet.segments() == 1;
+            let data = packet.into_data();
+            slot.write(if single { data } else { &data[..0] });
         }
         // SAFETY: the loop initialised the first `len` slots (`self.mbufs` has `MAX_BURST`,
         // so `zip` stops at `len`), and `MaybeUninit<T>` has `T`'s layout; the slices borrow

@@ -17,8 +17,8 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
-    ControlRequest, EXPRESS_L3, Forwarder, ForwarderError, Frame, Icmpv6Error, RouteStage,
-    RouterError, TagOp, Verdict,
+    ControlRequest, EXPRESS_L3, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error,
+    LANE_L3, RouteStage, RouterError, TagOp, Verdict,
 };
 use crate::qos::classify::IpVersion;
 use crate::qos::pfc;
@@ -97,6 +97,8 @@ pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
     /// Prefetches and flow hashes of the RX burst being processed (live mode).
     stage: RouteStage,
+    /// The express lane's passes over the RX burst being processed (live mode).
+    lane: ExpressLane,
     slow: SlowPath,
     rx: Vec<RxQueue>,
     tx: TxStage,
@@ -204,6 +206,7 @@ impl SwitchWorker {
         Ok(SwitchWorker {
             forwarder,
             stage: RouteStage::default(),
+            lane: ExpressLane::default(),
             slow: SlowPath::new(spec),
             rx,
             tx: TxStage {
@@ -296,13 +299,10 @@ impl SwitchWorker {
     fn live_burst(&mut self, burst: &mut MbufBurst, port: usize, received: usize, now: Picos) {
         self.note_received(port, burst, received);
         self.forwarder.begin_burst();
-        self.stage_burst(burst, received, port as u16);
         // A port that is down delivers nothing (`handle` counts it).
-        let express = if self.forwarder.port_up(port as u16) {
-            self.stage.express()
-        } else {
-            0
-        };
+        let port_up = self.forwarder.port_up(port as u16);
+        let lane = self.stage_burst(burst, received, port as u16, port_up);
+        let express = if port_up { self.stage.express() } else { 0 };
         // A copy: the loop below borrows the worker mutably.
         let classes = self
             .untagged_ip_classes
@@ -311,8 +311,13 @@ impl SwitchWorker {
             .unwrap_or([0; 64]);
         let ingress = self.tm.ingress_gate(port as u16);
         let whole_burst = u64::MAX >> (64 - received.clamp(1, 64));
-        if express == whole_burst {
+        if lane == whole_burst {
             // Routed bursts are all express as a rule: a loop of that path alone.
+            // (The lane takes frames of one segment only: `MbufBurst::whole_frames`.)
+            for (index, mbuf) in burst.drain().enumerate() {
+                self.handle_lane(mbuf, index, &classes, ingress, now);
+            }
+        } else if express == whole_burst {
             for (index, mbuf) in burst.drain().enumerate() {
                 if mbuf.packet().segments() == 1 {
                     self.handle_express(mbuf, index, &classes, ingress, now);
@@ -321,14 +326,16 @@ impl SwitchWorker {
                     self.handle(mbuf, port as u16, now);
                 }
             }
-        } else if express == 0 {
+        } else if express | lane == 0 {
             // Bridged bursts have no express frames: a loop without the test.
             for (index, mbuf) in burst.drain().enumerate() {
                 self.handle_not_express(mbuf, index, port, &classes, ingress, now);
             }
         } else {
             for (index, mbuf) in burst.drain().enumerate() {
-                if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
+                if lane >> index & 1 != 0 {
+                    self.handle_lane(mbuf, index, &classes, ingress, now);
+                } else if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
                     self.handle_express(mbuf, index, &classes, ingress, now);
                 } else {
                     self.handle_not_express(mbuf, index, port, &classes, ingress, now);
@@ -369,17 +376,28 @@ impl SwitchWorker {
         }
     }
 
-    /// The burst passes of `RouteStage` (FIB lookups and flow hashes for the whole burst).
+    /// The burst passes of the express lane (routed ports) and of `RouteStage` (FIB lookups
+    /// and flow hashes for the frames the lane leaves). Returns the lane's express frames.
     #[inline]
-    fn stage_burst(&mut self, burst: &MbufBurst, received: usize, port: u16) {
-        let Some(vrf) = self.forwarder.staging_vrf(port) else {
-            self.stage.skip();
-            return;
-        };
+    fn stage_burst(&mut self, burst: &MbufBurst, received: usize, port: u16, port_up: bool) -> u64 {
         let mut scratch = [const { MaybeUninit::uninit() }; dpdk::MAX_BURST];
-        let frames = burst.first_segments(&mut scratch);
+        let frames = burst.whole_frames(&mut scratch);
         debug_assert_eq!(frames.len(), received);
-        self.stage.run_in(&self.forwarder, frames, port, vrf);
+        let lane = match self.forwarder.lane_vrf(port) {
+            Some(vrf) if port_up => self.forwarder.stage_lane(&mut self.lane, frames, vrf),
+            _ => {
+                self.lane.clear();
+                0
+            }
+        };
+        let whole_burst = u64::MAX >> (64 - received.clamp(1, 64));
+        match self.forwarder.staging_vrf(port) {
+            Some(vrf) if lane != whole_burst => {
+                self.stage.run_in(&self.forwarder, frames, port, vrf, lane)
+            }
+            _ => self.stage.skip(),
+        }
+        lane
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.
@@ -552,6 +570,35 @@ impl SwitchWorker {
                 self.send_from::<false>(mbuf, port, tag, tc, ingress, now)
             }
             verdict => self.act_on(verdict, mbuf, in_port, tc, now),
+        }
+    }
+
+    /// `handle` for frame `index` of the burst, an express frame of the lane (see
+    /// `ExpressLane`): its class comes from its DSCP by `classes`, the in-port's
+    /// `untagged_ip_classes`, and its route from the lane's passes. `ingress` is the in-port's
+    /// gate, read for the burst.
+    #[inline(always)]
+    fn handle_lane(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        classes: &[u8; 64],
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        let mut packet = mbuf.packet_mut();
+        let frame = packet.data_mut();
+        let traffic_class = qos::classify::traffic_class_byte(frame, LANE_L3, IpVersion::V4);
+        let tc = classes[usize::from(traffic_class >> 2)];
+        debug_assert_eq!(
+            tc,
+            qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(ingress.port())])
+        );
+        match self.forwarder.route_lane(&self.lane, index, frame, now) {
+            Verdict::Forward { port, tag } => {
+                self.send_from::<false>(mbuf, port, tag, tc, ingress, now)
+            }
+            verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
         }
     }
 

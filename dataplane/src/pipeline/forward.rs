@@ -36,6 +36,9 @@ mod bridge_memo;
 mod route_memo;
 // Burst staging: prefetches and flow hashes for a burst ahead of its frames.
 mod stage;
+// The express lane: routed ports' usual frames, routed in burst passes.
+mod lane;
+pub use lane::{ExpressLane, LANE_L3};
 pub use stage::{EXPRESS_L3, EndpointStep, RouteStage, StagedRoute};
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
@@ -151,7 +154,13 @@ struct Nexthop {
     /// While `mac` is known: the Ethernet addresses a frame routed here leaves with (`mac`,
     /// then the router MAC), written in one copy on the express path. Kept by `set_mac`.
     addresses: [u8; 12],
+    /// `routed_port` while `mac` is known, else `NO_PORT`: whether the express lane can send
+    /// a frame here with `addresses` alone, in one test. Kept by `set_mac`.
+    express_port: u16,
 }
+
+/// `Nexthop::express_port` of a nexthop the express lane cannot send to by itself.
+const NO_PORT: u16 = u16::MAX;
 
 impl Nexthop {
     fn new(interface: u16, ip: IpAddr, interfaces: &[Interface]) -> Nexthop {
@@ -169,6 +178,7 @@ impl Nexthop {
             last_request: None,
             routed_port,
             addresses: [0; 12],
+            express_port: NO_PORT,
         }
     }
 
@@ -179,6 +189,10 @@ impl Nexthop {
             self.addresses[..6].copy_from_slice(&mac);
             self.addresses[6..].copy_from_slice(&router_mac);
         }
+        self.express_port = match (mac, self.routed_port) {
+            (Some(_), Some(port)) if port != NO_PORT => port,
+            _ => NO_PORT,
+        };
     }
 }
 

@@ -13,7 +13,8 @@ mod srv6_tests;
 mod tests;
 
 pub use forward::{
-    ControlRequest, EXPRESS_L3, EndpointStep, Forwarder, ForwarderError, RouteStage, StagedRoute,
+    ControlRequest, EXPRESS_L3, EndpointStep, ExpressLane, Forwarder, ForwarderError, LANE_L3,
+    RouteStage, StagedRoute,
 };
 pub use frame::Frame;
 

@@ -1952,6 +1952,7 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     let mut now = T0;
     let (mut express_frames, mut express_forwarded, mut frames) = (0, 0, 0);
     let (mut shifts_forwarded, mut srh_steps_forwarded) = (0, 0);
+    let mut lane_forwarded = 0;
     let mut hosts = 0u16;
     for round in 0..2_000u64 {
         now += match next() % 8 {
@@ -2010,15 +2011,29 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             burst.push(frame);
         }
         let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        // As the engine: the lane first (routed ports), then the stage for the rest.
+        let mut lane = ExpressLane::default();
+        let lane_frames = match express_side.lane_vrf(in_port) {
+            Some(vrf) => express_side.stage_lane(&mut lane, &views, vrf),
+            None => 0,
+        };
         let mut stage = RouteStage::default();
-        stage.run(&express_side, &views, in_port);
+        match express_side.staging_vrf(in_port) {
+            Some(vrf) => stage.run_in(&express_side, &views, in_port, vrf, lane_frames),
+            None => stage.skip(),
+        }
         express_side.begin_burst();
         for (index, frame) in burst.iter().enumerate() {
             let (mut a, mut b) = (frame.clone(), frame.clone());
-            let express = stage.express() >> index & 1 != 0;
+            let in_lane = lane_frames >> index & 1 != 0;
+            let express = in_lane || stage.express() >> index & 1 != 0;
             // Verdicts with the frame's window after them (PSP and decapsulation shrink it).
             let whole = (0, frame.len());
-            let got = if express {
+            let got = if in_lane {
+                let verdict = express_side.route_lane(&lane, index, &mut a, now);
+                lane_forwarded += usize::from(matches!(verdict, Verdict::Forward { .. }));
+                (verdict, whole)
+            } else if express {
                 let verdict = express_side.route_express(&mut a, &stage.staged(index), now);
                 (verdict, whole)
             } else {
@@ -2069,9 +2084,13 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     {
         assert_eq!(x.snapshot(), p.snapshot(), "SID counters");
     }
+    assert!(
+        lane_forwarded * 4 > express_forwarded,
+        "only {lane_forwarded} of {express_forwarded} forwarded express frames took the lane"
+    );
     let memo_hits = express_side.route_memo_hits.get();
     assert!(
-        memo_hits * 10 > express_forwarded as u64,
+        memo_hits * 40 > express_forwarded as u64,
         "{memo_hits} of {express_forwarded} forwarded express frames repeated a remembered route"
     );
     assert!(

@@ -615,15 +615,7 @@ impl GroupBalancer {
         egress: &EgressLoad,
     ) -> Option<(u32, Option<u32>)> {
         let (id, index) = match self.spec.mode {
-            BalanceMode::Hash => {
-                let id = ecmp.select(hash)?;
-                // A member added after start has no counter: it is still used.
-                let index = self.index_of.get(id as usize).map(|&i| u32::from(i));
-                if let Some(index) = index {
-                    self.count(index as usize, len);
-                }
-                return Some((id, index));
-            }
+            BalanceMode::Hash => return self.select_by_hash(ecmp, hash, len),
             // One predictable branch per packet, so that each choice's path is compiled
             // for it alone: random choice never tests for least-loaded bookkeeping.
             BalanceMode::Flowlet => match self.spec.choice {
@@ -635,6 +627,41 @@ impl GroupBalancer {
             BalanceMode::PerPacket => return self.select_per_packet(ecmp, hash, len, now, egress),
         };
         Some((id, Some(index)))
+    }
+
+    /// Whether the group chooses by the flow hash alone (`hash` mode): then a choice has no
+    /// effect but the chosen member's counters, which add up the same in any order, so the
+    /// express lane makes it ahead of the frame's turn (`Self::select_by_hash`).
+    #[inline(always)]
+    pub fn hashes_statically(&self) -> bool {
+        self.spec.mode == BalanceMode::Hash
+    }
+
+    /// `select_member` of a `hash` group: the bucket's member, counted (with its index in
+    /// the group, if it has counters).
+    #[inline(always)]
+    fn select_by_hash(&self, ecmp: &EcmpGroup, hash: u32, len: u32) -> Option<(u32, Option<u32>)> {
+        let (id, index) = self.member_by_hash(ecmp, hash)?;
+        if let Some(index) = index {
+            self.count(index as usize, len);
+        }
+        Some((id, index))
+    }
+
+    /// The choice of `select_by_hash` without counting it: the bucket's member and its index
+    /// in the group if it has counters (a member added after start has none and is still
+    /// used). [`Self::count_member`] counts it.
+    #[inline(always)]
+    pub fn member_by_hash(&self, ecmp: &EcmpGroup, hash: u32) -> Option<(u32, Option<u32>)> {
+        debug_assert!(self.hashes_statically());
+        let id = ecmp.select(hash)?;
+        Some((id, self.index_of.get(id as usize).map(|&i| u32::from(i))))
+    }
+
+    /// Counts a frame of `len` bytes to member `index` (of [`Self::member_by_hash`]).
+    #[inline(always)]
+    pub fn count_member(&self, index: u32, len: u32) {
+        self.count(index as usize, len);
     }
 
     /// `select_member` of a group that sprays per packet. Out of line: the modes of most

@@ -72,6 +72,46 @@ impl Lpm4 {
     }
 }
 
+/// The lookup half of an [`Lpm4`] for one burst of lookups: its first level as an array of
+/// fixed size, so that indexing it by an address's top 24 bits needs no bounds check.
+#[derive(Clone, Copy)]
+pub struct Lpm4Lookups<'a> {
+    top: &'a [u32; 1 << 24],
+    groups: &'a [u32],
+}
+
+impl Lpm4Lookups<'_> {
+    /// Starts fetching the first-level entry of `addr`.
+    #[inline(always)]
+    pub fn prefetch(&self, addr: u32) {
+        crate::dpdk::prefetch(&self.top[(addr >> 8) as usize]);
+    }
+
+    /// [`Lpm4::lookup`].
+    #[inline(always)]
+    pub fn lookup(&self, addr: u32) -> Option<u32> {
+        let mut e = self.top[(addr >> 8) as usize];
+        if e & EXT != 0 {
+            let at = ((e & !EXT) as usize) * GROUP_SIZE + (addr & 0xff) as usize;
+            e = self.groups.get(at).copied().unwrap_or(0);
+        }
+        e.checked_sub(1)
+    }
+}
+
+impl Lpm4 {
+    /// The table's lookups for a burst (see [`Lpm4Lookups`]).
+    #[inline(always)]
+    pub fn lookups(&self) -> Lpm4Lookups<'_> {
+        Lpm4Lookups {
+            top: (&*self.trie.top)
+                .try_into()
+                .expect("an IPv4 first level has 2^24 entries"),
+            groups: &self.trie.groups,
+        }
+    }
+}
+
 impl Lpm4 {
     /// Address width.
     pub const MAX_LEN: u8 = 32;

@@ -248,14 +248,22 @@ impl RouteStage {
     /// Stages `frames` (one RX burst, received on `in_port`; at most `MAX_BURST`).
     pub fn run(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16) {
         match forwarder.staging_vrf(in_port) {
-            Some(vrf) => self.run_in(forwarder, frames, in_port, vrf),
+            Some(vrf) => self.run_in(forwarder, frames, in_port, vrf, 0),
             None => self.skip(),
         }
     }
 
     /// `run` for a port whose bursts are staged in `vrf` (`Forwarder::staging_vrf`), for a
-    /// caller that asked already (the engine, before it lists the burst's frames).
-    pub fn run_in(&mut self, forwarder: &Forwarder, frames: &[&[u8]], in_port: u16, vrf: u16) {
+    /// caller that asked already (the engine, before it lists the burst's frames). The frames
+    /// of `skip` are not staged (the express lane took them).
+    pub fn run_in(
+        &mut self,
+        forwarder: &Forwarder,
+        frames: &[&[u8]],
+        in_port: u16,
+        vrf: u16,
+        skip: u64,
+    ) {
         let count = frames.len().min(MAX_BURST);
         self.skip();
         // The masks are built in registers and stored once.
@@ -274,6 +282,9 @@ impl RouteStage {
         // staged by itself: its lookup, in the cache after the head's, costs little.)
         let mut alike = 0u64;
         for (index, &frame) in frames[..count].iter().enumerate() {
+            if skip >> index & 1 != 0 {
+                continue;
+            }
             let Some(parsed) = stage_parse(frame, forwarder.router_mac) else {
                 continue;
             };
