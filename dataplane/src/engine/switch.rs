@@ -18,7 +18,7 @@ use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQ
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
     ControlRequest, EXPRESS_L3, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error,
-    LANE_L3, RouteStage, RouterError, TagOp, Verdict,
+    LANE_L3, LANE_OTHER, RouteStage, RouterError, TagOp, Verdict,
 };
 use crate::qos::classify::IpVersion;
 use crate::qos::pfc;
@@ -595,10 +595,11 @@ impl SwitchWorker {
             qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(ingress.port())])
         );
         match self.forwarder.route_lane(&self.lane, index, frame, now) {
-            Verdict::Forward { port, tag } => {
-                self.send_from::<false>(mbuf, port, tag, tc, ingress, now)
+            LANE_OTHER => {
+                let verdict = self.forwarder.lane_verdict();
+                self.act_on(verdict, mbuf, ingress.port(), tc, now);
             }
-            verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
+            port => self.send_from::<false>(mbuf, port, TagOp::Keep, tc, ingress, now),
         }
     }
 

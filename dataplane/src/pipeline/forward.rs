@@ -38,7 +38,7 @@ mod route_memo;
 mod stage;
 // The express lane: routed ports' usual frames, routed in burst passes.
 mod lane;
-pub use lane::{ExpressLane, LANE_L3};
+pub use lane::{ExpressLane, LANE_L3, LANE_OTHER};
 pub use stage::{EXPRESS_L3, EndpointStep, RouteStage, StagedRoute};
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
@@ -269,6 +269,8 @@ pub struct Forwarder {
     dst_cache: Box<[DstCacheEntry; DST_CACHE_SLOTS]>,
     bridge_memo: bridge_memo::BridgeMemo,
     route_memo: route_memo::RouteMemo,
+    /// The verdict behind `route_lane`'s last `LANE_OTHER`.
+    lane_verdict: Verdict,
     /// Frames that reused the bridging memo (tests check the memo is exercised).
     #[cfg(test)]
     pub(crate) bridge_memo_hits: std::cell::Cell<u64>,
@@ -395,6 +397,7 @@ impl Forwarder {
             dst_cache: Box::new([DstCacheEntry::default(); DST_CACHE_SLOTS]),
             bridge_memo: Default::default(),
             route_memo: Default::default(),
+            lane_verdict: Verdict::Drop(DropReason::NoRoute),
             #[cfg(test)]
             bridge_memo_hits: Default::default(),
             #[cfg(test)]

@@ -14,7 +14,7 @@ mod tests;
 
 pub use forward::{
     ControlRequest, EXPRESS_L3, EndpointStep, ExpressLane, Forwarder, ForwarderError, LANE_L3,
-    RouteStage, StagedRoute,
+    LANE_OTHER, RouteStage, StagedRoute,
 };
 pub use frame::Frame;
 

@@ -1995,11 +1995,32 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         let mut burst: Vec<Vec<u8>> = Vec::with_capacity(size);
         for _ in 0..size {
             let mut frame = match burst.last() {
-                // Runs of one flow (the stage's repeats), the payload changed.
+                // Runs of one flow (the stage's and the lane's repeats), the payload changed.
                 Some(previous) if next().is_multiple_of(4) => {
                     let mut frame = previous.clone();
                     let last = frame.len() - 1;
                     frame[last] ^= 0x5a;
+                    frame
+                }
+                // Another flow to the same destination: only what the flow hash reads
+                // differs (a source port, the source address, the protocol, the fragment
+                // bits; the header checksum made right again), which must not be taken for a
+                // repeat.
+                Some(previous)
+                    if next().is_multiple_of(4)
+                        && previous.len() >= 38
+                        && previous[12..14] == [0x08, 0x00] =>
+                {
+                    let mut frame = previous.clone();
+                    match next() % 4 {
+                        0 => frame[35] ^= 1 + (next() % 255) as u8,
+                        1 => frame[29] ^= 1 + (next() % 255) as u8,
+                        2 => frame[23] = [6, 17, 1][(next() % 3) as usize],
+                        _ => frame[20] ^= 0x20, // More Fragments
+                    }
+                    frame[24..26].copy_from_slice(&[0, 0]);
+                    let c = reference_checksum(&frame[14..34]);
+                    frame[24..26].copy_from_slice(&c.to_be_bytes());
                     frame
                 }
                 _ => make(&mut next),
@@ -2030,7 +2051,13 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             // Verdicts with the frame's window after them (PSP and decapsulation shrink it).
             let whole = (0, frame.len());
             let got = if in_lane {
-                let verdict = express_side.route_lane(&lane, index, &mut a, now);
+                let verdict = match express_side.route_lane(&lane, index, &mut a, now) {
+                    LANE_OTHER => express_side.lane_verdict(),
+                    port => Verdict::Forward {
+                        port,
+                        tag: TagOp::Keep,
+                    },
+                };
                 lane_forwarded += usize::from(matches!(verdict, Verdict::Forward { .. }));
                 (verdict, whole)
             } else if express {

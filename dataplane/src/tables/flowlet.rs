@@ -638,30 +638,31 @@ impl GroupBalancer {
     }
 
     /// `select_member` of a `hash` group: the bucket's member, counted (with its index in
-    /// the group, if it has counters).
+    /// the group, if it has counters: a member added after start has none and is still used).
     #[inline(always)]
-    fn select_by_hash(&self, ecmp: &EcmpGroup, hash: u32, len: u32) -> Option<(u32, Option<u32>)> {
-        let (id, index) = self.member_by_hash(ecmp, hash)?;
+    pub fn select_by_hash(
+        &self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+    ) -> Option<(u32, Option<u32>)> {
+        debug_assert!(self.hashes_statically());
+        let id = ecmp.select(hash)?;
+        let index = self.index_of.get(id as usize).map(|&i| u32::from(i));
         if let Some(index) = index {
             self.count(index as usize, len);
         }
         Some((id, index))
     }
 
-    /// The choice of `select_by_hash` without counting it: the bucket's member and its index
-    /// in the group if it has counters (a member added after start has none and is still
-    /// used). [`Self::count_member`] counts it.
+    /// Counts `packets` more frames of `bytes` in all to member `index` (the index
+    /// [`Self::select_by_hash`] gave for the first frame of their flow).
     #[inline(always)]
-    pub fn member_by_hash(&self, ecmp: &EcmpGroup, hash: u32) -> Option<(u32, Option<u32>)> {
-        debug_assert!(self.hashes_statically());
-        let id = ecmp.select(hash)?;
-        Some((id, self.index_of.get(id as usize).map(|&i| u32::from(i))))
-    }
-
-    /// Counts a frame of `len` bytes to member `index` (of [`Self::member_by_hash`]).
-    #[inline(always)]
-    pub fn count_member(&self, index: u32, len: u32) {
-        self.count(index as usize, len);
+    pub fn count_member(&self, index: u32, packets: u32, bytes: u32) {
+        if let Some(member) = self.counters.members.get(index as usize) {
+            member.bytes.add(u64::from(bytes));
+            member.packets.add(u64::from(packets));
+        }
     }
 
     /// `select_member` of a group that sprays per packet. Out of line: the modes of most

@@ -23,7 +23,7 @@
 //! express. A frame the lane does not take goes through the full pipeline as if the lane did
 //! not exist; a test holds the lane's verdicts and bytes to the pipeline's.
 
-use super::{ETHERTYPE_IPV4, Forwarder, NO_PORT, PortMode, TagOp, Verdict, route_value};
+use super::{ETHERTYPE_IPV4, Forwarder, NO_PORT, PortMode, Verdict, route_value};
 use crate::clock::Picos;
 use crate::counters::DropReason;
 use crate::dpdk::MAX_BURST;
@@ -33,6 +33,10 @@ use crate::wire::checksum;
 
 /// Where an express frame's IP header starts: right after an untagged Ethernet header.
 pub const LANE_L3: usize = 14;
+
+/// `Forwarder::route_lane`'s answer when the verdict is not a forward with the tag kept
+/// (`Forwarder::lane_verdict` has it). No port has this number (`tm::MAX_PORTS`).
+pub const LANE_OTHER: u16 = u16::MAX;
 
 /// The bytes of an express IPv4 frame that the lane reads: Ethernet, a 20-byte IPv4 header
 /// and the four bytes where TCP and UDP keep their ports (a shorter frame takes the full
@@ -53,6 +57,10 @@ pub struct ExpressLane {
     nexthop: [u32; MAX_BURST],
     route: [u32; MAX_BURST],
     hash: [u32; MAX_BURST],
+    /// A frame looked up whose `hash` member has counters: the group and the member's index.
+    counter: [Option<(u32, u32)>; MAX_BURST],
+    /// A repeat: the burst index of the frame whose staging it takes.
+    head: [u8; MAX_BURST],
 }
 
 impl Default for ExpressLane {
@@ -64,6 +72,8 @@ impl Default for ExpressLane {
             nexthop: [0; MAX_BURST],
             route: [0; MAX_BURST],
             hash: [0; MAX_BURST],
+            counter: [None; MAX_BURST],
+            head: [0; MAX_BURST],
         }
     }
 }
@@ -105,14 +115,13 @@ fn mac_word(mac: [u8; 6]) -> u64 {
 /// makes before it looks its route up (`Forwarder::process_frame` to `route_ipv4`): to the
 /// router MAC, untagged, a unicast source MAC, version 4 with a 20-byte header (options take
 /// the full pipeline), a total length from 20 to what the frame holds, a valid header
-/// checksum and a TTL above 1. With it, the frame's flow: the words the route and the flow
-/// hash depend on (`FlowWords`).
+/// checksum and a TTL above 1.
 #[inline(always)]
-fn express_ipv4(frame: &[u8], router_mac: u64) -> Option<(u32, FlowWords)> {
+fn express_ipv4_destination(frame: &[u8], router_mac: u64) -> Option<u32> {
     let seen: &[u8; IPV4_SEEN] = frame.first_chunk()?;
-    let word = |at: usize| u64::from_le_bytes(*seen[at..].first_chunk().expect("8 bytes"));
     let ip: &[u8; 20] = seen[LANE_L3..].first_chunk()?;
-    let to_router = word(0) & 0xffff_ffff_ffff == router_mac;
+    let to_router =
+        u64::from_le_bytes(*seen.first_chunk().expect("8 bytes")) & 0xffff_ffff_ffff == router_mac;
     let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     // One combined test: every frame of a routed burst passes them all.
     let express = to_router
@@ -122,26 +131,30 @@ fn express_ipv4(frame: &[u8], router_mac: u64) -> Option<(u32, FlowWords)> {
         & (ip[8] > 1)
         & (total_len >= 20)
         & (total_len <= frame.len() - LANE_L3);
-    if !(express && checksum::ipv4_header_sums_to_ones(ip)) {
-        return None;
-    }
-    let flow = FlowWords(
-        word(LANE_L3 + 4) & FRAGMENT_AND_PROTOCOL,
-        word(LANE_L3 + 12),
-        u32::from_le_bytes(*seen[LANE_L3 + 20..].first_chunk().expect("4 bytes")),
-    );
-    Some((u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]), flow))
+    (express && checksum::ipv4_header_sums_to_ones(ip))
+        .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
 
-/// In the little-endian word of an IPv4 header's bytes 4 to 11: the flags' MF bit and the
-/// fragment offset (bytes 6 and 7 less DF and the reserved bit) and the protocol (byte 9).
-const FRAGMENT_AND_PROTOCOL: u64 = 0x0000_ff00_ff3f_0000;
-
-/// What an express IPv4 frame's route and flow hash depend on: the fragment bits and the
-/// protocol, the addresses, and the four bytes after the header (where TCP and UDP keep
-/// their ports). Two frames with equal words look up and hash alike.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct FlowWords(u64, u64, u32);
+/// Whether two express IPv4 frames to the same destination look up and hash alike: the same
+/// source, protocol, fragment bits and the four bytes after the header (TCP and UDP ports).
+#[inline(always)]
+fn same_ipv4_flow(a: &[u8], b: &[u8]) -> bool {
+    let (Some(a), Some(b)) = (a.first_chunk::<IPV4_SEEN>(), b.first_chunk::<IPV4_SEEN>()) else {
+        return false;
+    };
+    let word =
+        |f: &[u8; IPV4_SEEN], at: usize| u64::from_le_bytes(*f[at..].first_chunk().expect("8"));
+    // Bytes 4-11 of the header: the MF bit and fragment offset, the protocol; then the
+    // source and destination; then the ports.
+    const FRAGMENT_AND_PROTOCOL: u64 = 0x0000_ff00_ff3f_0000;
+    (word(a, LANE_L3 + 4) ^ word(b, LANE_L3 + 4)) & FRAGMENT_AND_PROTOCOL
+        | word(a, LANE_L3 + 12) ^ word(b, LANE_L3 + 12)
+        | u64::from(
+            u32::from_le_bytes(*a[LANE_L3 + 20..].first_chunk().expect("4"))
+                ^ u32::from_le_bytes(*b[LANE_L3 + 20..].first_chunk().expect("4")),
+        )
+        == 0
+}
 
 impl Forwarder {
     /// The VRF of a routed port, whose bursts the express lane stages; `None` for any other
@@ -169,43 +182,37 @@ impl Forwarder {
         };
         let fib = fib.lookups();
         let router_mac = mac_word(self.router_mac);
-        // Pass 1. A frame of the same flow as the candidate before it (an elephant flow fills
-        // whole bursts) is a repeat: pass 2 gives it that frame's route and hash.
-        let (mut candidates, mut repeats) = (0u64, 0u64);
-        let mut previous = None;
+        let mut candidates = 0u64;
         for (index, frame) in frames.iter().enumerate() {
-            let Some((destination, flow)) = express_ipv4(frame, router_mac) else {
-                continue;
-            };
-            candidates |= 1 << index;
-            if previous == Some(flow) {
-                repeats |= 1 << index;
-                continue;
+            if let Some(destination) = express_ipv4_destination(frame, router_mac) {
+                fib.prefetch(destination);
+                lane.destination[index] = destination;
+                candidates |= 1 << index;
             }
-            previous = Some(flow);
-            fib.prefetch(destination);
-            lane.destination[index] = destination;
         }
-        // Pass 2.
+        // Pass 2, in three short loops. First the repeats: frames of the flow of the frame
+        // before them (an elephant flow fills whole bursts), which take its staging.
+        let mut repeats = 0u64;
+        let mut head = (u32::MAX, usize::MAX);
+        for index in bits(candidates) {
+            let destination = lane.destination[index];
+            if destination == head.0 && same_ipv4_flow(frames[head.1 % MAX_BURST], frames[index]) {
+                repeats |= 1 << index;
+                lane.head[index] = head.1 as u8;
+            } else {
+                head = (destination, index);
+            }
+        }
+        // Then the frames looked up.
         let seed = self.flow_hash_seed;
         let (mut express, mut in_turn) = (0u64, 0u64);
-        // The last frame looked up: whether it is express (then in turn or not) and its
-        // nexthop or route and hash.
-        let mut last = Staged::Not;
-        for index in bits(candidates) {
-            let frame = frames[index];
-            let len = frame.len() as u32;
-            if repeats >> index & 1 == 0 {
-                last = self.stage_ipv4(&fib, lane.destination[index], frame, seed);
-            }
-            match last {
+        for index in bits(candidates & !repeats) {
+            match self.stage_ipv4(&fib, lane.destination[index], frames[index], seed) {
                 Staged::Not => continue,
                 Staged::Nexthop(id) => lane.nexthop[index] = id,
-                Staged::Hashed { group, id, counter } => {
+                Staged::Hashed { id, counter } => {
                     lane.nexthop[index] = id;
-                    if let Some(index) = counter {
-                        self.balancers[group as usize].count_member(index, len);
-                    }
+                    lane.counter[index] = counter;
                 }
                 Staged::InTurn { route, hash } => {
                     lane.route[index] = route;
@@ -215,12 +222,45 @@ impl Forwarder {
             }
             express |= 1 << index;
         }
+        // Then the repeats take their heads' staging; a `hash` member's counts for a head's
+        // repeats are added at once.
+        let mut run = (usize::MAX, 0u32, 0u32);
+        for index in bits(repeats) {
+            let head = usize::from(lane.head[index]) % MAX_BURST;
+            if express >> head & 1 == 0 {
+                continue;
+            }
+            if head != run.0 {
+                self.count_repeats(lane, run.0, run.1, run.2);
+                run = (head, 0, 0);
+            }
+            (run.1, run.2) = (run.1 + 1, run.2 + frames[index].len() as u32);
+            lane.nexthop[index] = lane.nexthop[head];
+            lane.route[index] = lane.route[head];
+            lane.hash[index] = lane.hash[head];
+            in_turn |= (in_turn >> head & 1) << index;
+            express |= 1 << index;
+        }
+        self.count_repeats(lane, run.0, run.1, run.2);
         (lane.express, lane.in_turn) = (express, in_turn);
         express
     }
 
+    /// Counts `packets` repeats of `head`, of `bytes` in all, to its `hash` member, if it has
+    /// one.
+    #[inline(always)]
+    fn count_repeats(&self, lane: &ExpressLane, head: usize, packets: u32, bytes: u32) {
+        if packets > 0
+            && lane.in_turn >> head & 1 == 0
+            && let Some(counter) = lane.counter.get(head).copied().flatten()
+            && let Some(balancer) = self.balancers.get(counter.0 as usize)
+        {
+            balancer.count_member(counter.1, packets, bytes);
+        }
+    }
+
     /// Pass 2 for one IPv4 frame (`destination`'s first-level FIB entry prefetched): its
-    /// route, and for a group its flow hash and, in `hash` mode, its member (not counted yet).
+    /// route, and for a group its flow hash and, in `hash` mode, its member (counted).
     #[inline(always)]
     fn stage_ipv4(
         &self,
@@ -246,10 +286,13 @@ impl Forwarder {
                     balancer.prefetch_slot(hash);
                     return Staged::InTurn { route, hash };
                 }
-                match balancer.member_by_hash(ecmp, hash) {
-                    // No live member: the full pipeline drops the frame.
+                // No live member: the full pipeline drops the frame.
+                match balancer.select_by_hash(ecmp, hash, frame.len() as u32) {
+                    Some((id, counter)) => Staged::Hashed {
+                        id,
+                        counter: counter.map(|c| (group, c)),
+                    },
                     None => Staged::Not,
-                    Some((id, counter)) => Staged::Hashed { group, id, counter },
                 }
             }
             // No route, local, connected, blackhole, an SRv6 policy: the full pipeline.
@@ -258,7 +301,10 @@ impl Forwarder {
     }
 
     /// Pass 3 for express frame `index` of the lane's burst (`frame`, its only segment):
-    /// decides exactly as [`Self::process_frame`] would, skipping what the passes did.
+    /// decides exactly as [`Self::process_frame`] would, skipping what the passes did. The
+    /// usual verdict, a forward with the tag kept, comes back as its port; any other as
+    /// [`LANE_OTHER`], with the verdict for [`Self::lane_verdict`] (two words of verdict cost
+    /// the per-frame path a pack and an unpack).
     #[inline(always)]
     pub fn route_lane(
         &mut self,
@@ -266,7 +312,7 @@ impl Forwarder {
         index: usize,
         frame: &mut [u8],
         now: Picos,
-    ) -> Verdict {
+    ) -> u16 {
         debug_assert!(index < MAX_BURST && lane.express >> index & 1 != 0);
         let index = index % MAX_BURST;
         #[cfg(debug_assertions)]
@@ -274,14 +320,14 @@ impl Forwarder {
         let nexthop_id = if lane.in_turn >> index & 1 == 0 {
             lane.nexthop[index]
         } else {
-            match self.choose_in_turn(lane.route[index], lane.hash[index], frame.len() as u32, now)
-            {
+            let (route, hash) = (lane.route[index], lane.hash[index]);
+            match self.choose_in_turn(route, hash, frame.len() as u32, now) {
                 Some(id) => id,
-                None => return Verdict::Drop(DropReason::EcmpNoLiveMember),
+                None => return self.lane_other(Verdict::Drop(DropReason::EcmpNoLiveMember)),
             }
         };
         let Some(nexthop) = self.nexthops.get(nexthop_id as usize) else {
-            return Verdict::Drop(DropReason::NeighborUnresolved);
+            return self.lane_other(Verdict::Drop(DropReason::NeighborUnresolved));
         };
         let Some(header) = frame.first_chunk_mut::<{ LANE_L3 + 12 }>() else {
             unreachable!("express frames hold an IPv4 header");
@@ -290,18 +336,29 @@ impl Forwarder {
             // What `egress_l2` does for an untagged frame to a routed port, in one copy.
             header[..12].copy_from_slice(&nexthop.addresses);
             super::decrement_hop_limit(&mut header[LANE_L3..], false);
-            return Verdict::Forward {
-                port: nexthop.express_port,
-                tag: TagOp::Keep,
-            };
+            return nexthop.express_port;
         }
         self.frame_len = frame.len() as u32;
-        match self.resolved_nexthop(nexthop_id, now) {
+        let verdict = match self.resolved_nexthop(nexthop_id, now) {
             Ok((out_iface, dst_mac)) => super::forwarded(
                 self.send_routed(frame, LANE_L3, false, false, out_iface, dst_mac, now),
             ),
             Err(reason) => Verdict::Drop(reason),
-        }
+        };
+        self.lane_other(verdict)
+    }
+
+    /// Keeps a verdict of `route_lane` other than a plain forward for `lane_verdict`.
+    #[cold]
+    fn lane_other(&mut self, verdict: Verdict) -> u16 {
+        self.lane_verdict = verdict;
+        LANE_OTHER
+    }
+
+    /// The verdict behind the last `LANE_OTHER` that `route_lane` returned.
+    #[inline]
+    pub fn lane_verdict(&self) -> Verdict {
+        self.lane_verdict
     }
 
     /// The member of a flowlet or per-packet group for a frame in its turn (`route` names
@@ -322,8 +379,8 @@ impl Forwarder {
     /// and hash give.
     #[cfg(debug_assertions)]
     fn check_lane(&self, lane: &ExpressLane, index: usize, frame: &[u8]) {
-        let found = express_ipv4(frame, mac_word(self.router_mac));
-        assert!(found.is_some(), "lane frame no longer express");
+        let found = express_ipv4_destination(frame, mac_word(self.router_mac));
+        assert_eq!(found, Some(lane.destination[index]), "lane destination");
         if lane.in_turn >> index & 1 != 0 {
             assert_eq!(
                 lane.hash[index],
@@ -341,11 +398,11 @@ enum Staged {
     Not,
     /// A route to nexthop `id`.
     Nexthop(u32),
-    /// A `hash` group's member: nexthop `id`, with its counters' index in the group.
+    /// A `hash` group's member, nexthop `id` (chosen and counted), with its group and its
+    /// counters' index in the group.
     Hashed {
-        group: u32,
         id: u32,
-        counter: Option<u32>,
+        counter: Option<(u32, u32)>,
     },
     /// A flowlet or per-packet group's route and the frame's flow hash.
     InTurn { route: u32, hash: u32 },
