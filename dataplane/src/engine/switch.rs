@@ -17,8 +17,8 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
-    ControlRequest, EXPRESS_L3, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error,
-    LANE_L3, LANE_OTHER, RouteStage, RouterError, TagOp, Verdict,
+    ControlRequest, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error, LANE_L3,
+    LANE_OTHER, RouterError, TagOp, Verdict,
 };
 use crate::qos::classify::IpVersion;
 use crate::qos::pfc;
@@ -95,8 +95,6 @@ mod ctl;
 
 pub(crate) struct SwitchWorker {
     forwarder: Forwarder,
-    /// Prefetches and flow hashes of the RX burst being processed (live mode).
-    stage: RouteStage,
     /// The express lane's passes over the RX burst being processed (live mode).
     lane: ExpressLane,
     slow: SlowPath,
@@ -205,7 +203,6 @@ impl SwitchWorker {
         }
         Ok(SwitchWorker {
             forwarder,
-            stage: RouteStage::default(),
             lane: ExpressLane::default(),
             slow: SlowPath::new(spec),
             rx,
@@ -293,16 +290,12 @@ impl SwitchWorker {
         }
     }
 
-    /// One received burst of live mode, through the stage, the per-frame paths and the
+    /// One received burst of live mode, through the express lane, the per-frame paths and the
     /// traffic manager.
     #[inline(never)]
     fn live_burst(&mut self, burst: &mut MbufBurst, port: usize, received: usize, now: Picos) {
         self.note_received(port, burst, received);
-        self.forwarder.begin_burst();
-        // A port that is down delivers nothing (`handle` counts it).
-        let port_up = self.forwarder.port_up(port as u16);
-        let lane = self.stage_burst(burst, received, port as u16, port_up);
-        let express = if port_up { self.stage.express() } else { 0 };
+        let lane = self.stage_lane(burst, received, port as u16);
         // A copy: the loop below borrows the worker mutably.
         let classes = self
             .untagged_ip_classes
@@ -313,32 +306,20 @@ impl SwitchWorker {
         let whole_burst = u64::MAX >> (64 - received.clamp(1, 64));
         if lane == whole_burst {
             // Routed bursts are all express as a rule: a loop of that path alone.
-            // (The lane takes frames of one segment only: `MbufBurst::whole_frames`.)
             for (index, mbuf) in burst.drain().enumerate() {
                 self.handle_lane(mbuf, index, &classes, ingress, now);
             }
-        } else if express == whole_burst {
-            for (index, mbuf) in burst.drain().enumerate() {
-                if mbuf.packet().segments() == 1 {
-                    self.handle_express(mbuf, index, &classes, ingress, now);
-                } else {
-                    self.stage.hand_to(&mut self.forwarder, index);
-                    self.handle(mbuf, port as u16, now);
-                }
-            }
-        } else if express | lane == 0 {
+        } else if lane == 0 {
             // Bridged bursts have no express frames: a loop without the test.
-            for (index, mbuf) in burst.drain().enumerate() {
-                self.handle_not_express(mbuf, index, port, &classes, ingress, now);
+            for mbuf in burst.drain() {
+                self.handle_not_express(mbuf, port, &classes, ingress, now);
             }
         } else {
             for (index, mbuf) in burst.drain().enumerate() {
                 if lane >> index & 1 != 0 {
                     self.handle_lane(mbuf, index, &classes, ingress, now);
-                } else if express >> index & 1 != 0 && mbuf.packet().segments() == 1 {
-                    self.handle_express(mbuf, index, &classes, ingress, now);
                 } else {
-                    self.handle_not_express(mbuf, index, port, &classes, ingress, now);
+                    self.handle_not_express(mbuf, port, &classes, ingress, now);
                 }
             }
         }
@@ -353,7 +334,6 @@ impl SwitchWorker {
     fn handle_not_express(
         &mut self,
         mut mbuf: Mbuf,
-        index: usize,
         port: usize,
         classes: &[u8; 64],
         ingress: IngressGate,
@@ -371,33 +351,25 @@ impl SwitchWorker {
                 verdict => self.act_on(verdict, mbuf, ingress.port(), tc, now),
             }
         } else {
-            self.stage.hand_to(&mut self.forwarder, index);
             self.handle(mbuf, port as u16, now);
         }
     }
 
-    /// The burst passes of the express lane (routed ports) and of `RouteStage` (FIB lookups
-    /// and flow hashes for the frames the lane leaves). Returns the lane's express frames.
+    /// The express lane's passes over the burst, for a routed port that is up (a port that
+    /// is down delivers nothing: `handle` counts it). Returns the express frames.
     #[inline]
-    fn stage_burst(&mut self, burst: &MbufBurst, received: usize, port: u16, port_up: bool) -> u64 {
+    fn stage_lane(&mut self, burst: &MbufBurst, received: usize, port: u16) -> u64 {
+        let vrf = match self.forwarder.lane_vrf(port) {
+            Some(vrf) if self.forwarder.port_up(port) => vrf,
+            _ => {
+                self.lane.clear();
+                return 0;
+            }
+        };
         let mut scratch = [const { MaybeUninit::uninit() }; dpdk::MAX_BURST];
         let frames = burst.whole_frames(&mut scratch);
         debug_assert_eq!(frames.len(), received);
-        let lane = match self.forwarder.lane_vrf(port) {
-            Some(vrf) if port_up => self.forwarder.stage_lane(&mut self.lane, frames, vrf),
-            _ => {
-                self.lane.clear();
-                0
-            }
-        };
-        let whole_burst = u64::MAX >> (64 - received.clamp(1, 64));
-        match self.forwarder.staging_vrf(port) {
-            Some(vrf) if lane != whole_burst => {
-                self.stage.run_in(&self.forwarder, frames, port, vrf, lane)
-            }
-            _ => self.stage.skip(),
-        }
-        lane
+        self.forwarder.stage_lane(&mut self.lane, frames, vrf)
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.
@@ -537,42 +509,6 @@ impl SwitchWorker {
             .repeated_bridging(packet.data_mut(), in_port, now)
     }
 
-    /// `handle` for frame `index` of the burst, an express frame of the burst stage (see
-    /// `RouteStage::express`): its class and route come from the header the stage checked,
-    /// the class by `classes`, the in-port's `untagged_ip_classes`. `ingress` is the in-port's
-    /// gate, read for the burst.
-    #[inline(always)]
-    fn handle_express(
-        &mut self,
-        mut mbuf: Mbuf,
-        index: usize,
-        classes: &[u8; 64],
-        ingress: IngressGate,
-        now: Picos,
-    ) {
-        let in_port = ingress.port();
-        let staged = self.stage.express_staged(index);
-        let mut packet = mbuf.packet_mut();
-        let frame = packet.data_mut();
-        let version = if staged.is_ipv6() {
-            IpVersion::V6
-        } else {
-            IpVersion::V4
-        };
-        let traffic_class = qos::classify::traffic_class_byte(frame, EXPRESS_L3, version);
-        let tc = classes[usize::from(traffic_class >> 2)];
-        debug_assert_eq!(
-            tc,
-            qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(in_port)])
-        );
-        match self.forwarder.route_express(frame, staged, now) {
-            Verdict::Forward { port, tag } => {
-                self.send_from::<false>(mbuf, port, tag, tc, ingress, now)
-            }
-            verdict => self.act_on(verdict, mbuf, in_port, tc, now),
-        }
-    }
-
     /// `handle` for frame `index` of the burst, an express frame of the lane (see
     /// `ExpressLane`): its class comes from its DSCP by `classes`, the in-port's
     /// `untagged_ip_classes`, and its route from the lane's passes. `ingress` is the in-port's
@@ -586,9 +522,19 @@ impl SwitchWorker {
         ingress: IngressGate,
         now: Picos,
     ) {
+        debug_assert_eq!(
+            mbuf.packet().segments(),
+            1,
+            "the lane takes whole frames only"
+        );
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
-        let traffic_class = qos::classify::traffic_class_byte(frame, LANE_L3, IpVersion::V4);
+        let version = if self.lane.is_ipv6(index) {
+            IpVersion::V6
+        } else {
+            IpVersion::V4
+        };
+        let traffic_class = qos::classify::traffic_class_byte(frame, LANE_L3, version);
         let tc = classes[usize::from(traffic_class >> 2)];
         debug_assert_eq!(
             tc,
@@ -599,7 +545,8 @@ impl SwitchWorker {
                 let verdict = self.forwarder.lane_verdict();
                 self.act_on(verdict, mbuf, ingress.port(), tc, now);
             }
-            port => self.send_from::<false>(mbuf, port, TagOp::Keep, tc, ingress, now),
+            // (`route_lane` returns only ports that are up.)
+            port => self.send_from::<true>(mbuf, port, TagOp::Keep, tc, ingress, now),
         }
     }
 

@@ -190,8 +190,6 @@ impl SwitchWorker {
                     link_free[port] = at;
                     now = now.max(at);
                     self.run_until(now);
-                    // Scheduled changes land between any two replayed frames.
-                    self.forwarder.begin_burst();
                     self.handle(frame.mbuf, port as u16, now);
                     self.serve_requests(now);
                     self.age(now);

@@ -32,14 +32,10 @@ mod srv6;
 // Reuse of the previous bridged frame's decision for frames with the same L2 header.
 mod bridge_memo;
 
-// Express repeats: the route of the burst's last express frame, for its flow's next frames.
-mod route_memo;
-// Burst staging: prefetches and flow hashes for a burst ahead of its frames.
-mod stage;
 // The express lane: routed ports' usual frames, routed in burst passes.
 mod lane;
 pub use lane::{ExpressLane, LANE_L3, LANE_OTHER};
-pub use stage::{EXPRESS_L3, EndpointStep, RouteStage, StagedRoute};
+pub use srv6::EndpointStep;
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;
 
@@ -189,8 +185,9 @@ impl Nexthop {
             self.addresses[..6].copy_from_slice(&mac);
             self.addresses[6..].copy_from_slice(&router_mac);
         }
+        // (Ports from 64 on have no bit in `Forwarder::ports_up`.)
         self.express_port = match (mac, self.routed_port) {
-            (Some(_), Some(port)) if port != NO_PORT => port,
+            (Some(_), Some(port)) if port < 64 => port,
             _ => NO_PORT,
         };
     }
@@ -239,9 +236,8 @@ pub struct Forwarder {
     ports: Vec<PortState>,
     vlans: Vec<VlanState>,
     interfaces: Vec<Interface>,
-    /// Whether some interface is a VLAN interface (interfaces are fixed at start): without
-    /// one, nothing received on a port that is not routed can be routed.
-    vlan_interfaces: bool,
+    /// Bit p: port p (below 64) is up, as `ports[p].up`, for the express lane's one test.
+    ports_up: u64,
     fib4: Vec<Lpm4>,
     fib6: Vec<Lpm6>,
     nexthops: Vec<Nexthop>,
@@ -260,23 +256,16 @@ pub struct Forwarder {
     frame_len: u32,
     pub(crate) macs: MacTable,
     flow_hash_seed: u32,
-    /// What the burst stage found for the frame about to be processed (`RouteStage`); used
-    /// up by that frame's first FIB lookup.
-    staged: StagedRoute,
     glean: [(IpAddr, Picos); GLEAN_SLOTS],
     requests: Vec<ControlRequest>,
     learn_cache: Vec<LearnCacheEntry>,
     dst_cache: Box<[DstCacheEntry; DST_CACHE_SLOTS]>,
     bridge_memo: bridge_memo::BridgeMemo,
-    route_memo: route_memo::RouteMemo,
     /// The verdict behind `route_lane`'s last `LANE_OTHER`.
     lane_verdict: Verdict,
     /// Frames that reused the bridging memo (tests check the memo is exercised).
     #[cfg(test)]
     pub(crate) bridge_memo_hits: std::cell::Cell<u64>,
-    /// Express frames that reused the route memo.
-    #[cfg(test)]
-    pub(crate) route_memo_hits: std::cell::Cell<u64>,
     mac_aging: Picos,
     /// MACs that moved between ports (a loop or a host moving).
     pub mac_moves: u64,
@@ -296,11 +285,6 @@ impl fmt::Debug for Forwarder {
             .finish()
     }
 }
-
-/// What a repeat of a frame's flow at the same instant counts to, for `route_memo`: `None`
-/// when a repeat must choose again (per-packet spraying), else the group and member index
-/// (`GroupBalancer::repeat`) or nothing (a nexthop, a member without counters).
-type RepeatCount = Option<Option<(u32, u32)>>;
 
 /// Most control requests one burst can produce before the engine drains them.
 const MAX_PENDING_REQUESTS: usize = 256;
@@ -366,15 +350,15 @@ impl Forwarder {
         }
 
         let vrfs = usize::from(spec.vrf_count.max(1));
+        // Every port starts up.
+        let ports_up = u64::MAX >> (64 - ports.len().clamp(1, 64));
+        let ports_up = if ports.is_empty() { 0 } else { ports_up };
         let mut forwarder = Forwarder {
             router_mac: spec.router_mac,
             ports,
+            ports_up,
             vlans,
             interfaces: Vec::with_capacity(spec.interfaces.len()),
-            vlan_interfaces: spec
-                .interfaces
-                .iter()
-                .any(|i| matches!(i.attachment, Attachment::Vlan(_))),
             fib4: (0..vrfs).map(|_| Lpm4::new()).collect(),
             fib6: (0..vrfs).map(|_| Lpm6::new()).collect(),
             nexthops: Vec::with_capacity(spec.nexthops.len()),
@@ -390,18 +374,14 @@ impl Forwarder {
                 macs
             },
             flow_hash_seed: spec.flow_hash_seed,
-            staged: StagedRoute::default(),
             glean: [(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0); GLEAN_SLOTS],
             requests: Vec::with_capacity(MAX_PENDING_REQUESTS),
             learn_cache: vec![LearnCacheEntry::default(); port_count],
             dst_cache: Box::new([DstCacheEntry::default(); DST_CACHE_SLOTS]),
             bridge_memo: Default::default(),
-            route_memo: Default::default(),
             lane_verdict: Verdict::Drop(DropReason::NoRoute),
             #[cfg(test)]
             bridge_memo_hits: Default::default(),
-            #[cfg(test)]
-            route_memo_hits: Default::default(),
             mac_aging: spec.mac_aging,
             mac_moves: 0,
             mac_learn_failures: 0,
@@ -593,7 +573,6 @@ impl Forwarder {
     /// A neighbour's MAC became known (or changed): every nexthop with that address on that
     /// interface uses it, and a connected host gets a host route so the fast path finds it.
     pub fn neighbor_resolved(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
-        self.route_memo.forget();
         let Some(iface) = self.interfaces.get(usize::from(interface)) else {
             return;
         };
@@ -612,7 +591,6 @@ impl Forwarder {
 
     /// A neighbour stopped answering: packets to it are dropped (and resolution retried).
     pub fn neighbor_lost(&mut self, interface: u16, ip: IpAddr) {
-        self.route_memo.forget();
         let router_mac = self.router_mac;
         for nh in self
             .nexthops
@@ -631,6 +609,9 @@ impl Forwarder {
             return;
         };
         state.up = up;
+        if port < 64 {
+            self.ports_up = self.ports_up & !(1 << port) | u64::from(up) << port;
+        }
         if !up {
             self.macs.flush_port(port);
         }
@@ -729,21 +710,10 @@ impl Forwarder {
     /// to the front (moving it toward the end of the buffer when the headroom is short),
     /// decapsulation and SRH removal shrink it from the front, padding may be cut from the
     /// end. The caller applies the new window (`Frame::start`, `Frame::end`) to its buffer.
-    /// The caller also calls [`Self::begin_burst`] before each burst (a frame may reuse an
-    /// earlier frame's decisions; the forwarder's own update methods forget what a change
-    /// could make wrong).
+    /// A frame may reuse an earlier frame's bridging decision; the forwarder's own update
+    /// methods forget what a change could make wrong.
     #[inline]
     pub fn process_frame(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
-        // Whatever this frame changes, the express repeats after it resolve afresh.
-        self.route_memo.forget();
-        let verdict = self.process_frame_staged(frame, in_port, now);
-        // A staged route belongs to this frame only, whether or not its routing used it.
-        self.staged.clear();
-        verdict
-    }
-
-    #[inline(always)]
-    fn process_frame_staged(&mut self, frame: &mut Frame<'_>, in_port: u16, now: Picos) -> Verdict {
         self.srv6.local_passes = 0;
         if frame.len() < 14 {
             return Verdict::Drop(DropReason::Truncated);
@@ -1030,10 +1000,7 @@ impl Forwarder {
             return Verdict::Drop(DropReason::BadIpv4Checksum);
         }
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-        let staged = self.take_staged(false, vrf, u128::from(u32::from(dst)));
-        let fib = &self.fib4[usize::from(vrf)];
-        let found = stage::staged_or_looked_up(staged, || fib.lookup(dst));
-        let Some(value) = found else {
+        let Some(value) = self.fib4[usize::from(vrf)].lookup(dst) else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
@@ -1052,99 +1019,13 @@ impl Forwarder {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
-        let staged = staged.and_then(|s| s.flow_hash());
-        let hash = || {
-            let computed = || flow_hash_ipv4(ip, header_len, seed);
-            debug_assert!(
-                staged.is_none_or(|h| h == computed()),
-                "staged hash differs"
-            );
-            staged.unwrap_or_else(computed)
-        };
+        let hash = || flow_hash_ipv4(ip, header_len, seed);
         let (out_iface, dst_mac) = match self.resolve_target(target, || IpAddr::V4(dst), hash, now)
         {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
         forwarded(self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now))
-    }
-
-    /// Routes a frame the burst stage found ready to leave without further checks
-    /// (`RouteStage::express`): an untagged IPv4 or IPv6 frame to the router MAC on a routed
-    /// port that passed every header check, whose staged route leads to a nexthop or an ECMP
-    /// group (for a frame to a uN SID, the route of its shifted destination). Decides exactly
-    /// as [`Self::process_frame`] would, skipping the checks the stage made.
-    #[inline(always)]
-    pub fn route_express(&mut self, frame: &mut [u8], staged: &StagedRoute, now: Picos) -> Verdict {
-        self.frame_len = frame.len() as u32;
-        let Some(value) = staged.fib_answer().flatten() else {
-            debug_assert!(false, "express frames have a route");
-            return Verdict::Drop(DropReason::NoRoute);
-        };
-        // Debug builds check the staging against the frame's own lookup and hash.
-        debug_assert_eq!(
-            Some(value),
-            match staged.dst() {
-                IpAddr::V4(dst) => self.fib4[usize::from(staged.vrf())].lookup(dst),
-                IpAddr::V6(dst) => self.fib6[usize::from(staged.vrf())].lookup(dst),
-            },
-            "staged route differs"
-        );
-        if let (Some(sid), Some(step)) = (staged.sid(), staged.endpoint()) {
-            return self.endpoint_express(frame, staged, sid, step, value, now);
-        }
-        if let Some(port) = self.repeat_express(frame, staged) {
-            return Verdict::Forward {
-                port,
-                tag: TagOp::Keep,
-            };
-        }
-        let (staged_hash, seed) = (staged.flow_hash(), self.flow_hash_seed);
-        let ip = &frame[stage::EXPRESS_L3..];
-        let hash = || {
-            debug_assert!(
-                staged_hash.is_some(),
-                "express frames to groups have a staged hash"
-            );
-            debug_assert_eq!(
-                staged_hash,
-                Some(if staged.is_ipv6() {
-                    flow_hash_ipv6(ip, seed)
-                } else {
-                    flow_hash_ipv4(ip, 20, seed)
-                }),
-                "staged hash differs"
-            );
-            staged_hash.unwrap_or_default()
-        };
-        let target = route_value::decode(value);
-        let (nexthop_id, counted) = match self.choose_nexthop(target, || staged.dst(), hash, now) {
-            Ok(chosen) => chosen,
-            Err(reason) => return Verdict::Drop(reason),
-        };
-        let (l3, ipv6) = (stage::EXPRESS_L3, staged.is_ipv6());
-        let nh = &self.nexthops[nexthop_id as usize];
-        let (port, tag, dst_mac) = if let (Some(mac), Some(port)) = (nh.mac, nh.routed_port) {
-            // What `egress_l2` does for an untagged frame to a routed port, in one copy.
-            debug_assert_eq!(&nh.addresses[..6], &mac);
-            debug_assert_eq!(&nh.addresses[6..], &self.router_mac);
-            frame[..12].copy_from_slice(&nh.addresses);
-            decrement_hop_limit(&mut frame[l3..], ipv6);
-            (port, TagOp::Keep, mac)
-        } else {
-            let (out_iface, dst_mac) = match self.resolved_nexthop(nexthop_id, now) {
-                Ok(found) => found,
-                Err(reason) => return Verdict::Drop(reason),
-            };
-            match self.send_routed(frame, l3, ipv6, false, out_iface, dst_mac, now) {
-                Ok((port, tag)) => (port, tag, dst_mac),
-                Err(reason) => return Verdict::Drop(reason),
-            }
-        };
-        if let (true, Some(counted)) = (staged.repeated(), counted) {
-            self.remember_route(staged, port, tag, dst_mac, counted);
-        }
-        Verdict::Forward { port, tag }
     }
 
     /// The end of routing once the nexthop is known: the L2 rewrite, and only when the
@@ -1189,21 +1070,10 @@ impl Forwarder {
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
-        // Taken before the my-SID lookup: an endpoint routes its new destination afresh.
-        let staged = self.take_staged(true, vrf, u128::from(dst));
-        let sid = match staged {
-            Some(staged) => {
-                debug_assert_eq!(staged.sid(), self.srv6.lookup_sid(vrf, dst), "staged SID");
-                staged.sid()
-            }
-            None => self.srv6.lookup_sid(vrf, dst),
-        };
-        if let Some(sid) = sid {
+        if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
-        let fib = &self.fib6[usize::from(vrf)];
-        let found = stage::staged_or_looked_up(staged, || fib.lookup(dst));
-        let Some(value) = found else {
+        let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
         let target = route_value::decode(value);
@@ -1224,15 +1094,7 @@ impl Forwarder {
             return router_error(DropReason::TtlExpired, in_iface, vrf);
         }
         let seed = self.flow_hash_seed;
-        let staged = staged.and_then(|s| s.flow_hash());
-        let hash = || {
-            let computed = || flow_hash_ipv6(ip, seed);
-            debug_assert!(
-                staged.is_none_or(|h| h == computed()),
-                "staged hash differs"
-            );
-            staged.unwrap_or_else(computed)
-        };
+        let hash = || flow_hash_ipv6(ip, seed);
         let (out_iface, dst_mac) = match self.resolve_target(target, || IpAddr::V6(dst), hash, now)
         {
             Ok(found) => found,
@@ -1289,12 +1151,11 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         now: Picos,
     ) -> Result<(u16, [u8; 6]), DropReason> {
-        let (nexthop_id, _) = self.choose_nexthop(target, dst, hash, now)?;
+        let nexthop_id = self.choose_nexthop(target, dst, hash, now)?;
         self.resolved_nexthop(nexthop_id, now)
     }
 
-    /// The nexthop a route's target sends to (an ECMP group's member chosen and counted), with
-    /// what a repeat of the frame's flow at the same instant counts to.
+    /// The nexthop a route's target sends to (an ECMP group's member chosen and counted).
     #[inline(always)]
     fn choose_nexthop(
         &mut self,
@@ -1302,13 +1163,12 @@ impl Forwarder {
         dst: impl FnOnce() -> IpAddr,
         hash: impl FnOnce() -> u32,
         now: Picos,
-    ) -> Result<(u32, RepeatCount), DropReason> {
-        let (nexthop_id, counted) = match target {
-            RouteTarget::Nexthop(id) => (id, Some(None)),
+    ) -> Result<u32, DropReason> {
+        let nexthop_id = match target {
+            RouteTarget::Nexthop(id) => id,
             RouteTarget::Group(group) => {
                 let g = group as usize;
-                let balancer = &mut self.balancers[g];
-                let chosen = balancer.select_member(
+                let chosen = self.balancers[g].select_member(
                     &self.groups[g],
                     hash(),
                     self.frame_len,
@@ -1316,12 +1176,7 @@ impl Forwarder {
                     &self.egress_load,
                 );
                 match chosen {
-                    Some((member, index)) => (
-                        member,
-                        balancer
-                            .repeats_choice()
-                            .then_some(index.map(|i| (group, i))),
-                    ),
+                    Some((member, _)) => member,
                     None => return Err(DropReason::EcmpNoLiveMember),
                 }
             }
@@ -1335,7 +1190,7 @@ impl Forwarder {
             RouteTarget::Srv6Policy(_) => return Err(DropReason::Srv6EncapRecursion),
             RouteTarget::Local => unreachable!("local routes are punted before resolution"),
         };
-        Ok((nexthop_id, counted))
+        Ok(nexthop_id)
     }
 
     /// Nexthop `nexthop_id`'s interface and MAC, or `NeighborUnresolved` after asking the

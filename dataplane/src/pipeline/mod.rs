@@ -13,8 +13,7 @@ mod srv6_tests;
 mod tests;
 
 pub use forward::{
-    ControlRequest, EXPRESS_L3, EndpointStep, ExpressLane, Forwarder, ForwarderError, LANE_L3,
-    LANE_OTHER, RouteStage, StagedRoute,
+    ControlRequest, EndpointStep, ExpressLane, Forwarder, ForwarderError, LANE_L3, LANE_OTHER,
 };
 pub use frame::Frame;
 

@@ -236,7 +236,6 @@ fn run(f: &mut Forwarder, frame: &[u8], in_port: u16) -> (Verdict, Vec<u8>) {
     buf.extend_from_slice(frame);
     let end = buf.len();
     let mut window = Frame::new(&mut buf, HEADROOM, end).unwrap();
-    f.begin_burst();
     let verdict = f.process_frame(&mut window, in_port, T0);
     (verdict, window.to_vec())
 }

@@ -959,72 +959,148 @@ fn a_flowlet_group_keeps_flows_within_the_timeout_and_leaves_a_down_port_at_once
     assert_eq!(counters[0].flowlets.get(), all_entries + on5);
 }
 
+/// One frame's outcome: its verdict, its window afterwards (SRv6 shrinks and moves frames)
+/// and its bytes.
+type Outcome = (Verdict, (usize, usize), Vec<u8>);
+
+/// A frame through the full pipeline, alone.
+fn through_pipeline(f: &mut Forwarder, frame: &[u8], in_port: u16, now: u64) -> Outcome {
+    let mut bytes = frame.to_vec();
+    let mut window = Frame::whole(&mut bytes);
+    let verdict = f.process_frame(&mut window, in_port, now);
+    let window = (window.start(), window.end());
+    (verdict, window, bytes)
+}
+
+/// Frame `index` of the lane's burst through `route_lane`, as the engine takes an express
+/// frame (its verdict rebuilt from the port the lane returns).
+fn through_route_lane(
+    f: &mut Forwarder,
+    lane: &ExpressLane,
+    index: usize,
+    frame: &[u8],
+    now: u64,
+) -> Outcome {
+    let mut bytes = frame.to_vec();
+    let verdict = match f.route_lane(lane, index, &mut bytes, now) {
+        LANE_OTHER => f.lane_verdict(),
+        port => Verdict::Forward {
+            port,
+            tag: TagOp::Keep,
+        },
+    };
+    (verdict, (0, frame.len()), bytes)
+}
+
+/// A burst received on `in_port` at `now` through the express lane as the engine takes it:
+/// the lane's passes over the burst, then each frame in burst order, an express one through
+/// `route_lane`, any other through the full pipeline. Returns each frame's outcome and the
+/// lane's express frames.
+fn through_lane(
+    f: &mut Forwarder,
+    lane: &mut ExpressLane,
+    burst: &[Vec<u8>],
+    in_port: u16,
+    now: u64,
+) -> (Vec<Outcome>, u64) {
+    let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+    let express = match f.lane_vrf(in_port) {
+        Some(vrf) => f.stage_lane(lane, &views, vrf),
+        None => {
+            lane.clear();
+            0
+        }
+    };
+    let outcomes = burst
+        .iter()
+        .enumerate()
+        .map(|(index, frame)| {
+            if express >> index & 1 != 0 {
+                through_route_lane(f, lane, index, frame, now)
+            } else {
+                through_pipeline(f, frame, in_port, now)
+            }
+        })
+        .collect();
+    (outcomes, express)
+}
+
 #[test]
-fn the_burst_stage_hashes_routed_ipv4_to_groups_only_and_as_the_pipeline_does() {
+fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
     let spec = leaf_spec();
-    let mut forwarder = Forwarder::new(&spec).unwrap();
+    let (mut lane_side, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
     let uplink = spec
         .ports
         .iter()
         .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
         .expect("the leaf has a routed uplink") as u16;
-    let mut frame = vec![0u8; 60];
-    frame[0..6].copy_from_slice(&spec.router_mac);
-    frame[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x42]);
-    frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    frame[14] = 0x45;
-    frame[16..18].copy_from_slice(&46u16.to_be_bytes());
-    frame[22] = 64;
-    frame[23] = 17;
-    frame[26..30].copy_from_slice(&[10, 0, 10, 5]);
-    frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
-    frame[34..36].copy_from_slice(&1234u16.to_be_bytes());
-    frame[36..38].copy_from_slice(&4791u16.to_be_bytes());
-    let csum = !crate::wire::checksum::sum(&frame[14..34]);
-    frame[24..26].copy_from_slice(&csum.to_be_bytes());
-    let stage_of = |forwarder: &Forwarder, frame: &[u8]| {
-        let mut stage = RouteStage::default();
-        stage.run(forwarder, &[frame], uplink);
-        stage.staged(0).flow_hash()
+    for f in [&mut lane_side, &mut plain] {
+        f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+        f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
+    }
+    // 10.1.0.0/16 goes to ECMP group 0, 10.2.0.0/16 to a single nexthop.
+    let to = |third: u8, second: u8| {
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &ipv4(
+                [10, 0, 10, 5],
+                [10, second, third, 3],
+                64,
+                17,
+                1234 + u16::from(third),
+                4791,
+            ),
+        )
     };
-    // 10.1.0.0/16 goes to ECMP group 0: staged with the 5-tuple's flow hash.
-    let key = crate::tables::flowhash::FlowKey::V4 {
-        src: [10, 0, 10, 5],
-        dst: [10, 1, 2, 3],
-        proto: 17,
-        sport: 1234,
-        dport: 4791,
-    };
-    let expected = crate::tables::flowhash::flow_hash(&key, spec.flow_hash_seed);
-    assert_eq!(stage_of(&forwarder, &frame), Some(expected));
-    // The pipeline takes it (debug builds check it against its own hash) and routes the same.
-    let unstaged = forwarder.process(&mut frame.clone(), uplink, T0);
-    let mut stage = RouteStage::default();
-    stage.run(&forwarder, &[&frame], uplink);
-    forwarder.set_staged_route(stage.staged(0));
-    assert_eq!(forwarder.process(&mut frame.clone(), uplink, T0), unstaged);
-    // 10.2.0.0/16 has a single nexthop: nothing to hash.
-    let mut single = frame.clone();
-    single[31] = 2;
-    assert_eq!(stage_of(&forwarder, &single), None);
-    let mut bridged = frame.clone();
+    let mut lane = ExpressLane::default();
+    let mut cases: Vec<(Vec<u8>, bool, &str)> = (0..8)
+        .flat_map(|third| {
+            [
+                (to(third, 1), true, "to the group"),
+                (to(third, 2), true, "to a nexthop"),
+            ]
+        })
+        .collect();
+    let mut bridged = to(0, 1);
     bridged[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x77]);
-    assert_eq!(
-        stage_of(&forwarder, &bridged),
-        None,
-        "not to the router MAC"
-    );
-    let mut arp = frame.clone();
+    cases.push((bridged, false, "not to the router MAC"));
+    let mut arp = to(0, 1);
     arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-    assert_eq!(stage_of(&forwarder, &arp), None);
-    assert_eq!(stage_of(&forwarder, &frame[..20]), None, "short frames");
-    let mut bad_ihl = frame.clone();
+    cases.push((arp, false, "ARP"));
+    cases.push((to(0, 1)[..20].to_vec(), false, "a short frame"));
+    let mut bad_ihl = to(0, 1);
     bad_ihl[14] = 0x4f;
-    assert_eq!(
-        stage_of(&forwarder, &bad_ihl),
-        None,
-        "header beyond the frame"
-    );
+    cases.push((bad_ihl, false, "a header beyond the frame"));
+    let mut no_route = to(0, 1);
+    no_route[31] = 77;
+    no_route[24..26].copy_from_slice(&[0, 0]);
+    let c = reference_checksum(&no_route[14..34]);
+    no_route[24..26].copy_from_slice(&c.to_be_bytes());
+    cases.push((no_route, false, "no route"));
+    let burst: Vec<Vec<u8>> = cases.iter().map(|(f, _, _)| f.clone()).collect();
+    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, T0);
+    for (index, (frame, want_express, what)) in cases.iter().enumerate() {
+        assert_eq!(express >> index & 1 != 0, *want_express, "{what}");
+        assert_eq!(
+            outcomes[index],
+            through_pipeline(&mut plain, frame, uplink, T0),
+            "{what}"
+        );
+    }
+    for (x, p) in lane_side
+        .balance_counters()
+        .iter()
+        .zip(plain.balance_counters())
+    {
+        assert_eq!(x.member_packets(), p.member_packets());
+        assert_eq!(x.member_bytes(), p.member_bytes());
+    }
 }
 
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
@@ -1051,15 +1127,18 @@ fn staging_spec() -> SwitchSpec {
 }
 
 #[test]
-fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
-    // Random frames that look routed often enough to reach every stage check: to the router
-    // MAC, IPv4 (sometimes tagged), destinations in the ECMP prefix, random lengths, header
-    // lengths and fragment bits. Whenever the stage stages a hash, the frame's own route takes
-    // it, and debug builds (the test profile) assert it equals the pipeline's own hash, and
-    // that every staged route equals the pipeline's own lookup. A quarter of the frames are
-    // IPv6, toward an ECMP prefix, a single nexthop or nowhere.
+fn the_lane_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
+    // Random frames that look routed often enough to reach every check: to the router MAC,
+    // IPv4 (sometimes tagged), destinations in the ECMP prefix, random lengths, header
+    // lengths and fragment bits; a quarter IPv6, toward an ECMP prefix, a single nexthop, the
+    // End SID (whose random SRHs keep those off the lane) or nowhere. In bursts of up to eight through the lane, each frame gets what the
+    // pipeline alone gives it (and debug builds, the test profile, check the lane's hashes
+    // and steps against the frame's own).
     let spec = staging_spec();
-    let mut forwarder = Forwarder::new(&spec).unwrap();
+    let (mut lane_side, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
     let uplink = spec
         .ports
         .iter()
@@ -1071,13 +1150,11 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
         state ^= state >> 9;
         state
     };
-    let (mut staged_count, mut routed_with_staged, mut v6_routed_with_staged) = (0, 0, 0);
-    let mut staged_sids = 0;
-    for round in 0..20_000 {
+    let mut make = |round: u64| -> Vec<u8> {
         if round % 4 == 3 {
             let len = 14 + (next() % 110) as usize;
             let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            frame[0..6].copy_from_slice(&spec.router_mac);
+            frame[0..6].copy_from_slice(&ROUTER);
             frame[6] &= 0xfe;
             frame[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
             if len >= 54 {
@@ -1094,22 +1171,11 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
                 };
                 frame[38..44].copy_from_slice(&prefix);
             }
-            let mut stage = RouteStage::default();
-            stage.run(&forwarder, &[&frame], uplink);
-            let staged = stage.staged(0).flow_hash();
-            staged_sids += usize::from(stage.staged(0).sid().is_some());
-            forwarder.set_staged_route(stage.staged(0));
-            let verdict = forwarder.process(&mut frame, uplink, T0);
-            let chose = matches!(
-                verdict,
-                Verdict::Forward { .. } | Verdict::Drop(DropReason::NeighborUnresolved)
-            );
-            v6_routed_with_staged += usize::from(staged.is_some() && chose);
-            continue;
+            return frame;
         }
         let len = 14 + (next() % 90) as usize;
         let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        frame[0..6].copy_from_slice(&spec.router_mac);
+        frame[0..6].copy_from_slice(&ROUTER);
         frame[6] &= 0xfe;
         let l3 = if next() % 4 == 0 && len >= 18 {
             frame[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
@@ -1134,33 +1200,39 @@ fn the_burst_stage_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
                 frame[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
             }
         }
-        let mut stage = RouteStage::default();
-        stage.run(&forwarder, &[&frame], uplink);
-        let staged = stage.staged(0).flow_hash();
-        staged_count += usize::from(staged.is_some());
-        forwarder.set_staged_route(stage.staged(0));
-        let verdict = forwarder.process(&mut frame, uplink, T0);
-        // Forwarded, or waiting for the member's neighbour: either way the group chose a member
-        // with the flow hash.
-        let chose = matches!(
-            verdict,
-            Verdict::Forward { .. } | Verdict::Drop(DropReason::NeighborUnresolved)
-        );
-        routed_with_staged += usize::from(staged.is_some() && chose);
+        frame
+    };
+    let mut lane = ExpressLane::default();
+    let (mut express_v4, mut express_v6) = (0, 0);
+    let mut round = 0u64;
+    while round < 20_000 {
+        let size = 1 + (round % 8) as usize;
+        let burst: Vec<Vec<u8>> = (0..size as u64).map(|i| make(round + i)).collect();
+        round += size as u64;
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, T0);
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, T0);
+            assert_eq!(
+                outcomes[index], want,
+                "round {round} frame {index}: {frame:02x?}"
+            );
+            if express >> index & 1 != 0 {
+                if frame[12..14] == [0x86, 0xdd] {
+                    express_v6 += 1;
+                } else {
+                    express_v4 += 1;
+                }
+            }
+        }
     }
     assert!(
-        staged_count > 1_000,
-        "only {staged_count} frames staged a hash"
+        express_v4 > 1_000,
+        "only {express_v4} IPv4 frames took the lane"
     );
     assert!(
-        routed_with_staged > 1_000,
-        "only {routed_with_staged} staged frames were routed"
+        express_v6 > 500,
+        "only {express_v6} IPv6 frames took the lane"
     );
-    assert!(
-        v6_routed_with_staged > 500,
-        "only {v6_routed_with_staged} staged IPv6 frames were routed"
-    );
-    assert!(staged_sids > 500, "only {staged_sids} frames staged a SID");
 }
 
 #[test]
@@ -1189,7 +1261,6 @@ fn frames_repeating_a_bridged_header_get_the_same_verdict_as_on_the_full_path() 
         if next().is_multiple_of(16) {
             assert_eq!(memo.age_macs(now), full.age_macs(now));
         }
-        memo.begin_burst();
         for _ in 0..1 + next() % 32 {
             if next().is_multiple_of(16) {
                 // Time also moves within a burst in replays.
@@ -1288,7 +1359,6 @@ fn a_forgotten_bridging_memo_matches_no_frame() {
         // A decision remembered within a burst, then the next burst.
         let mut window = Frame::whole(&mut learned);
         let _ = forwarder.process_frame(&mut window, 1, T0);
-        forwarder.begin_burst();
     }
 }
 
@@ -1313,7 +1383,6 @@ fn a_bridging_memo_outlives_bursts_only_while_what_it_skipped_would_not_change()
                 tag: TagOp::Keep
             }
         );
-        forwarder.begin_burst();
     };
     let repeats = |forwarder: &Forwarder, now: u64| {
         let mut frame = a_to_b.clone();
@@ -1404,13 +1473,14 @@ fn a_bridging_memo_outlives_bursts_only_while_what_it_skipped_would_not_change()
 }
 
 #[test]
-fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
+fn a_lane_burst_routes_each_frame_as_the_pipeline_does_alone() {
     // Bursts mixing bridged frames, IPv4 and IPv6 frames to ECMP groups, to a single nexthop
-    // and to local SIDs (End, uN, uA), with runs of one flow and of one destination: staging a
-    // whole burst gives each frame what staging it alone gives, and each frame then gets the
-    // verdict and bytes it gets without any staging.
-    let (mut staged_forwarder, mut plain) = express_pair();
-    for f in [&mut staged_forwarder, &mut plain] {
+    // and to local SIDs (End, uN, uA), with runs of one flow and of one destination: each
+    // frame of a burst through the lane gets the verdict and bytes the pipeline gives it
+    // alone, whether it repeats the flow of the frame before it, shares its destination or
+    // differs from it in one byte that the route or the hash reads.
+    let (mut lane_side, mut plain) = express_pair();
+    for f in [&mut lane_side, &mut plain] {
         f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
         f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
     }
@@ -1481,7 +1551,7 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
     };
     // Runs of one flow: a frame may repeat the one before it with bytes the flow hash does
     // not read changed (TTL or hop limit, IPv4 id, payload, IPv6 traffic class), which the
-    // stage takes as a repeat, or with one it does read changed (an address, a port, the
+    // lane takes as a repeat, or with one it does read changed (an address, a port, the
     // protocol, fragment bits, the flow label, ports cut off, an SRH's segment, a VLAN tag
     // pushed), which it must not. Those to the same destination (another source, port or
     // segment, a tag) may take the lookups of the frame before them, where they are the same.
@@ -1530,8 +1600,8 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
         }
         frame
     };
-    let (mut staged_frames, mut frames_seen, mut forwarded) = (0, 0, 0);
-    let (mut repeats, mut shared) = (0, 0);
+    let (mut express_frames, mut frames_seen, mut forwarded, mut taken) = (0, 0, 0, 0);
+    let mut lane = ExpressLane::default();
     for round in 0..300u64 {
         let size = 1 + (round * 7 % 32) as usize;
         let mut burst: Vec<Vec<u8>> = Vec::with_capacity(size);
@@ -1542,64 +1612,49 @@ fn a_burst_stages_each_frame_as_alone_and_routes_as_unstaged() {
             };
             burst.push(frame);
         }
-        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        let mut stage = RouteStage::default();
-        stage.run(&staged_forwarder, &views, uplink);
-        repeats += stage.repeats().count_ones() as usize;
-        shared += stage.shared().count_ones() as usize;
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, T0);
+        taken += lane.taken().count_ones() as usize;
+        express_frames += express.count_ones() as usize;
         for (index, frame) in burst.iter().enumerate() {
-            let mut alone = RouteStage::default();
-            alone.run(&staged_forwarder, &[frame], uplink);
-            // The same staging, but for the burst index of the frame it was looked up for and
-            // whether the flow repeats.
-            assert_eq!(
-                stage.staged(index).as_alone(),
-                alone.staged(0),
-                "round {round} frame {index}"
-            );
-            staged_frames += usize::from(stage.staged(index) != StagedRoute::default());
-            let (mut a, mut b) = (frame.clone(), frame.clone());
-            stage.hand_to(&mut staged_forwarder, index);
-            let got = {
-                let mut window = Frame::whole(&mut a);
-                staged_forwarder.process_frame(&mut window, uplink, T0)
-            };
-            let want = plain.process(&mut b, uplink, T0);
-            assert_eq!(got, want, "round {round} frame {index}");
-            assert_eq!(a, b, "round {round} frame {index}");
+            let want = through_pipeline(&mut plain, frame, uplink, T0);
+            assert_eq!(outcomes[index], want, "round {round} frame {index}");
             frames_seen += 1;
-            forwarded += usize::from(matches!(want, Verdict::Forward { .. }));
+            forwarded += usize::from(matches!(want.0, Verdict::Forward { .. }));
         }
     }
+    // Bridged frames, IPv4 with options and tagged repeats take the pipeline.
     assert!(
-        staged_frames * 2 > frames_seen,
-        "{staged_frames} of {frames_seen} staged"
-    );
-    // Half the frames repeat the one before, a fifth of those with only bytes the hash
-    // ignores changed: one in ten at most, less repeats of bridged frames and of SRH frames.
-    assert!(
-        repeats * 13 > frames_seen,
-        "only {repeats} of {frames_seen} frames repeated a staged flow"
+        express_frames * 3 > frames_seen,
+        "{express_frames} of {frames_seen} express"
     );
     assert!(
         forwarded * 3 > frames_seen,
         "{forwarded} of {frames_seen} forwarded"
     );
-    // Runs of one destination: about one frame in twelve takes another's lookups.
+    // Half the frames repeat the one before, a fifth of those with only bytes the hash
+    // ignores changed, and runs of one destination share its IPv6 lookup.
     assert!(
-        shared * 25 > frames_seen,
-        "only {shared} of {frames_seen} frames took the lookups of another"
+        taken * 13 > frames_seen,
+        "only {taken} of {frames_seen} frames took another's staging"
     );
+    for (x, p) in lane_side
+        .balance_counters()
+        .iter()
+        .zip(plain.balance_counters())
+    {
+        assert_eq!(x.member_packets(), p.member_packets());
+    }
 }
 
 #[test]
-fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
+fn a_frame_to_the_destination_of_the_frame_before_it_takes_its_lookup_only_where_it_routes() {
     // Frames to one End SID address after a first frame that takes no endpoint step (tagged:
-    // only untagged frames get one), each with an SRH whose next segment is that same address
-    // or a routed one, the first with and without a tag itself. A step that leads back to the
-    // local SID goes nowhere near the FIB, even though the first frame's staging holds that
-    // very address; a step to the routed segment does.
-    let forwarder = Forwarder::new(&express_spec()).unwrap();
+    // only untagged frames take the lane), each with an SRH whose next segment is that same
+    // address or a routed one, the first with and without a tag itself. A step that leads
+    // back to the local SID goes nowhere near the FIB; a step to the routed segment does, and
+    // the next frame with the same step takes its lookup. Each gets what the pipeline gives
+    // it alone.
+    let (mut lane_side, mut plain) = express_pair();
     let sid = "2001:db8:5::1";
     let frame = |tag: Option<u16>, segment: &str, sport: u16| {
         let mut upper = vec![0u8; 8];
@@ -1614,6 +1669,7 @@ fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
             &ipv6("2001:db8:10::5", sid, 64, 43, &srh),
         )
     };
+    let mut lane = ExpressLane::default();
     for first_tag in [Some(10), None] {
         let burst = [
             frame(first_tag, sid, 1),
@@ -1622,23 +1678,21 @@ fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
             frame(None, "2001:db8:e::1", 4),
             frame(None, sid, 5),
         ];
-        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        let mut stage = RouteStage::default();
-        stage.run(&forwarder, &views, 5);
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, 5, T0);
         for (index, frame) in burst.iter().enumerate() {
-            let mut alone = RouteStage::default();
-            alone.run(&forwarder, &[frame], 5);
+            let want = through_pipeline(&mut plain, frame, 5, T0);
             assert_eq!(
-                stage.staged(index).as_alone(),
-                alone.staged(0),
+                outcomes[index], want,
                 "first tagged: {first_tag:?}, frame {index}"
             );
         }
-        // The fourth frame takes the third's lookup.
-        assert_ne!(stage.shared() & 1 << 3, 0, "first tagged: {first_tag:?}");
+        // Only the steps to the routed segment are express, and the second takes the first's
+        // lookup.
+        assert_eq!(express, 0b01100, "first tagged: {first_tag:?}");
+        assert_eq!(lane.taken(), 0b01000, "first tagged: {first_tag:?}");
     }
-    // An IPv4 frame's destination, held in the low 32 bits, equals an IPv6 one (`::a.b.c.d`):
-    // a frame to that IPv6 address after it takes nothing of its staging.
+    // An IPv4 frame's destination 10.1.7.3 and the IPv6 one ::10.1.7.3 after it share
+    // nothing.
     let v4 = eth(
         ROUTER,
         SPINE1,
@@ -1653,12 +1707,12 @@ fn a_frame_to_the_destination_of_the_frame_before_it_is_staged_as_alone() {
         0x86dd,
         &ipv6("2001:db8:10::5", "::10.1.7.3", 64, 17, &[0; 8]),
     );
-    let burst = [v4.as_slice(), v6.as_slice()];
-    let mut stage = RouteStage::default();
-    stage.run(&forwarder, &burst, 5);
-    let mut alone = RouteStage::default();
-    alone.run(&forwarder, &burst[1..], 5);
-    assert_eq!(stage.staged(1).as_alone(), alone.staged(0));
+    let burst = [v4, v6];
+    let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, 5, T0);
+    assert_eq!(lane.taken(), 0);
+    for (index, frame) in burst.iter().enumerate() {
+        assert_eq!(outcomes[index], through_pipeline(&mut plain, frame, 5, T0));
+    }
 }
 
 /// Two forwarders on `express_spec`: one to take a path under test, one to take the full
@@ -1711,6 +1765,14 @@ fn express_spec() -> SwitchSpec {
             target,
         });
     }
+    // A host route inside the ECMP /48: destinations that differ only in their last bits
+    // route apart.
+    spec.routes.push(RouteSpec {
+        vrf: 0,
+        prefix: "2001:db8:e::77".parse().unwrap(),
+        len: 128,
+        target: RouteTarget::Nexthop(2),
+    });
     // NEXT-C-SID SIDs (see `usid_destination`): a uN and a uA (32-bit block, 16-bit uSIDs),
     // whose next uSIDs lead to both groups, a nexthop, nowhere or a local SID; and a uN with
     // an 8-bit block and 8-bit uSIDs whose shift may make a link-local destination.
@@ -1819,7 +1881,7 @@ fn usid_destination(next: &mut dyn FnMut() -> u64) -> String {
 }
 
 #[test]
-fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
+fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
     // Random bursts on a routed uplink (and now and then an access port): IPv4 frames to
     // every kind of route (groups in hash, flowlet, per-packet and least-loaded flowlet mode,
     // nexthops on a routed port and behind a VLAN, unresolved, connected, blackhole, local,
@@ -1828,12 +1890,12 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     // ARP), IPv6 frames to a group, a nexthop, a local SID, a uN SID (its next uSID routed or
     // not), an End SID with an SRH (valid or broken, behind a Hop-by-Hop header, PSP) or no
     // route (hop limit, version, payload length, link-local source or destination), and runs
-    // of one flow (express repeats reuse the remembered route), while neighbours resolve, the
-    // VLAN host moves (between access ports and a trunk) and an uplink goes down and up. One
-    // forwarder takes the burst's express frames through `route_express` and the rest through
-    // the pipeline; the other takes every frame through the pipeline unstaged. Verdicts,
-    // bytes, control requests, learned MACs, the groups' counters and loads and the SIDs'
-    // counters must agree.
+    // of one flow and of other flows to one destination, while neighbours resolve, the VLAN
+    // host moves (between access ports and a trunk) and an uplink goes down and up between
+    // bursts. One forwarder takes each burst through the express lane (`through_lane`: the
+    // lane's frames through `route_lane`, the rest through the pipeline); the other takes
+    // every frame through the pipeline alone. Verdicts, bytes, control requests, learned
+    // MACs, the groups' counters and loads and the SIDs' counters must agree.
     let (mut express_side, mut plain) = express_pair();
     let uplink = 5u16;
     let mut next = xorshift(0x0dd_b1a5_e5ca_1ab1u64);
@@ -1912,7 +1974,8 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
                     "{}:{:x}::{:x}",
                     ["2001:db8", "fe80:0"][usize::from(pick(next, 8) == 0)],
                     [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize],
-                    pick(next, 65_536)
+                    // Now and then the host route's address.
+                    [pick(next, 65_536), 0x77][usize::from(pick(next, 4) == 0)]
                 )
             };
             let src = ["2001:db8:10::5", "fe80::5"][usize::from(pick(next, 8) == 0)];
@@ -1952,7 +2015,8 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
     let mut now = T0;
     let (mut express_frames, mut express_forwarded, mut frames) = (0, 0, 0);
     let (mut shifts_forwarded, mut srh_steps_forwarded) = (0, 0);
-    let mut lane_forwarded = 0;
+    let mut repeats_forwarded = 0;
+    let mut lane = ExpressLane::default();
     let mut hosts = 0u16;
     for round in 0..2_000u64 {
         now += match next() % 8 {
@@ -2031,62 +2095,27 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
             }
             burst.push(frame);
         }
-        let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        // As the engine: the lane first (routed ports), then the stage for the rest.
-        let mut lane = ExpressLane::default();
-        let lane_frames = match express_side.lane_vrf(in_port) {
-            Some(vrf) => express_side.stage_lane(&mut lane, &views, vrf),
-            None => 0,
-        };
-        let mut stage = RouteStage::default();
-        match express_side.staging_vrf(in_port) {
-            Some(vrf) => stage.run_in(&express_side, &views, in_port, vrf, lane_frames),
-            None => stage.skip(),
-        }
-        express_side.begin_burst();
+        let (outcomes, express_mask) =
+            through_lane(&mut express_side, &mut lane, &burst, in_port, now);
+        let endpoints = lane.endpoints();
         for (index, frame) in burst.iter().enumerate() {
-            let (mut a, mut b) = (frame.clone(), frame.clone());
-            let in_lane = lane_frames >> index & 1 != 0;
-            let express = in_lane || stage.express() >> index & 1 != 0;
-            // Verdicts with the frame's window after them (PSP and decapsulation shrink it).
-            let whole = (0, frame.len());
-            let got = if in_lane {
-                let verdict = match express_side.route_lane(&lane, index, &mut a, now) {
-                    LANE_OTHER => express_side.lane_verdict(),
-                    port => Verdict::Forward {
-                        port,
-                        tag: TagOp::Keep,
-                    },
-                };
-                lane_forwarded += usize::from(matches!(verdict, Verdict::Forward { .. }));
-                (verdict, whole)
-            } else if express {
-                let verdict = express_side.route_express(&mut a, &stage.staged(index), now);
-                (verdict, whole)
-            } else {
-                stage.hand_to(&mut express_side, index);
-                let mut window = Frame::whole(&mut a);
-                let verdict = express_side.process_frame(&mut window, in_port, now);
-                (verdict, (window.start(), window.end()))
-            };
-            // The plain side forgets its bridging memo before every frame (`Forwarder::process`).
-            plain.begin_burst();
-            let mut window = Frame::whole(&mut b);
-            let verdict = plain.process_frame(&mut window, in_port, now);
-            let want = (verdict, (window.start(), window.end()));
+            let express = express_mask >> index & 1 != 0;
+            let want = through_pipeline(&mut plain, frame, in_port, now);
             assert_eq!(
-                got, want,
+                outcomes[index], want,
                 "round {round} frame {index} (express {express}): {frame:02x?}"
             );
-            assert_eq!(a, b, "round {round} frame {index} bytes");
             frames += 1;
             express_frames += usize::from(express);
-            express_forwarded += usize::from(express && matches!(want.0, Verdict::Forward { .. }));
-            if express && matches!(want.0, Verdict::Forward { .. }) {
-                match stage.staged(index).endpoint() {
-                    Some(EndpointStep::Shift) => shifts_forwarded += 1,
-                    Some(EndpointStep::Srh { .. }) => srh_steps_forwarded += 1,
-                    None => {}
+            let forwarded = express && matches!(want.0, Verdict::Forward { .. });
+            express_forwarded += usize::from(forwarded);
+            repeats_forwarded += usize::from(forwarded && lane.taken() >> index & 1 != 0);
+            if forwarded && endpoints >> index & 1 != 0 {
+                // A uN shift leaves Segments Left alone; End's SRH step takes one.
+                if frame.get(20) == Some(&43) {
+                    srh_steps_forwarded += 1;
+                } else {
+                    shifts_forwarded += 1;
                 }
             }
         }
@@ -2112,13 +2141,8 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
         assert_eq!(x.snapshot(), p.snapshot(), "SID counters");
     }
     assert!(
-        lane_forwarded * 4 > express_forwarded,
-        "only {lane_forwarded} of {express_forwarded} forwarded express frames took the lane"
-    );
-    let memo_hits = express_side.route_memo_hits.get();
-    assert!(
-        memo_hits * 40 > express_forwarded as u64,
-        "{memo_hits} of {express_forwarded} forwarded express frames repeated a remembered route"
+        repeats_forwarded * 40 > express_forwarded,
+        "{repeats_forwarded} of {express_forwarded} forwarded express frames repeated a flow"
     );
     assert!(
         shifts_forwarded > 0 && srh_steps_forwarded > 0,
@@ -2152,19 +2176,19 @@ fn express_frames_get_the_verdict_and_bytes_of_the_full_pipeline() {
 }
 
 #[test]
-fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
-    // A burst of one flow whose repeats would reuse the first frame's route, with the
-    // forwarder changed between them: a MAC move learned through the full pipeline, a
-    // neighbour's new MAC, a neighbour lost, a link down and up, a neighbour's new MAC
-    // undone (a failed update batch). Each repeat must get what a forwarder that remembers
-    // nothing decides.
-    let (mut express_side, mut plain) = express_pair();
+fn lane_frames_route_as_the_forwarder_stands_in_their_turn() {
+    // A burst of one flow through the lane, its later frames repeats that take the first
+    // one's staging, with the forwarder changed between them the ways a burst's own frames
+    // can change it (links and table updates land between bursts): a MAC move learned
+    // through the full pipeline, a neighbour's new MAC, a neighbour lost. Each frame must get
+    // what the pipeline decides for it alone at its turn.
+    let (mut lane_side, mut plain) = express_pair();
     let uplink = 5u16;
     let spine1 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0));
     let spine2 = IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2));
     let host_c = IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7));
     let hello_from = |port: u16| (eth(BCAST, C, None, 0x0806, &[0u8; 28]), port);
-    for f in [&mut express_side, &mut plain] {
+    for f in [&mut lane_side, &mut plain] {
         f.neighbor_resolved(0, spine1, SPINE1);
         f.neighbor_resolved(1, spine2, SPINE2);
         f.neighbor_resolved(2, host_c, C);
@@ -2176,11 +2200,8 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
         Frame(Vec<u8>, u16),
         Resolved(u16, IpAddr, [u8; 6]),
         Lost(u16, IpAddr),
-        Link(u16, bool),
-        Undone(crate::ctl::Update),
     }
-    // A flow of the ECMP group that its hash sends out of port 6, so that its link going
-    // down moves it.
+    // A flow of the ECMP group that its hash sends out of port 6 (to spine 2).
     let group_flow = (1..)
         .map(|sport| {
             eth(
@@ -2208,80 +2229,41 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
     let scenarios = [
         (vlan_flow.clone(), vec![Change::Frame(hello_from(1).0, 1)]),
         (vlan_flow, vec![Change::Resolved(2, host_c, A)]),
-        (
-            group_flow.clone(),
-            vec![Change::Link(6, false), Change::Link(6, true)],
-        ),
-        (
-            group_flow.clone(),
-            vec![Change::Undone(crate::ctl::Update::AddNeighbor {
-                interface: 1,
-                ip: spine2,
-                mac: A,
-            })],
-        ),
+        (group_flow.clone(), vec![Change::Resolved(1, spine2, A)]),
         (group_flow, vec![Change::Lost(1, spine2)]),
     ];
+    let mut lane = ExpressLane::default();
     for (round, (frame, changes)) in scenarios.into_iter().enumerate() {
         let now = T0 + round as u64 * PICOS_PER_SECOND;
         let burst = vec![frame; changes.len() + 2];
         let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        let mut stage = RouteStage::default();
-        stage.run(&express_side, &views, uplink);
-        assert_eq!(
-            stage.express().count_ones() as usize,
-            burst.len(),
-            "round {round}"
-        );
-        express_side.begin_burst();
-        let hits_before = express_side.route_memo_hits.get();
+        let express = lane_side.stage_lane(&mut lane, &views, 0);
+        assert_eq!(express.count_ones() as usize, burst.len(), "round {round}");
+        assert_eq!(lane.taken(), express & !1, "round {round}: the repeats");
         for (index, frame) in burst.iter().enumerate() {
             if index >= 2 {
                 match &changes[index - 2] {
                     Change::Frame(hello, port) => {
-                        // Through the pipeline, as the engine takes a frame that is not
-                        // express (without `process`, which starts a burst).
-                        for f in [&mut express_side, &mut plain] {
-                            let mut bytes = hello.clone();
-                            f.process_frame(&mut Frame::whole(&mut bytes), *port, now);
+                        for f in [&mut lane_side, &mut plain] {
+                            f.process_frame(&mut Frame::whole(&mut hello.clone()), *port, now);
                         }
                     }
                     Change::Resolved(interface, ip, mac) => {
-                        for f in [&mut express_side, &mut plain] {
+                        for f in [&mut lane_side, &mut plain] {
                             f.neighbor_resolved(*interface, *ip, *mac);
                         }
                     }
                     Change::Lost(interface, ip) => {
-                        for f in [&mut express_side, &mut plain] {
+                        for f in [&mut lane_side, &mut plain] {
                             f.neighbor_lost(*interface, *ip);
-                        }
-                    }
-                    Change::Link(port, up) => {
-                        for f in [&mut express_side, &mut plain] {
-                            f.set_port_up(*port, *up);
-                        }
-                    }
-                    Change::Undone(update) => {
-                        for f in [&mut express_side, &mut plain] {
-                            let mut undo = Vec::new();
-                            f.apply_update(update, &mut undo).unwrap();
-                            f.undo_updates(undo);
                         }
                     }
                 }
             }
-            let (mut a, mut b) = (frame.clone(), frame.clone());
-            let got = express_side.route_express(&mut a, &stage.staged(index), now);
-            plain.begin_burst();
-            let want = plain.process_frame(&mut Frame::whole(&mut b), uplink, now);
+            let got = through_route_lane(&mut lane_side, &lane, index, frame, now);
+            let want = through_pipeline(&mut plain, frame, uplink, now);
             assert_eq!(got, want, "round {round} frame {index}");
-            assert_eq!(a, b, "round {round} frame {index} bytes");
         }
-        // The second frame repeats the first before anything changes.
-        assert!(
-            express_side.route_memo_hits.get() > hits_before,
-            "round {round}"
-        );
     }
 }
 
@@ -2290,22 +2272,14 @@ fn the_route_memo_is_forgotten_when_the_forwarder_changes_within_a_burst() {
 mod ctl_tests;
 
 #[test]
-fn the_burst_stage_skips_ports_that_cannot_route() {
-    // A routed port stages in its interface's VRF; a VLAN port only while the switch has a
-    // VLAN interface (any: the stage does not look up the port's VLANs); without one, its
-    // bursts are not staged, and the previous burst's staging is gone.
-    let with_svis = Forwarder::new(&leaf_spec()).unwrap();
-    let mut spec = leaf_spec();
-    spec.interfaces.truncate(2);
-    for vlan in &mut spec.vlans {
-        vlan.interface = None;
-    }
-    let bridging_only = Forwarder::new(&spec).unwrap();
-    for (forwarder, access) in [(&with_svis, Some(0)), (&bridging_only, None)] {
-        assert_eq!(forwarder.staging_vrf(0), access);
-        assert_eq!(forwarder.staging_vrf(4), access, "the trunk");
-        assert_eq!(forwarder.staging_vrf(5), Some(0), "the routed uplink");
-    }
+fn the_lane_takes_routed_ports_only() {
+    // A routed port's bursts go through the lane in its interface's VRF; an access or trunk
+    // port's never (a frame to a VLAN interface takes the full pipeline), and a burst that
+    // skips the lane leaves nothing of the lane's previous burst express.
+    let forwarder = Forwarder::new(&leaf_spec()).unwrap();
+    assert_eq!(forwarder.lane_vrf(0), None, "an access port");
+    assert_eq!(forwarder.lane_vrf(4), None, "the trunk");
+    assert_eq!(forwarder.lane_vrf(5), Some(0), "the routed uplink");
     let routed = eth(
         ROUTER,
         SPINE1,
@@ -2313,15 +2287,9 @@ fn the_burst_stage_skips_ports_that_cannot_route() {
         0x0800,
         &ipv4([10, 0, 20, 5], [10, 1, 0, 9], 64, 17, 5000, 53),
     );
-    let mut stage = RouteStage::default();
-    stage.run(&bridging_only, &[&routed], 5);
-    assert_ne!(stage.staged(0), StagedRoute::default());
-    assert_ne!(stage.express(), 0);
-    stage.run(&bridging_only, &[&routed], 0);
-    assert_eq!(stage.staged(0), StagedRoute::default());
-    assert_eq!(stage.express(), 0);
-    stage.run(&with_svis, &[&routed], 0);
-    assert_ne!(stage.staged(0), StagedRoute::default());
-    stage.skip();
-    assert_eq!(stage.staged(0), StagedRoute::default());
+    let mut lane = ExpressLane::default();
+    assert_eq!(forwarder.stage_lane(&mut lane, &[&routed], 0), 1);
+    assert_eq!(lane.express(), 1);
+    lane.clear();
+    assert_eq!(lane.express(), 0);
 }

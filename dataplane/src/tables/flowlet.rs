@@ -691,28 +691,6 @@ impl GroupBalancer {
         self.loads.iter().map(|l| l.snapshot).collect()
     }
 
-    /// Whether another packet of the same flow at the same instant gets the member `select`
-    /// just chose, so that [`Self::repeat`] may stand for its `select`: true unless the group
-    /// sprays per packet. (A flowlet continues at once: its gap is zero.)
-    #[inline(always)]
-    pub fn repeats_choice(&self) -> bool {
-        self.spec.mode != BalanceMode::PerPacket
-    }
-
-    /// What `select` does for a packet of `len` bytes that repeats the flow of the packet
-    /// before it at the same instant, whose member had index `index` (see
-    /// [`Self::repeats_choice`]): the member's counters, and for least-loaded choice its
-    /// recent bytes. The flowlet entry needs no refresh: it already holds that instant and
-    /// that member.
-    #[inline(always)]
-    pub fn repeat(&mut self, index: u32, len: u32) {
-        if self.spec.mode == BalanceMode::Hash {
-            self.count(index as usize, len);
-        } else {
-            self.count_choice(index, len);
-        }
-    }
-
     /// `count_choice` for a group whose choice is known to be least-loaded (`LEAST_LOADED`)
     /// or random.
     #[inline(always)]

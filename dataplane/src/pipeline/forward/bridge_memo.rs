@@ -76,19 +76,11 @@ impl BridgeMemo {
 }
 
 impl Forwarder {
-    /// Forgets the burst's express routes: called by the engine before each burst (and before
-    /// each replayed frame). The bridging decision stays while it holds (see the module).
-    #[inline]
-    pub fn begin_burst(&mut self) {
-        self.route_memo.forget();
-    }
-
     /// Forgets every remembered decision: after any change to the tables, the configuration
     /// or a link, made other than by forwarding frames.
     #[inline]
     pub fn forget_memos(&mut self) {
         self.bridge_memo = FORGOTTEN;
-        self.route_memo.forget();
     }
 
     /// Forgets the bridging decision if it was made for a frame from `in_port`.

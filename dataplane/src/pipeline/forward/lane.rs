@@ -1,33 +1,50 @@
 //! The express lane: routing for the usual frame of a routed port, a burst at a time.
 //!
 //! Most frames a leaf or spine routes look alike: untagged, to the router MAC, a plain IPv4
-//! header (or IPv6 with no extension header the switch must read), a route to a resolved
-//! neighbour or an ECMP group. The lane takes those frames through a few short passes over the
-//! whole burst, as DPDK's l3fwd and VPP's vector nodes do, so that the FIB's cache misses of
-//! one burst overlap and each pass keeps its state in registers:
+//! or IPv6 header, a route to a resolved neighbour or an ECMP group; on an SRv6 fabric, a
+//! frame to one of the switch's End or uN SIDs that takes one step and is routed on. The
+//! lane takes those frames through a few short passes over the whole burst, as DPDK's l3fwd
+//! and VPP's vector nodes do, so that the FIB's cache misses of one burst overlap and each
+//! pass keeps its state in registers:
 //!
 //! 1. `stage_lane`, pass 1: screen every frame's headers for everything the full pipeline
-//!    checks before it resolves a route (see `express_ipv4_destination`), and prefetch the
-//!    FIB's first-level entry of each frame that passes;
-//! 2. `stage_lane`, pass 2: look the routes up and, for an ECMP group, compute the flow hash
-//!    (and prefetch the group's flowlet slot). A frame whose route is anything but a nexthop
-//!    or a group (none, local, connected, blackhole, an SRv6 policy) leaves the lane here;
+//!    checks before it resolves a route (`screen`), and prefetch the IPv4 FIB's first-level
+//!    entry of each IPv4 frame that passes;
+//! 2. `stage_lane`, pass 2: look the routes up (IPv6: after the endpoint's step, for a frame
+//!    to a local SID: `ipv6.rs`) and, for an ECMP group, compute the flow hash, and choose
+//!    and count a `hash` group's member (its only effect is its counters, which add up the
+//!    same in any order). A frame whose route is anything but a nexthop or a group (none,
+//!    local, connected, blackhole, an SRv6 policy) leaves the lane here. A frame of the flow
+//!    of the IPv4 frame before it takes that frame's staging (an elephant flow fills whole
+//!    bursts); an IPv6 frame to where the frame before it goes takes its FIB answer (a
+//!    policy's flows share its SIDs);
 //! 3. `route_lane`, per frame and in burst order with the frames that take the full pipeline:
-//!    choose the group's member (this counts and updates flowlets, so it keeps the burst's
-//!    order), rewrite the Ethernet addresses in one copy and decrement the TTL.
+//!    apply the endpoint's step, choose a flowlet or per-packet group's member (this updates
+//!    the flowlet table and the loads least-loaded choice reads, so it keeps the burst's
+//!    order), rewrite the Ethernet addresses in one copy and decrement the TTL or hop limit.
 //!
-//! Passes 1 and 2 only read (frames and FIB); whatever has side effects happens in pass 3, in
-//! order. The FIB does not change within a burst in a way the lane could see: updates land
-//! between bursts, and the one change a frame's slow path can make (a connected host's route,
-//! when its neighbour resolves) is to destinations whose route was `Connected`, which are not
-//! express. A frame the lane does not take goes through the full pipeline as if the lane did
-//! not exist; a test holds the lane's verdicts and bytes to the pipeline's.
+//! Passes 1 and 2 read the frames and the tables and count `hash` members; everything else
+//! happens in pass 3, in order. The FIB and the groups do not change within a burst in a way
+//! the lane could see: updates and link changes land between bursts, and the one change a
+//! frame's slow path can make (a connected host's route, when its neighbour resolves) is to
+//! destinations whose route was `Connected`, which are not express. A frame the lane does not
+//! take goes through the full pipeline as if the lane did not exist; tests hold the lane's
+//! verdicts, bytes and counters to the pipeline's.
 
-use super::{ETHERTYPE_IPV4, Forwarder, NO_PORT, PortMode, Verdict, route_value};
+mod ipv6;
+
+use super::srv6::EndpointStep;
+use super::{
+    ETHERTYPE_IPV4, ETHERTYPE_IPV6, Forwarder, IP_PROTO_TCP, IP_PROTO_UDP, NO_PORT, PortMode,
+    Verdict, route_value,
+};
 use crate::clock::Picos;
 use crate::counters::DropReason;
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
+use crate::tables::ecmp::EcmpGroup;
+use crate::tables::flowhash::flow_hash_v4_wire;
+use crate::tables::flowlet::GroupBalancer;
 use crate::tables::lpm4::Lpm4Lookups;
 use crate::wire::checksum;
 
@@ -43,6 +60,9 @@ pub const LANE_OTHER: u16 = u16::MAX;
 /// pipeline; every 60-byte minimum frame is long enough).
 const IPV4_SEEN: usize = LANE_L3 + 20 + 4;
 
+/// The same for IPv6: Ethernet, the 40-byte header and four bytes after it.
+const IPV6_SEEN: usize = LANE_L3 + 40 + 4;
+
 /// The lane's state for one RX burst: which frames are express, and what the passes found for
 /// each (valid only where the frame's `express` bit is set).
 pub struct ExpressLane {
@@ -52,15 +72,31 @@ pub struct ExpressLane {
     /// it goes (a route to a nexthop, or a `hash` group's member, chosen and counted in pass
     /// 2: see `GroupBalancer::hashes_statically`).
     in_turn: u64,
-    /// Pass 1: each frame's IPv4 destination.
+    /// Bit i: frame i is IPv6 (else IPv4).
+    ipv6: u64,
+    /// Bit i: frame i is IPv6 to local SID `sid[i]`, whose step `step[i]` sends it on to
+    /// `destination6[i]`.
+    endpoint: u64,
+    /// Pass 1: each IPv4 frame's destination.
     destination: [u32; MAX_BURST],
+    /// Pass 1: each IPv6 frame's destination; pass 2: where its route was looked up (an
+    /// endpoint's next destination).
+    destination6: [u128; MAX_BURST],
     nexthop: [u32; MAX_BURST],
     route: [u32; MAX_BURST],
     hash: [u32; MAX_BURST],
-    /// A frame looked up whose `hash` member has counters: the group and the member's index.
+    /// An IPv4 frame looked up whose `hash` member has counters: the group and the member's
+    /// index (its repeats count there).
     counter: [Option<(u32, u32)>; MAX_BURST],
-    /// A repeat: the burst index of the frame whose staging it takes.
+    /// An IPv4 repeat: the burst index of the frame whose staging it takes.
     head: [u8; MAX_BURST],
+    sid: [u32; MAX_BURST],
+    step: [EndpointStep; MAX_BURST],
+    /// Pass 2's IPv6 FIB lookups, kept here so that no burst pays for zeroing them.
+    lookups6: ipv6::Lookups,
+    /// Tests: the frames that took another frame's staging (IPv4) or FIB answer (IPv6).
+    #[cfg(test)]
+    taken: u64,
 }
 
 impl Default for ExpressLane {
@@ -68,12 +104,20 @@ impl Default for ExpressLane {
         ExpressLane {
             express: 0,
             in_turn: 0,
+            ipv6: 0,
+            endpoint: 0,
             destination: [0; MAX_BURST],
+            destination6: [0; MAX_BURST],
             nexthop: [0; MAX_BURST],
             route: [0; MAX_BURST],
             hash: [0; MAX_BURST],
             counter: [None; MAX_BURST],
             head: [0; MAX_BURST],
+            sid: [0; MAX_BURST],
+            step: [EndpointStep::Shift; MAX_BURST],
+            lookups6: ipv6::Lookups::default(),
+            #[cfg(test)]
+            taken: 0,
         }
     }
 }
@@ -86,10 +130,29 @@ impl ExpressLane {
         self.express
     }
 
+    /// Whether frame `index` of the burst is IPv6 (else IPv4), for an express frame.
+    #[inline(always)]
+    pub fn is_ipv6(&self, index: usize) -> bool {
+        self.ipv6 >> (index % 64) & 1 != 0
+    }
+
     /// Forgets the previous burst: no frame is express.
     #[inline(always)]
     pub fn clear(&mut self) {
         self.express = 0;
+    }
+
+    /// The burst's express frames that are IPv6 to a local SID whose step the lane applies.
+    #[cfg(test)]
+    pub(crate) fn endpoints(&self) -> u64 {
+        self.express & self.endpoint
+    }
+
+    /// The burst's frames that took the staging of the IPv4 frame of their flow before them,
+    /// or the FIB answer of the IPv6 frame to their destination before them.
+    #[cfg(test)]
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken
     }
 }
 
@@ -111,28 +174,85 @@ fn mac_word(mac: [u8; 6]) -> u64 {
     u64::from_le_bytes([a, b, c, d, e, f, 0, 0])
 }
 
-/// The destination of an IPv4 frame that passes, on a routed port, every check the pipeline
-/// makes before it looks its route up (`Forwarder::process_frame` to `route_ipv4`): to the
-/// router MAC, untagged, a unicast source MAC, version 4 with a 20-byte header (options take
-/// the full pipeline), a total length from 20 to what the frame holds, a valid header
-/// checksum and a TTL above 1.
+/// What pass 1 found of a frame.
+enum Screened {
+    Ipv4(u32),
+    Ipv6(u128),
+    /// The frame takes the full pipeline.
+    Not,
+}
+
+/// Pass 1 for one frame received on a routed port: whether it passes every check the
+/// pipeline makes before it looks its route up (`Forwarder::process_frame` to `route_ipv4` or
+/// `route_ipv6`), with its destination. To the router MAC, untagged, a unicast source MAC;
+/// then `express_ipv4_destination` or `express_ipv6_destination`.
 #[inline(always)]
-fn express_ipv4_destination(frame: &[u8], router_mac: u64) -> Option<u32> {
+fn screen(frame: &[u8], router_mac: u64) -> Screened {
+    let Some(ethernet) = frame.first_chunk::<LANE_L3>() else {
+        return Screened::Not;
+    };
+    let to_router = u64::from_le_bytes(*ethernet.first_chunk().expect("8 bytes"))
+        & 0xffff_ffff_ffff
+        == router_mac;
+    if !to_router || ethernet[6] & 1 != 0 {
+        return Screened::Not;
+    }
+    match u16::from_be_bytes([ethernet[12], ethernet[13]]) {
+        ETHERTYPE_IPV4 => express_ipv4_destination(frame).map_or(Screened::Not, Screened::Ipv4),
+        ETHERTYPE_IPV6 => express_ipv6_destination(frame).map_or(Screened::Not, Screened::Ipv6),
+        _ => Screened::Not,
+    }
+}
+
+/// The destination of an IPv4 frame with version 4 and a 20-byte header (options take the
+/// full pipeline), a total length from 20 to what the frame holds, a valid header checksum
+/// and a TTL above 1.
+#[inline(always)]
+fn express_ipv4_destination(frame: &[u8]) -> Option<u32> {
     let seen: &[u8; IPV4_SEEN] = frame.first_chunk()?;
     let ip: &[u8; 20] = seen[LANE_L3..].first_chunk()?;
-    let to_router =
-        u64::from_le_bytes(*seen.first_chunk().expect("8 bytes")) & 0xffff_ffff_ffff == router_mac;
     let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     // One combined test: every frame of a routed burst passes them all.
-    let express = to_router
-        & (seen[6] & 1 == 0)
-        & (u16::from_be_bytes([seen[12], seen[13]]) == ETHERTYPE_IPV4)
-        & (ip[0] == 0x45)
-        & (ip[8] > 1)
-        & (total_len >= 20)
-        & (total_len <= frame.len() - LANE_L3);
+    let express =
+        (ip[0] == 0x45) & (ip[8] > 1) & (total_len >= 20) & (total_len <= frame.len() - LANE_L3);
     (express && checksum::ipv4_header_sums_to_ones(ip))
         .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
+}
+
+/// The destination of an IPv6 frame with version 6, its payload within the frame, neither
+/// address link-local and a hop limit above 1.
+#[inline(always)]
+fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
+    let seen: &[u8; IPV6_SEEN] = frame.first_chunk()?;
+    let ip: &[u8; 40] = seen[LANE_L3..].first_chunk()?;
+    let payload_len = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    let address = |at: usize| u128::from_be_bytes(*ip[at..].first_chunk().expect("16 bytes"));
+    let (source, destination) = (address(8), address(24));
+    // fe80::/10 in the top ten bits.
+    let link_local = |a: u128| a >> 118 == 0xfe80 >> 6;
+    let express = (ip[0] >> 4 == 6)
+        & (40 + payload_len <= frame.len() - LANE_L3)
+        & !link_local(source)
+        & !link_local(destination)
+        & (ip[7] > 1);
+    express.then_some(destination)
+}
+
+/// The flow hash of an express IPv4 frame (`Forwarder::flow_hash_ipv4` of its 20-byte
+/// header), from the bytes pass 1 checked are there: the ports count for TCP and UDP when
+/// the frame is not a fragment.
+#[inline(always)]
+fn ipv4_flow_hash(seen: &[u8; IPV4_SEEN], seed: u32) -> u32 {
+    let ip = &seen[LANE_L3..];
+    let protocol = ip[9];
+    let whole = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0;
+    let ports = if whole && (protocol == IP_PROTO_TCP || protocol == IP_PROTO_UDP) {
+        [ip[20], ip[21], ip[22], ip[23]]
+    } else {
+        [0; 4]
+    };
+    let addresses = *ip[12..].first_chunk().expect("8 bytes");
+    flow_hash_v4_wire(addresses, protocol, ports, seed)
 }
 
 /// Whether two express IPv4 frames to the same destination look up and hash alike: the same
@@ -144,16 +264,40 @@ fn same_ipv4_flow(a: &[u8], b: &[u8]) -> bool {
     };
     let word =
         |f: &[u8; IPV4_SEEN], at: usize| u64::from_le_bytes(*f[at..].first_chunk().expect("8"));
+    let ports =
+        |f: &[u8; IPV4_SEEN]| u32::from_le_bytes(*f[LANE_L3 + 20..].first_chunk().expect("4"));
     // Bytes 4-11 of the header: the MF bit and fragment offset, the protocol; then the
     // source and destination; then the ports.
     const FRAGMENT_AND_PROTOCOL: u64 = 0x0000_ff00_ff3f_0000;
     (word(a, LANE_L3 + 4) ^ word(b, LANE_L3 + 4)) & FRAGMENT_AND_PROTOCOL
         | word(a, LANE_L3 + 12) ^ word(b, LANE_L3 + 12)
-        | u64::from(
-            u32::from_le_bytes(*a[LANE_L3 + 20..].first_chunk().expect("4"))
-                ^ u32::from_le_bytes(*b[LANE_L3 + 20..].first_chunk().expect("4")),
-        )
+        | u64::from(ports(a) ^ ports(b))
         == 0
+}
+
+/// The group of the frame looked up before, kept to skip finding it again.
+#[derive(Clone, Copy)]
+struct LastGroup<'a> {
+    group: u32,
+    balancer: &'a GroupBalancer,
+    ecmp: &'a EcmpGroup,
+}
+
+/// What pass 2 found for a frame.
+#[derive(Clone, Copy)]
+enum Staged {
+    /// Not express: the frame takes the full pipeline.
+    Not,
+    /// A route to nexthop `id`.
+    Nexthop(u32),
+    /// A `hash` group's member, nexthop `id` (chosen and counted), with its group and its
+    /// counters' index in the group.
+    Hashed {
+        id: u32,
+        counter: Option<(u32, u32)>,
+    },
+    /// A flowlet or per-packet group's route and the frame's flow hash.
+    InTurn { route: u32, hash: u32 },
 }
 
 impl Forwarder {
@@ -164,7 +308,8 @@ impl Forwarder {
         match self.ports.get(usize::from(in_port)).map(|p| &p.mode) {
             Some(PortMode::Routed { interface }) => {
                 let vrf = self.interfaces.get(usize::from(*interface))?.vrf;
-                (usize::from(vrf) < self.fib4.len()).then_some(vrf)
+                let vrf_index = usize::from(vrf);
+                (vrf_index < self.fib4.len() && vrf_index < self.fib6.len()).then_some(vrf)
             }
             _ => None,
         }
@@ -172,7 +317,7 @@ impl Forwarder {
 
     /// Passes 1 and 2 of the lane over one RX burst (`frames`, at most `MAX_BURST`, from
     /// `MbufBurst::whole_frames`) received on a routed port of `vrf` (`Self::lane_vrf`).
-    /// Reads the frames and the FIB; counts the members that `hash` groups choose. Returns
+    /// Reads the frames and the tables; counts the members that `hash` groups choose. Returns
     /// the express frames (also `ExpressLane::express`).
     pub fn stage_lane(&self, lane: &mut ExpressLane, frames: &[&[u8]], vrf: u16) -> u64 {
         let frames = &frames[..frames.len().min(MAX_BURST)];
@@ -182,16 +327,47 @@ impl Forwarder {
         };
         let fib = fib.lookups();
         let router_mac = mac_word(self.router_mac);
-        let mut candidates = 0u64;
+        let (mut ipv4, mut ipv6) = (0u64, 0u64);
         for (index, frame) in frames.iter().enumerate() {
-            if let Some(destination) = express_ipv4_destination(frame, router_mac) {
-                fib.prefetch(destination);
-                lane.destination[index] = destination;
-                candidates |= 1 << index;
+            match screen(frame, router_mac) {
+                Screened::Ipv4(destination) => {
+                    fib.prefetch(destination);
+                    lane.destination[index] = destination;
+                    ipv4 |= 1 << index;
+                }
+                Screened::Ipv6(destination) => {
+                    lane.destination6[index] = destination;
+                    ipv6 |= 1 << index;
+                }
+                Screened::Not => {}
             }
         }
-        // Pass 2, in three short loops. First the repeats: frames of the flow of the frame
-        // before them (an elephant flow fills whole bursts), which take its staging.
+        #[cfg(test)]
+        {
+            lane.taken = 0;
+        }
+        let (mut express, mut in_turn) = self.stage_ipv4(lane, frames, &fib, ipv4);
+        lane.endpoint = 0;
+        if ipv6 != 0 {
+            let (express6, in_turn6) = self.stage_ipv6(lane, frames, vrf, ipv6);
+            express |= express6;
+            in_turn |= in_turn6;
+        }
+        (lane.express, lane.in_turn, lane.ipv6) = (express, in_turn, ipv6);
+        express
+    }
+
+    /// Pass 2 for the burst's IPv4 frames (`candidates`), in three short loops: the repeats
+    /// (frames of the flow of the frame before them), the frames looked up, then the repeats
+    /// taking their heads' staging. Returns the express and in-turn frames.
+    #[inline(always)]
+    fn stage_ipv4(
+        &self,
+        lane: &mut ExpressLane,
+        frames: &[&[u8]],
+        fib: &Lpm4Lookups<'_>,
+        candidates: u64,
+    ) -> (u64, u64) {
         let mut repeats = 0u64;
         let mut head = (u32::MAX, usize::MAX);
         for index in bits(candidates) {
@@ -203,16 +379,22 @@ impl Forwarder {
                 head = (destination, index);
             }
         }
-        // Then the frames looked up.
+        #[cfg(test)]
+        {
+            lane.taken |= repeats;
+        }
         let seed = self.flow_hash_seed;
         let (mut express, mut in_turn) = (0u64, 0u64);
+        let mut last_group = None;
         for index in bits(candidates & !repeats) {
-            match self.stage_ipv4(&fib, lane.destination[index], frames[index], seed) {
+            let (destination, frame) = (lane.destination[index], frames[index]);
+            let mut counter = None;
+            match self.stage_ipv4_frame(fib, destination, frame, seed, &mut last_group) {
                 Staged::Not => continue,
                 Staged::Nexthop(id) => lane.nexthop[index] = id,
-                Staged::Hashed { id, counter } => {
+                Staged::Hashed { id, counter: c } => {
                     lane.nexthop[index] = id;
-                    lane.counter[index] = counter;
+                    counter = c;
                 }
                 Staged::InTurn { route, hash } => {
                     lane.route[index] = route;
@@ -220,10 +402,10 @@ impl Forwarder {
                     in_turn |= 1 << index;
                 }
             }
+            lane.counter[index] = counter;
             express |= 1 << index;
         }
-        // Then the repeats take their heads' staging; a `hash` member's counts for a head's
-        // repeats are added at once.
+        // A `hash` member's counts for a head's repeats are added at once.
         let mut run = (usize::MAX, 0u32, 0u32);
         for index in bits(repeats) {
             let head = usize::from(lane.head[index]) % MAX_BURST;
@@ -242,52 +424,81 @@ impl Forwarder {
             express |= 1 << index;
         }
         self.count_repeats(lane, run.0, run.1, run.2);
-        (lane.express, lane.in_turn) = (express, in_turn);
-        express
+        (express, in_turn)
     }
 
     /// Counts `packets` repeats of `head`, of `bytes` in all, to its `hash` member, if it has
-    /// one.
+    /// one (`lane.counter` is current for every head looked up in this burst).
     #[inline(always)]
     fn count_repeats(&self, lane: &ExpressLane, head: usize, packets: u32, bytes: u32) {
         if packets > 0
-            && lane.in_turn >> head & 1 == 0
-            && let Some(counter) = lane.counter.get(head).copied().flatten()
-            && let Some(balancer) = self.balancers.get(counter.0 as usize)
+            && let Some(Some((group, index))) = lane.counter.get(head).copied()
+            && let Some(balancer) = self.balancers.get(group as usize)
         {
-            balancer.count_member(counter.1, packets, bytes);
+            balancer.count_member(index, packets, bytes);
         }
     }
 
     /// Pass 2 for one IPv4 frame (`destination`'s first-level FIB entry prefetched): its
     /// route, and for a group its flow hash and, in `hash` mode, its member (counted).
+    /// `last` holds the group of the frame before, which the next frame most likely shares.
     #[inline(always)]
-    fn stage_ipv4(
-        &self,
+    fn stage_ipv4_frame<'a>(
+        &'a self,
         fib: &Lpm4Lookups<'_>,
         destination: u32,
         frame: &[u8],
         seed: u32,
+        last: &mut Option<LastGroup<'a>>,
     ) -> Staged {
         let Some(route) = fib.lookup(destination) else {
             return Staged::Not;
         };
+        let Some(seen) = frame.first_chunk::<IPV4_SEEN>() else {
+            return Staged::Not;
+        };
+        self.stage_route(route, || ipv4_flow_hash(seen, seed), frame.len(), last)
+    }
+
+    /// What pass 2 makes of a frame of `len` bytes routed by `route` (`route_value`), whose
+    /// flow hash `hash` computes.
+    #[inline(always)]
+    fn stage_route<'a>(
+        &'a self,
+        route: u32,
+        hash: impl FnOnce() -> u32,
+        len: usize,
+        last: &mut Option<LastGroup<'a>>,
+    ) -> Staged {
         match route_value::decode(route) {
             RouteTarget::Nexthop(id) => Staged::Nexthop(id),
             RouteTarget::Group(group) => {
-                let hash = super::flow_hash_ipv4(&frame[LANE_L3..], 20, seed);
-                let (Some(balancer), Some(ecmp)) = (
-                    self.balancers.get(group as usize),
-                    self.groups.get(group as usize),
-                ) else {
-                    return Staged::Not;
+                let hash = hash();
+                let cached = match *last {
+                    Some(cached) if cached.group == group => cached,
+                    _ => {
+                        let (Some(balancer), Some(ecmp)) = (
+                            self.balancers.get(group as usize),
+                            self.groups.get(group as usize),
+                        ) else {
+                            return Staged::Not;
+                        };
+                        let cached = LastGroup {
+                            group,
+                            balancer,
+                            ecmp,
+                        };
+                        *last = Some(cached);
+                        cached
+                    }
                 };
+                let LastGroup { balancer, ecmp, .. } = cached;
                 if !balancer.hashes_statically() {
                     balancer.prefetch_slot(hash);
                     return Staged::InTurn { route, hash };
                 }
                 // No live member: the full pipeline drops the frame.
-                match balancer.select_by_hash(ecmp, hash, frame.len() as u32) {
+                match balancer.select_by_hash(ecmp, hash, len as u32) {
                     Some((id, counter)) => Staged::Hashed {
                         id,
                         counter: counter.map(|c| (group, c)),
@@ -302,9 +513,9 @@ impl Forwarder {
 
     /// Pass 3 for express frame `index` of the lane's burst (`frame`, its only segment):
     /// decides exactly as [`Self::process_frame`] would, skipping what the passes did. The
-    /// usual verdict, a forward with the tag kept, comes back as its port; any other as
-    /// [`LANE_OTHER`], with the verdict for [`Self::lane_verdict`] (two words of verdict cost
-    /// the per-frame path a pack and an unpack).
+    /// usual verdict, a forward with the tag kept to a port that is up, comes back as its
+    /// port; any other as [`LANE_OTHER`], with the verdict for [`Self::lane_verdict`] (two
+    /// words of verdict cost the per-frame path a pack and an unpack).
     #[inline(always)]
     pub fn route_lane(
         &mut self,
@@ -317,35 +528,57 @@ impl Forwarder {
         let index = index % MAX_BURST;
         #[cfg(debug_assertions)]
         self.check_lane(lane, index, frame);
-        let nexthop_id = if lane.in_turn >> index & 1 == 0 {
-            lane.nexthop[index]
-        } else {
-            let (route, hash) = (lane.route[index], lane.hash[index]);
-            match self.choose_in_turn(route, hash, frame.len() as u32, now) {
-                Some(id) => id,
-                None => return self.lane_other(Verdict::Drop(DropReason::EcmpNoLiveMember)),
-            }
+        let ipv6 = lane.ipv6 >> index & 1 != 0;
+        if ipv6 && lane.endpoint >> index & 1 != 0 {
+            return self.route_lane_endpoint(lane, index, frame, now);
+        }
+        let Some(nexthop_id) = self.lane_nexthop(lane, index, frame.len(), now) else {
+            return self.lane_other(Verdict::Drop(DropReason::EcmpNoLiveMember));
         };
         let Some(nexthop) = self.nexthops.get(nexthop_id as usize) else {
             return self.lane_other(Verdict::Drop(DropReason::NeighborUnresolved));
         };
         let Some(header) = frame.first_chunk_mut::<{ LANE_L3 + 12 }>() else {
-            unreachable!("express frames hold an IPv4 header");
+            unreachable!("express frames hold an IP header");
         };
-        if nexthop.express_port != NO_PORT {
+        let port = nexthop.express_port;
+        if port != NO_PORT && self.ports_up >> (port % 64) & 1 != 0 {
             // What `egress_l2` does for an untagged frame to a routed port, in one copy.
             header[..12].copy_from_slice(&nexthop.addresses);
-            super::decrement_hop_limit(&mut header[LANE_L3..], false);
-            return nexthop.express_port;
+            super::decrement_hop_limit(&mut header[LANE_L3..], ipv6);
+            return port;
         }
-        self.frame_len = frame.len() as u32;
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
             Ok((out_iface, dst_mac)) => super::forwarded(
-                self.send_routed(frame, LANE_L3, false, false, out_iface, dst_mac, now),
+                self.send_routed(frame, LANE_L3, ipv6, false, out_iface, dst_mac, now),
             ),
             Err(reason) => Verdict::Drop(reason),
         };
         self.lane_other(verdict)
+    }
+
+    /// The nexthop of express frame `index` (`len` bytes): pass 2's, or a flowlet or
+    /// per-packet group's member chosen now; `None` when the group has no live member.
+    #[inline(always)]
+    fn lane_nexthop(
+        &mut self,
+        lane: &ExpressLane,
+        index: usize,
+        len: usize,
+        now: Picos,
+    ) -> Option<u32> {
+        if lane.in_turn >> index & 1 == 0 {
+            return lane.nexthop.get(index).copied();
+        }
+        let (route, hash) = (lane.route[index % MAX_BURST], lane.hash[index % MAX_BURST]);
+        let RouteTarget::Group(group) = route_value::decode(route) else {
+            unreachable!("only groups choose in turn");
+        };
+        let g = group as usize;
+        let (balancer, ecmp) = (self.balancers.get_mut(g)?, self.groups.get(g)?);
+        balancer
+            .select_member(ecmp, hash, len as u32, now, &self.egress_load)
+            .map(|(id, _)| id)
     }
 
     /// Keeps a verdict of `route_lane` other than a plain forward for `lane_verdict`.
@@ -361,49 +594,20 @@ impl Forwarder {
         self.lane_verdict
     }
 
-    /// The member of a flowlet or per-packet group for a frame in its turn (`route` names
-    /// the group), chosen and counted as the full pipeline would.
-    #[inline(always)]
-    fn choose_in_turn(&mut self, route: u32, hash: u32, len: u32, now: Picos) -> Option<u32> {
-        let RouteTarget::Group(group) = route_value::decode(route) else {
-            unreachable!("only groups choose in turn");
-        };
-        let g = group as usize;
-        let (balancer, ecmp) = (self.balancers.get_mut(g)?, self.groups.get(g)?);
-        balancer
-            .select_member(ecmp, hash, len, now, &self.egress_load)
-            .map(|(id, _)| id)
-    }
-
     /// Debug builds: what the passes found for frame `index` is what the frame's own lookup
     /// and hash give.
     #[cfg(debug_assertions)]
     fn check_lane(&self, lane: &ExpressLane, index: usize, frame: &[u8]) {
-        let found = express_ipv4_destination(frame, mac_word(self.router_mac));
+        if lane.ipv6 >> index & 1 != 0 {
+            return self.check_lane_ipv6(lane, index, frame);
+        }
+        let found = express_ipv4_destination(frame);
         assert_eq!(found, Some(lane.destination[index]), "lane destination");
+        let hash = super::flow_hash_ipv4(&frame[LANE_L3..], 20, self.flow_hash_seed);
+        let seen = frame.first_chunk().expect("express frames are long enough");
+        assert_eq!(ipv4_flow_hash(seen, self.flow_hash_seed), hash, "lane hash");
         if lane.in_turn >> index & 1 != 0 {
-            assert_eq!(
-                lane.hash[index],
-                super::flow_hash_ipv4(&frame[LANE_L3..], 20, self.flow_hash_seed),
-                "lane hash"
-            );
+            assert_eq!(lane.hash[index], hash, "lane hash");
         }
     }
-}
-
-/// What pass 2 found for a frame.
-#[derive(Clone, Copy)]
-enum Staged {
-    /// Not express: the frame takes the full pipeline.
-    Not,
-    /// A route to nexthop `id`.
-    Nexthop(u32),
-    /// A `hash` group's member, nexthop `id` (chosen and counted), with its group and its
-    /// counters' index in the group.
-    Hashed {
-        id: u32,
-        counter: Option<(u32, u32)>,
-    },
-    /// A flowlet or per-packet group's route and the frame's flow hash.
-    InTurn { route: u32, hash: u32 },
 }

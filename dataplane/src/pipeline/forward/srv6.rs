@@ -5,7 +5,6 @@
 //! Checks run in the RFC's order and before the packet is changed, so a packet that is dropped
 //! with an ICMPv6 error (`Verdict::DropWithIcmpError`) is still the one that arrived.
 
-use super::stage::{EXPRESS_L3, StagedRoute};
 use super::{Forwarder, ForwarderError, RouteTarget, route_value};
 use crate::clock::Picos;
 use crate::counters::{DropReason, Srv6Counters};
@@ -103,7 +102,7 @@ pub(crate) struct Srv6State {
     policies: Vec<Policy>,
     /// Parallel to `policies`: false where a policy was deleted at run time.
     policy_live: Vec<bool>,
-    counters: Arc<Srv6Counters>,
+    pub(super) counters: Arc<Srv6Counters>,
     /// Local SIDs processed for the current packet.
     pub(super) local_passes: u8,
 }
@@ -212,27 +211,18 @@ impl Srv6State {
             .unwrap_or(false)
     }
 
+    /// Whether `vrf` has any local SID (else no IPv6 frame of it needs the my-SID table).
+    #[inline(always)]
+    pub(super) fn has_sids(&self, vrf: u16) -> bool {
+        self.my_sid
+            .get(usize::from(vrf))
+            .is_some_and(Option::is_some)
+    }
+
     /// The local SID matching `dst` in `vrf`, if any.
     #[inline(always)]
     pub(super) fn lookup_sid(&self, vrf: u16, dst: Ipv6Addr) -> Option<u32> {
         self.my_sid.get(usize::from(vrf))?.as_ref()?.lookup(dst)
-    }
-
-    /// For a packet to local SID `sid` in `vrf` (`ip` from its IPv6 header on, `dst` its
-    /// destination): its next destination and the step that gives it, when that step is all
-    /// the endpoint does before the FIB: [`Self::endpoint_step`], to a destination that
-    /// [`Self::leads_to_fib`]. The burst stage looks the new destination up for express frames
-    /// (`Forwarder::endpoint_express` applies the step); the hop limit is the caller's to check.
-    #[inline(always)]
-    pub(super) fn express_step(
-        &self,
-        vrf: u16,
-        sid: u32,
-        dst: u128,
-        ip: &[u8],
-    ) -> Option<(u128, EndpointStep)> {
-        let (next, step) = self.endpoint_step(sid, dst, ip)?;
-        self.leads_to_fib(vrf, next).then_some((next, step))
     }
 
     /// The one step of local SID `sid` for a packet to `dst` (`ip` from its IPv6 header on),
@@ -275,7 +265,7 @@ impl Srv6State {
     }
 }
 
-/// How an express frame's endpoint reaches its next destination (`Srv6State::express_step`).
+/// How an express frame's endpoint reaches its next destination (`Srv6State::endpoint_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndpointStep {
     /// A uN shift of the destination.
@@ -289,7 +279,7 @@ pub enum EndpointStep {
 /// (RFC 8986 4.1, the checks of `Forwarder::srv6_behavior` in its order): the extension
 /// headers walk, the SRH is valid, Segments Left is above 0 and the segment list is
 /// consistent. Returns its offset, Segments Left and the segment that comes next. Out of
-/// line, to keep the burst stage's first pass small for the frames without an SRH step.
+/// line, to keep the express lane's pass 2 small for the frames without an SRH step.
 #[inline(never)]
 fn srh_next_segment(ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
     let packet_end = 40 + usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
@@ -700,69 +690,6 @@ impl Forwarder {
             }
             Err(reason) => Verdict::Drop(reason),
         }
-    }
-
-    /// An express frame to a local SID (`RouteStage::express`): the stage found the
-    /// endpoint's step (`Srv6State::express_step`) and looked up and hashed the destination
-    /// it leads to, `staged.dst()`, which is routed to a nexthop or an ECMP group (`value`).
-    /// Does what [`Self::srv6_endpoint`] does for it: the step, the hop-limit decrement,
-    /// resolution and the L2 rewrite, and the SID's counters.
-    /// Inlined into the engine's express loop: out of line, the call's register saves and
-    /// restores cost about 40 instructions per frame (uN 1146 -> 1113 per frame inlined, and
-    /// IPv4 at 8192 flows 944 -> 931; A/B rates 1.045x and 1.02x). An earlier, rate-only
-    /// measurement had found inlining 3 to 5 % slower for IPv4.
-    #[inline(always)]
-    pub(super) fn endpoint_express(
-        &mut self,
-        frame: &mut [u8],
-        staged: &StagedRoute,
-        sid: u32,
-        step: EndpointStep,
-        value: u32,
-        now: Picos,
-    ) -> Verdict {
-        let arrived_len = frame.len();
-        let std::net::IpAddr::V6(dst) = staged.dst() else {
-            debug_assert!(false, "endpoint express frames are IPv6");
-            return Verdict::Drop(DropReason::NoRoute);
-        };
-        let ip = &mut frame[EXPRESS_L3..];
-        debug_assert_eq!(
-            self.srv6.express_step(
-                staged.vrf(),
-                sid,
-                u128::from_be_bytes(ip[24..40].try_into().expect("16 bytes")),
-                ip
-            ),
-            Some((u128::from(dst), step)),
-            "staged endpoint step differs"
-        );
-        if let EndpointStep::Srh { offset } = step {
-            ip[usize::from(offset) + srh::SEGMENTS_LEFT_OFFSET] -= 1;
-        }
-        ip[24..40].copy_from_slice(&dst.octets());
-        ip[7] -= 1;
-        let staged_hash = staged.flow_hash();
-        let seed = self.flow_hash_seed;
-        let hash = || {
-            debug_assert_eq!(
-                staged_hash,
-                Some(outer_hash(&frame[EXPRESS_L3..], seed)),
-                "staged hash differs"
-            );
-            staged_hash.unwrap_or_default()
-        };
-        let verdict =
-            match self.resolve_target(route_value::decode(value), || dst.into(), hash, now) {
-                Ok((out_iface, dst_mac)) => {
-                    super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
-                }
-                Err(reason) => Verdict::Drop(reason),
-            };
-        if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
-            counters.count(arrived_len, reason_of(&verdict));
-        }
-        verdict
     }
 
     /// A route with SRv6 policy `policy` matched: H.Encaps or H.Encaps.Red.

@@ -1,0 +1,265 @@
+//! The lane's IPv6 half: pass 2 for IPv6 frames (the my-SID table and an endpoint's step,
+//! then the FIB walked for the whole burst in lockstep) and pass 3 for a frame to a local SID.
+//!
+//! A frame to a local SID is express when its endpoint takes one step and routes the frame on
+//! (`Srv6State::endpoint_step` to a destination that `Srv6State::leads_to_fib`): End, with NEXT-C-SID a uN shift of a non-zero argument
+//! (RFC 9800: the shift comes before any SRH processing, so the SRH is not read), else RFC
+//! 8986 4.1's SRH step with a valid SRH, Segments Left above 0 and no PSP removal; the new
+//! destination neither link-local nor another local SID. Pass 2 looks up and hashes that new
+//! destination; pass 3 applies the step (Segments Left, the destination, the hop limit) as
+//! `Forwarder::srv6_endpoint` would, routes the frame and counts it to its SID.
+
+#[cfg(debug_assertions)]
+use super::express_ipv6_destination;
+use super::{ExpressLane, LANE_L3, LANE_OTHER, LastGroup, NO_PORT, Staged, bits};
+use crate::clock::Picos;
+use crate::counters::DropReason;
+use crate::dpdk::MAX_BURST;
+use crate::pipeline::Verdict;
+use crate::pipeline::forward::srv6::EndpointStep;
+use crate::pipeline::forward::{Forwarder, flow_hash_ipv6_to};
+use crate::wire::srh;
+use std::net::Ipv6Addr;
+
+/// A route value no route has (`tables::MAX_VALUE` is below it): the FIB found nothing.
+const NO_ROUTE: u32 = u32::MAX;
+
+/// One burst's IPv6 FIB lookups: the destinations, the frames they are for, the answers.
+pub(super) struct Lookups {
+    keys: [u128; MAX_BURST],
+    which: [u8; MAX_BURST],
+    values: [Option<u32>; MAX_BURST],
+}
+
+impl Default for Lookups {
+    fn default() -> Self {
+        Lookups {
+            keys: [0; MAX_BURST],
+            which: [0; MAX_BURST],
+            values: [None; MAX_BURST],
+        }
+    }
+}
+
+impl Forwarder {
+    /// Pass 2 for the burst's IPv6 frames (`candidates`, their destinations in
+    /// `lane.destination6`) received in `vrf`: a frame to a local SID takes its endpoint's
+    /// step or leaves the lane; the FIB is walked for the burst's destinations in lockstep,
+    /// once for each run of frames to the same one; then each frame's route, hash and `hash`
+    /// member. Returns the express and in-turn frames; sets `lane.endpoint`.
+    pub(super) fn stage_ipv6(
+        &self,
+        lane: &mut ExpressLane,
+        frames: &[&[u8]],
+        vrf: u16,
+        candidates: u64,
+    ) -> (u64, u64) {
+        let Some(fib) = self.fib6.get(usize::from(vrf)) else {
+            return (0, 0);
+        };
+        let has_sids = self.srv6.has_sids(vrf);
+        let (mut routed, mut endpoint, mut shared) = (candidates, 0u64, 0u64);
+        // The last destination whose SID was found, and the last next destination checked to
+        // lead to the FIB: a policy's flows share both.
+        let mut last_sid: Option<(u128, Option<u32>)> = None;
+        let mut last_next: Option<(u128, bool)> = None;
+        let mut previous: Option<(u128, usize)> = None;
+        let mut n = 0;
+        for index in bits(candidates) {
+            let mut key = lane.destination6[index];
+            if has_sids {
+                let sid = match last_sid {
+                    Some((destination, sid)) if destination == key => sid,
+                    _ => {
+                        let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(key));
+                        last_sid = Some((key, sid));
+                        sid
+                    }
+                };
+                if let Some(sid) = sid {
+                    let step = frames[index]
+                        .get(LANE_L3..)
+                        .and_then(|ip| self.srv6.endpoint_step(sid, key, ip));
+                    let Some((next, step)) = step else {
+                        routed &= !(1 << index);
+                        continue;
+                    };
+                    let leads_to_fib = match last_next {
+                        Some((checked, leads)) if checked == next => leads,
+                        _ => {
+                            let leads = self.srv6.leads_to_fib(vrf, next);
+                            last_next = Some((next, leads));
+                            leads
+                        }
+                    };
+                    if !leads_to_fib {
+                        routed &= !(1 << index);
+                        continue;
+                    }
+                    key = next;
+                    lane.destination6[index] = next;
+                    lane.sid[index] = sid;
+                    lane.step[index] = step;
+                    endpoint |= 1 << index;
+                }
+            }
+            match previous {
+                Some((destination, head)) if destination == key => {
+                    shared |= 1 << index;
+                    lane.head[index] = head as u8;
+                }
+                _ => {
+                    previous = Some((key, index));
+                    let lookups = &mut lane.lookups6;
+                    lookups.keys[n % MAX_BURST] = key;
+                    lookups.which[n % MAX_BURST] = index as u8;
+                    n += 1;
+                }
+            }
+        }
+        #[cfg(test)]
+        {
+            lane.taken |= shared;
+        }
+        let n = n.min(MAX_BURST);
+        let lookups = &mut lane.lookups6;
+        fib.lookup_batch(&lookups.keys[..n], &mut lookups.values[..n]);
+        for (&index, &value) in lookups.which[..n].iter().zip(&lookups.values[..n]) {
+            lane.route[usize::from(index) % MAX_BURST] = value.unwrap_or(NO_ROUTE);
+        }
+        let seed = self.flow_hash_seed;
+        let (mut express, mut in_turn) = (0u64, 0u64);
+        let mut last_group: Option<LastGroup<'_>> = None;
+        for index in bits(routed) {
+            let looked_up = if shared >> index & 1 != 0 {
+                usize::from(lane.head[index]) % MAX_BURST
+            } else {
+                index
+            };
+            let route = lane.route[looked_up];
+            let frame = frames[index];
+            if route == NO_ROUTE || frame.len() < LANE_L3 + 40 {
+                continue;
+            }
+            let with_ports = endpoint >> index & 1 == 0;
+            let destination = lane.destination6[index].to_be_bytes();
+            let hash = || flow_hash_ipv6_to(&frame[LANE_L3..], destination, with_ports, seed);
+            match self.stage_route(route, hash, frame.len(), &mut last_group) {
+                Staged::Not => continue,
+                Staged::Nexthop(id) | Staged::Hashed { id, .. } => lane.nexthop[index] = id,
+                Staged::InTurn { route, hash } => {
+                    lane.route[index] = route;
+                    lane.hash[index] = hash;
+                    in_turn |= 1 << index;
+                }
+            }
+            express |= 1 << index;
+        }
+        lane.endpoint = endpoint;
+        (express, in_turn)
+    }
+
+    /// Pass 3 for express frame `index`, IPv6 to a local SID: what `srv6_endpoint` does for
+    /// it, as `route_lane` (a forward's port, else `LANE_OTHER` with the verdict). The step
+    /// and the hop-limit decrement come before resolution, as there; the SID counts the frame
+    /// with the verdict.
+    #[inline(always)]
+    pub(super) fn route_lane_endpoint(
+        &mut self,
+        lane: &ExpressLane,
+        index: usize,
+        frame: &mut [u8],
+        now: Picos,
+    ) -> u16 {
+        let index = index % MAX_BURST;
+        let arrived_len = frame.len();
+        let (sid, step, next) = (lane.sid[index], lane.step[index], lane.destination6[index]);
+        let Some(ip) = frame.get_mut(LANE_L3..) else {
+            unreachable!("express frames hold an IPv6 header");
+        };
+        if let EndpointStep::Srh { offset } = step
+            && let Some(segments_left) = ip.get_mut(usize::from(offset) + srh::SEGMENTS_LEFT_OFFSET)
+        {
+            *segments_left -= 1;
+        }
+        if let Some(header) = ip.first_chunk_mut::<40>() {
+            header[24..40].copy_from_slice(&next.to_be_bytes());
+            header[7] -= 1;
+        }
+        let (port, verdict) = match self.lane_nexthop(lane, index, arrived_len, now) {
+            None => (LANE_OTHER, Verdict::Drop(DropReason::EcmpNoLiveMember)),
+            Some(nexthop_id) => self.endpoint_egress(nexthop_id, frame, now),
+        };
+        if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
+            let dropped = match verdict {
+                Verdict::Drop(reason) => Some(reason),
+                _ => None,
+            };
+            counters.count(arrived_len, dropped);
+        }
+        if port == LANE_OTHER {
+            return self.lane_other(verdict);
+        }
+        port
+    }
+
+    /// An endpoint frame's way out to `nexthop_id`, its hop limit decremented already: the
+    /// port when it leaves by the express path (the verdict is then a forward), else
+    /// `LANE_OTHER` and the verdict.
+    #[inline(always)]
+    fn endpoint_egress(&mut self, nexthop_id: u32, frame: &mut [u8], now: Picos) -> (u16, Verdict) {
+        let forward = |port| Verdict::Forward {
+            port,
+            tag: crate::pipeline::TagOp::Keep,
+        };
+        if let Some(nexthop) = self.nexthops.get(nexthop_id as usize) {
+            let port = nexthop.express_port;
+            if port != NO_PORT && self.ports_up >> (port % 64) & 1 != 0 {
+                frame[..12].copy_from_slice(&nexthop.addresses);
+                return (port, forward(port));
+            }
+        }
+        let verdict = match self.resolved_nexthop(nexthop_id, now) {
+            Ok((out_iface, dst_mac)) => {
+                super::super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
+            }
+            Err(reason) => Verdict::Drop(reason),
+        };
+        (LANE_OTHER, verdict)
+    }
+
+    /// Debug builds: pass 2's SID, step, next destination and hash for IPv6 frame `index`
+    /// are what the frame itself gives.
+    #[cfg(debug_assertions)]
+    pub(super) fn check_lane_ipv6(&self, lane: &ExpressLane, index: usize, frame: &[u8]) {
+        let destination = express_ipv6_destination(frame).expect("lane frame no longer express");
+        let ip = &frame[LANE_L3..];
+        let vrf = (0..self.fib6.len() as u16)
+            .find(|&vrf| {
+                let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(destination));
+                let endpoint = lane.endpoint >> index & 1 != 0;
+                sid.is_some() == endpoint && (!endpoint || sid == Some(lane.sid[index]))
+            })
+            .expect("the lane's SID is the frame's");
+        let endpoint = lane.endpoint >> index & 1 != 0;
+        let key = if endpoint {
+            let step = self
+                .srv6
+                .endpoint_step(lane.sid[index], destination, ip)
+                .filter(|&(next, _)| self.srv6.leads_to_fib(vrf, next))
+                .expect("the lane's step is the frame's");
+            assert_eq!(
+                step,
+                (lane.destination6[index], lane.step[index]),
+                "lane step"
+            );
+            step.0
+        } else {
+            destination
+        };
+        if lane.in_turn >> index & 1 != 0 {
+            let hash = flow_hash_ipv6_to(ip, key.to_be_bytes(), !endpoint, self.flow_hash_seed);
+            assert_eq!(lane.hash[index], hash, "lane hash");
+        }
+    }
+}
