@@ -130,6 +130,12 @@ impl LineRate {
         }
     }
 
+    /// Picoseconds per wire byte, when whole (see `PortSpeed::picos_per_byte`).
+    #[inline]
+    pub fn picos_per_byte(self) -> Option<u64> {
+        self.picos_per_byte
+    }
+
     /// As `PortSpeed::wire_time`.
     #[inline]
     pub fn wire_time(self, len: u32) -> Picos {

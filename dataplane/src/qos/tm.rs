@@ -88,10 +88,11 @@ impl QueueCounters {
     }
 }
 
-/// Every queue's counters, `[port][tc]`.
+/// Every queue's counters, `[port][tc]`. Each port's row is shared on its own, so that the
+/// port's pass-through counts find it without indexing the table.
 #[derive(Debug)]
 pub struct TmCounters {
-    pub queues: Vec<[QueueCounters; TC_COUNT]>,
+    pub queues: Vec<Arc<[QueueCounters; TC_COUNT]>>,
     pub events_lost: Counter,
 }
 
@@ -180,6 +181,12 @@ struct TcConfig {
 
 struct EgressPort {
     rate: LineRate,
+    /// The port's picoseconds per wire byte for `try_pass_through`, when whole (every speed
+    /// that divides 8000 Gb/s; 0 unlimited); a port whose speed gives fractions never passes
+    /// (`pass_gate`), so the pass needs no division.
+    pass_picos_per_byte: u64,
+    /// This port's row of `TmCounters` (its queues' counters).
+    counters: Arc<[QueueCounters; TC_COUNT]>,
     lossless: u8,
     tcs: [TcConfig; TC_COUNT],
     scheduler: PortScheduler,
@@ -238,6 +245,8 @@ pub struct TrafficManager<P> {
     ingress: Vec<[u64; TC_COUNT]>,
     buffer_used: u64,
     buffer_bytes: u64,
+    /// `buffer_bytes - buffer_used`, kept with it, for the pass-through's one comparison.
+    buffer_room: u64,
     rng: MarkRng,
     /// Bit p: port p has a transmission in flight or a pending choice.
     active: u64,
@@ -260,8 +269,11 @@ impl<P> TrafficManager<P> {
         let ports = spec
             .ports
             .iter()
-            .map(|q| EgressPort {
+            .enumerate()
+            .map(|(e, q)| EgressPort {
                 rate: LineRate::new(q.speed),
+                pass_picos_per_byte: q.speed.picos_per_byte().unwrap_or(0),
+                counters: Arc::clone(&counters.queues[e]),
                 lossless: q.lossless,
                 tcs: std::array::from_fn(|tc| {
                     let t = &q.tcs[tc];
@@ -317,6 +329,7 @@ impl<P> TrafficManager<P> {
             ingress: vec![[0; TC_COUNT]; spec.ports.len() + 1],
             buffer_used: 0,
             buffer_bytes: spec.buffer_bytes,
+            buffer_room: spec.buffer_bytes,
             rng: MarkRng::new(spec.ecn_seed),
             active: 0,
             counters,
@@ -341,7 +354,8 @@ impl<P> TrafficManager<P> {
             return;
         };
         let storm = port.pfc.in_storm();
-        port.pass_gate = if immediate && port.nonempty == 0 && !storm {
+        let whole_rate = port.rate.picos_per_byte().is_some();
+        port.pass_gate = if immediate && port.nonempty == 0 && !storm && whole_rate {
             port.pfc.pauses_over_at()
         } else {
             Picos::MAX
@@ -471,18 +485,8 @@ impl<P> TrafficManager<P> {
         len: u32,
     ) -> bool {
         let (e, t) = (usize::from(egress), usize::from(tc & 7));
-        let Some(port) = self.ports.get(e) else {
-            return false;
-        };
-        // With no queue of the port holding a frame, every depth is 0 in live mode (it counts
-        // no frame in flight; a replay does, but never passes), so the queue limit and the
-        // ECN curve are those of depth 0.
-        debug_assert!(!self.immediate || port.nonempty != 0 || port.depth[t] == 0);
-        // `pass_gate` and `ingress_blocks` summarise these; they must never drift from them.
-        debug_assert_eq!(
-            now >= port.pass_gate,
-            self.immediate && port.nonempty == 0 && port.pfc.quiet_at(now)
-        );
+        let buffer_room = self.buffer_room;
+        debug_assert_eq!(buffer_room, self.buffer_bytes - self.buffer_used);
         debug_assert!(self.ports.get(usize::from(ingress.port)).is_none_or(|p| {
             (p.ingress_blocks >> t & 1 == 0) == (p.lossless & (1 << t) == 0 && !p.pfc.in_storm())
         }));
@@ -491,19 +495,40 @@ impl<P> TrafficManager<P> {
             self.ingress_gate(ingress.port),
             "stale ingress gate"
         );
+        let immediate = self.immediate;
+        let Some(port) = self.ports.get_mut(e) else {
+            return false;
+        };
+        // With no queue of the port holding a frame, every depth is 0 in live mode (it counts
+        // no frame in flight; a replay does, but never passes), so the queue limit and the
+        // ECN curve are those of depth 0.
+        debug_assert!(!immediate || port.nonempty != 0 || port.depth[t] == 0);
+        // `pass_gate` and `ingress_blocks` summarise these; they must never drift from them.
+        debug_assert_eq!(
+            now >= port.pass_gate,
+            immediate
+                && port.nonempty == 0
+                && port.pfc.quiet_at(now)
+                && port.rate.picos_per_byte().is_some()
+        );
+        debug_assert_eq!(
+            Some(port.pass_picos_per_byte),
+            port.rate.picos_per_byte().or(Some(0))
+        );
         let passes = now >= port.pass_gate
             && port.free_at <= now + COMMIT_HORIZON
             && ingress.blocks >> t & 1 == 0
             && u64::from(len) <= port.pass_limit[t]
-            && self.buffer_used + u64::from(len) <= self.buffer_bytes;
+            && u64::from(len) <= buffer_room;
         if !passes {
             return false;
         }
-        let counters = &self.counters.queues[e][t];
+        let counters = &port.counters[t];
         counters.passed_packets.add(1);
         counters.passed_bytes.add(u64::from(len));
-        let port = &mut self.ports[e];
-        port.free_at = port.free_at.max(now) + port.rate.wire_time(len);
+        // `LineRate::wire_time` with the whole picoseconds per byte the gate requires.
+        let wire_bytes = u64::from(len).max(super::MIN_FRAME_BYTES) + super::WIRE_OVERHEAD_BYTES;
+        port.free_at = port.free_at.max(now) + wire_bytes * port.pass_picos_per_byte;
         true
     }
 
@@ -696,6 +721,7 @@ impl<P> TrafficManager<P> {
 
     fn hold(&mut self, now: Picos, e: usize, t: usize, ingress: usize, len: u64) {
         self.buffer_used += len;
+        self.buffer_room = self.buffer_bytes - self.buffer_used;
         self.ingress[ingress][t] += len;
         let ingress_depth = self.ingress[ingress][t];
         let port = &mut self.ports[e];
@@ -734,6 +760,7 @@ impl<P> TrafficManager<P> {
 
     fn release(&mut self, now: Picos, e: usize, t: usize, ingress: usize, len: u64) {
         self.buffer_used -= len;
+        self.buffer_room = self.buffer_bytes - self.buffer_used;
         self.ingress[ingress][t] -= len;
         if let Some(queue) = self.counters.queues.get(ingress) {
             queue[t].ingress_bytes.set(self.ingress[ingress][t]);
