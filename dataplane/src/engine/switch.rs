@@ -17,10 +17,9 @@ use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
-    ControlRequest, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error, LANE_L3,
-    LANE_OTHER, RouterError, TagOp, Verdict,
+    ControlRequest, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error, LANE_OTHER,
+    RouterError, TagOp, Verdict,
 };
-use crate::qos::classify::IpVersion;
 use crate::qos::pfc;
 use crate::qos::{
     self, Admission, CPU_PORT, IngressGate, PfcFrame, PortQos, TmCounters, TrafficManager,
@@ -39,14 +38,16 @@ const MAX_FLOOD_PORTS: usize = 32;
 /// TX queues and the bursts being gathered for them.
 struct TxStage {
     queues: Vec<TxQueue>,
-    bursts: Vec<MbufBurst>,
+    /// Indexed by port: one for every port a switch may have, so that a frame's push finds
+    /// its port's burst without a bounds check (ports are below `queues.len()`).
+    bursts: Box<[MbufBurst; qos::tm::MAX_PORTS]>,
     burst: usize,
 }
 
 impl TxStage {
     #[inline(always)]
     fn push(&mut self, port: u16, mbuf: Mbuf, counters: &WorkerCounters) {
-        let port = usize::from(port);
+        let port = usize::from(port) % qos::tm::MAX_PORTS;
         let burst = &mut self.bursts[port];
         match burst.push(mbuf) {
             Ok(()) if burst.len() < self.burst => {}
@@ -78,7 +79,7 @@ impl TxStage {
     }
 
     fn flush_all(&mut self, counters: &WorkerCounters) {
-        for port in 0..self.bursts.len() {
+        for port in 0..self.queues.len().min(qos::tm::MAX_PORTS) {
             if !self.bursts[port].is_empty() {
                 self.flush(port, counters);
             }
@@ -208,7 +209,7 @@ impl SwitchWorker {
             rx,
             tx: TxStage {
                 queues: tx,
-                bursts: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
+                bursts: Box::new(std::array::from_fn(|_| MbufBurst::new())),
                 burst,
             },
             tm: TrafficManager::new(&spec.qos, pool.size() as usize, queue_counters),
@@ -307,7 +308,7 @@ impl SwitchWorker {
         if lane == whole_burst {
             // Routed bursts are all express as a rule: a loop of that path alone.
             for (index, mbuf) in burst.drain().enumerate() {
-                self.handle_lane(mbuf, index, &classes, ingress, now);
+                self.handle_lane(mbuf, index, ingress, now);
             }
         } else if lane == 0 {
             // Bridged bursts have no express frames: a loop without the test.
@@ -317,7 +318,7 @@ impl SwitchWorker {
         } else {
             for (index, mbuf) in burst.drain().enumerate() {
                 if lane >> index & 1 != 0 {
-                    self.handle_lane(mbuf, index, &classes, ingress, now);
+                    self.handle_lane(mbuf, index, ingress, now);
                 } else {
                     self.handle_not_express(mbuf, port, &classes, ingress, now);
                 }
@@ -369,7 +370,10 @@ impl SwitchWorker {
         let mut scratch = [const { MaybeUninit::uninit() }; dpdk::MAX_BURST];
         let frames = burst.whole_frames(&mut scratch);
         debug_assert_eq!(frames.len(), received);
-        self.forwarder.stage_lane(&mut self.lane, frames, vrf)
+        let classes = self.untagged_ip_classes.get(usize::from(port));
+        let classes = classes.unwrap_or(&[0; 64]);
+        self.forwarder
+            .stage_lane(&mut self.lane, frames, vrf, classes)
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.
@@ -510,18 +514,10 @@ impl SwitchWorker {
     }
 
     /// `handle` for frame `index` of the burst, an express frame of the lane (see
-    /// `ExpressLane`): its class comes from its DSCP by `classes`, the in-port's
-    /// `untagged_ip_classes`, and its route from the lane's passes. `ingress` is the in-port's
-    /// gate, read for the burst.
+    /// `ExpressLane`): its class and route come from the lane's passes. `ingress` is the
+    /// in-port's gate, read for the burst.
     #[inline(always)]
-    fn handle_lane(
-        &mut self,
-        mut mbuf: Mbuf,
-        index: usize,
-        classes: &[u8; 64],
-        ingress: IngressGate,
-        now: Picos,
-    ) {
+    fn handle_lane(&mut self, mut mbuf: Mbuf, index: usize, ingress: IngressGate, now: Picos) {
         debug_assert_eq!(
             mbuf.packet().segments(),
             1,
@@ -529,16 +525,10 @@ impl SwitchWorker {
         );
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
-        let version = if self.lane.is_ipv6(index) {
-            IpVersion::V6
-        } else {
-            IpVersion::V4
-        };
-        let traffic_class = qos::classify::traffic_class_byte(frame, LANE_L3, version);
-        let tc = classes[usize::from(traffic_class >> 2)];
+        let tc = self.lane.class(index);
         debug_assert_eq!(
             tc,
-            qos::classify_untagged_ip(traffic_class, &self.port_qos[usize::from(ingress.port())])
+            qos::classify(frame, &self.port_qos[usize::from(ingress.port())])
         );
         match self.forwarder.route_lane(&self.lane, index, frame, now) {
             LANE_OTHER => {

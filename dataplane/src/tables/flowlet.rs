@@ -393,7 +393,11 @@ impl EgressLoad {
     }
 
     fn queues(&self, port: u16) -> Option<&[crate::qos::QueueCounters; TC_COUNT]> {
-        self.counters.as_ref()?.queues.get(usize::from(port)).map(|row| &**row)
+        self.counters
+            .as_ref()?
+            .queues
+            .get(usize::from(port))
+            .map(|row| &**row)
     }
 }
 

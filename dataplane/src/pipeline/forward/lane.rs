@@ -92,6 +92,8 @@ pub struct ExpressLane {
     head: [u8; MAX_BURST],
     sid: [u32; MAX_BURST],
     step: [EndpointStep; MAX_BURST],
+    /// Pass 1: each frame's traffic class, by its DSCP (the in-port's table of classes).
+    class: [u8; MAX_BURST],
     /// Pass 2's IPv6 FIB lookups, kept here so that no burst pays for zeroing them.
     lookups6: ipv6::Lookups,
     /// Tests: the frames that took another frame's staging (IPv4) or FIB answer (IPv6).
@@ -115,6 +117,7 @@ impl Default for ExpressLane {
             head: [0; MAX_BURST],
             sid: [0; MAX_BURST],
             step: [EndpointStep::Shift; MAX_BURST],
+            class: [0; MAX_BURST],
             lookups6: ipv6::Lookups::default(),
             #[cfg(test)]
             taken: 0,
@@ -130,10 +133,11 @@ impl ExpressLane {
         self.express
     }
 
-    /// Whether frame `index` of the burst is IPv6 (else IPv4), for an express frame.
+    /// The traffic class of express frame `index`: what the in-port's table of classes gives
+    /// for its DSCP (see `Forwarder::stage_lane`).
     #[inline(always)]
-    pub fn is_ipv6(&self, index: usize) -> bool {
-        self.ipv6 >> (index % 64) & 1 != 0
+    pub fn class(&self, index: usize) -> u8 {
+        self.class[index % MAX_BURST]
     }
 
     /// Forgets the previous burst: no frame is express.
@@ -174,10 +178,10 @@ fn mac_word(mac: [u8; 6]) -> u64 {
     u64::from_le_bytes([a, b, c, d, e, f, 0, 0])
 }
 
-/// What pass 1 found of a frame.
+/// What pass 1 found of a frame: its destination and its DSCP.
 enum Screened {
-    Ipv4(u32),
-    Ipv6(u128),
+    Ipv4(u32, u8),
+    Ipv6(u128, u8),
     /// The frame takes the full pipeline.
     Not,
 }
@@ -198,8 +202,18 @@ fn screen(frame: &[u8], router_mac: u64) -> Screened {
         return Screened::Not;
     }
     match u16::from_be_bytes([ethernet[12], ethernet[13]]) {
-        ETHERTYPE_IPV4 => express_ipv4_destination(frame).map_or(Screened::Not, Screened::Ipv4),
-        ETHERTYPE_IPV6 => express_ipv6_destination(frame).map_or(Screened::Not, Screened::Ipv6),
+        ETHERTYPE_IPV4 => match express_ipv4_destination(frame) {
+            Some(destination) => Screened::Ipv4(destination, frame[LANE_L3 + 1] >> 2),
+            None => Screened::Not,
+        },
+        ETHERTYPE_IPV6 => match express_ipv6_destination(frame) {
+            // The traffic class spans the first two bytes' nibbles.
+            Some(destination) => Screened::Ipv6(
+                destination,
+                (frame[LANE_L3] << 4 | frame[LANE_L3 + 1] >> 4) >> 2,
+            ),
+            None => Screened::Not,
+        },
         _ => Screened::Not,
     }
 }
@@ -317,9 +331,17 @@ impl Forwarder {
 
     /// Passes 1 and 2 of the lane over one RX burst (`frames`, at most `MAX_BURST`, from
     /// `MbufBurst::whole_frames`) received on a routed port of `vrf` (`Self::lane_vrf`).
-    /// Reads the frames and the tables; counts the members that `hash` groups choose. Returns
-    /// the express frames (also `ExpressLane::express`).
-    pub fn stage_lane(&self, lane: &mut ExpressLane, frames: &[&[u8]], vrf: u16) -> u64 {
+    /// Reads the frames and the tables; counts the members that `hash` groups choose; gives
+    /// each express frame its traffic class from its DSCP by `classes` (the in-port's
+    /// `qos::classify::untagged_ip_classes`). Returns the express frames (also
+    /// `ExpressLane::express`).
+    pub fn stage_lane(
+        &self,
+        lane: &mut ExpressLane,
+        frames: &[&[u8]],
+        vrf: u16,
+        classes: &[u8; 64],
+    ) -> u64 {
         let frames = &frames[..frames.len().min(MAX_BURST)];
         let Some(fib) = self.fib4.get(usize::from(vrf)) else {
             lane.express = 0;
@@ -330,13 +352,15 @@ impl Forwarder {
         let (mut ipv4, mut ipv6) = (0u64, 0u64);
         for (index, frame) in frames.iter().enumerate() {
             match screen(frame, router_mac) {
-                Screened::Ipv4(destination) => {
+                Screened::Ipv4(destination, dscp) => {
                     fib.prefetch(destination);
                     lane.destination[index] = destination;
+                    lane.class[index] = classes[usize::from(dscp & 63)];
                     ipv4 |= 1 << index;
                 }
-                Screened::Ipv6(destination) => {
+                Screened::Ipv6(destination, dscp) => {
                     lane.destination6[index] = destination;
+                    lane.class[index] = classes[usize::from(dscp & 63)];
                     ipv6 |= 1 << index;
                 }
                 Screened::Not => {}
