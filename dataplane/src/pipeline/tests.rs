@@ -992,6 +992,28 @@ fn through_route_lane(
     (verdict, (0, frame.len()), bytes)
 }
 
+/// The table of classes the lane tests hand the lane: the class selector (the DSCP's top
+/// three bits), so that every class byte position shows.
+const LANE_CLASSES: [u8; 64] = {
+    let mut classes = [0; 64];
+    let mut dscp = 0;
+    while dscp < 64 {
+        classes[dscp] = (dscp >> 3) as u8;
+        dscp += 1;
+    }
+    classes
+};
+
+/// The DSCP of an untagged IPv4 or IPv6 frame, from the bytes a frame walk reads.
+fn dscp_of(frame: &[u8]) -> usize {
+    let traffic_class = if frame[12..14] == [0x86, 0xdd] {
+        frame[14] << 4 | frame[15] >> 4
+    } else {
+        frame[15]
+    };
+    usize::from(traffic_class >> 2)
+}
+
 /// A burst received on `in_port` at `now` through the express lane as the engine takes it:
 /// the lane's passes over the burst, then each frame in burst order, an express one through
 /// `route_lane`, any other through the full pipeline. Returns each frame's outcome and the
@@ -1005,7 +1027,7 @@ fn through_lane(
 ) -> (Vec<Outcome>, u64) {
     let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
     let express = match f.lane_vrf(in_port) {
-        Some(vrf) => f.stage_lane(lane, &views, vrf),
+        Some(vrf) => f.stage_lane(lane, &views, vrf, &LANE_CLASSES),
         None => {
             lane.clear();
             0
@@ -1016,6 +1038,11 @@ fn through_lane(
         .enumerate()
         .map(|(index, frame)| {
             if express >> index & 1 != 0 {
+                assert_eq!(
+                    lane.class(index),
+                    LANE_CLASSES[dscp_of(frame)],
+                    "frame {index}"
+                );
                 through_route_lane(f, lane, index, frame, now)
             } else {
                 through_pipeline(f, frame, in_port, now)
@@ -2237,7 +2264,7 @@ fn lane_frames_route_as_the_forwarder_stands_in_their_turn() {
         let now = T0 + round as u64 * PICOS_PER_SECOND;
         let burst = vec![frame; changes.len() + 2];
         let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        let express = lane_side.stage_lane(&mut lane, &views, 0);
+        let express = lane_side.stage_lane(&mut lane, &views, 0, &LANE_CLASSES);
         assert_eq!(express.count_ones() as usize, burst.len(), "round {round}");
         assert_eq!(lane.taken(), express & !1, "round {round}: the repeats");
         for (index, frame) in burst.iter().enumerate() {
@@ -2288,7 +2315,10 @@ fn the_lane_takes_routed_ports_only() {
         &ipv4([10, 0, 20, 5], [10, 1, 0, 9], 64, 17, 5000, 53),
     );
     let mut lane = ExpressLane::default();
-    assert_eq!(forwarder.stage_lane(&mut lane, &[&routed], 0), 1);
+    assert_eq!(
+        forwarder.stage_lane(&mut lane, &[&routed], 0, &LANE_CLASSES),
+        1
+    );
     assert_eq!(lane.express(), 1);
     lane.clear();
     assert_eq!(lane.express(), 0);
