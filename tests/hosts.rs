@@ -121,7 +121,7 @@ ipv4 = ["10.0.30.1/24"]
     let mut rng = common::Rng::new(42);
     payload.iter_mut().for_each(|b| *b = rng.next_u64() as u8);
     // Between VLANs through their interfaces; from a routed port, whose data frames take the
-    // express path (`RouteStage::express`); within VLAN 10.
+    // express lane (`Forwarder::stage_lane`); within VLAN 10.
     for (what, from, to, to_ip) in [
         ("routed", "h1", "h2", "10.0.20.2"),
         ("from the routed port", "h4", "h1", "10.0.10.2"),

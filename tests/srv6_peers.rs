@@ -3,7 +3,7 @@
 //! other and its far end (`seg6local End.DT6`). From a to b's address, the SID list sends
 //! every packet through ironclos as an End SID and then its uN SID; from a to b's second
 //! address, through the End SID alone, whose next segment is b's; from b, through the uN SID
-//! alone. (The last two are the burst stage's express endpoints: one step, then the FIB.)
+//! alone. (The last two are the express lane's endpoints: one step, then the FIB.)
 //! Ping and a TCP transfer must succeed, and a capture at b must show the destination set as
 //! RFC 8986 and RFC 9800 say. Needs root.
 
