@@ -1011,6 +1011,35 @@ fn a_replay_never_passes_a_frame_through_even_to_a_port_with_no_queued_frame() {
 }
 
 #[test]
+fn a_port_whose_speed_is_not_whole_picoseconds_per_byte_takes_the_full_path_only() {
+    // The pass-through multiplies by whole picoseconds per byte; at 3 Gb/s a byte takes
+    // 2666.67 ps, so such a port never passes a frame, and `enqueue_or_send` sends it at once
+    // and times it with the exact division; a 25 Gb/s port (320 ps) passes.
+    let spec = spec(2, |p| p.speed = PortSpeed::Gbps(25));
+    let mut spec = spec;
+    spec.ports[1].speed = PortSpeed::Gbps(3);
+    let mut tm = tm(&spec);
+    tm.set_immediate(true);
+    let gate = tm.ingress_gate(0);
+    assert!(!tm.try_pass_through(0, 1, 0, gate, 1_000), "3 Gb/s");
+    let mut sent = Vec::new();
+    let admission = tm.enqueue_or_send(
+        0,
+        1,
+        0,
+        0,
+        frame(1_000, NOT_ECT, 0),
+        |f| f.as_mut_slice(),
+        |p, f| sent.push((p, f.len())),
+    );
+    assert_eq!(admission, Admission::Queued { marked: false });
+    assert_eq!(sent, vec![(1, 1_000)], "sent at once");
+    assert_eq!(tm.counters().queues[1][0].dequeued_bytes(), 1_000);
+    assert!(tm.try_pass_through(0, 0, 0, gate, 1_000), "25 Gb/s");
+    assert_eq!(tm.counters().queues[0][0].dequeued_bytes(), 1_000);
+}
+
+#[test]
 fn pass_through_decides_exactly_as_the_full_path() {
     // Two live-mode traffic managers see the same random arrivals, pauses and time steps: one
     // offers every frame to `try_pass_through` first, the other only to `enqueue_or_send`.

@@ -67,6 +67,8 @@ const IPV6_SEEN: usize = LANE_L3 + 40 + 4;
 /// each (valid only where the frame's `express` bit is set).
 pub struct ExpressLane {
     express: u64,
+    /// The VRF the burst was staged in.
+    vrf: u16,
     /// Bit i: frame i's member is still to be chosen, in its turn (a flowlet or per-packet
     /// group: `route` and `hash` hold its route and flow hash); else `nexthop` holds where
     /// it goes (a route to a nexthop, or a `hash` group's member, chosen and counted in pass
@@ -105,6 +107,7 @@ impl Default for ExpressLane {
     fn default() -> Self {
         ExpressLane {
             express: 0,
+            vrf: 0,
             in_turn: 0,
             ipv6: 0,
             endpoint: 0,
@@ -371,7 +374,7 @@ impl Forwarder {
             lane.taken = 0;
         }
         let (mut express, mut in_turn) = self.stage_ipv4(lane, frames, &fib, ipv4);
-        lane.endpoint = 0;
+        (lane.endpoint, lane.vrf) = (0, vrf);
         if ipv6 != 0 {
             let (express6, in_turn6) = self.stage_ipv6(lane, frames, vrf, ipv6);
             express |= express6;

@@ -234,14 +234,14 @@ impl Forwarder {
     pub(super) fn check_lane_ipv6(&self, lane: &ExpressLane, index: usize, frame: &[u8]) {
         let destination = express_ipv6_destination(frame).expect("lane frame no longer express");
         let ip = &frame[LANE_L3..];
-        let vrf = (0..self.fib6.len() as u16)
-            .find(|&vrf| {
-                let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(destination));
-                let endpoint = lane.endpoint >> index & 1 != 0;
-                sid.is_some() == endpoint && (!endpoint || sid == Some(lane.sid[index]))
-            })
-            .expect("the lane's SID is the frame's");
+        let vrf = lane.vrf;
         let endpoint = lane.endpoint >> index & 1 != 0;
+        let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(destination));
+        assert_eq!(
+            sid,
+            endpoint.then_some(lane.sid[index]),
+            "the lane's SID is the frame's"
+        );
         let key = if endpoint {
             let step = self
                 .srv6
