@@ -992,6 +992,14 @@ fn through_route_lane(
     (verdict, (0, frame.len()), bytes)
 }
 
+/// Each ECMP group of `a` counted the packets and bytes of each member that `b`'s did.
+fn assert_same_member_counts(a: &Forwarder, b: &Forwarder) {
+    for (x, y) in a.balance_counters().iter().zip(b.balance_counters()) {
+        assert_eq!(x.member_packets(), y.member_packets(), "member packets");
+        assert_eq!(x.member_bytes(), y.member_bytes(), "member bytes");
+    }
+}
+
 /// The table of classes the lane tests hand the lane: the class selector (the DSCP's top
 /// three bits), so that every class byte position shows.
 const LANE_CLASSES: [u8; 64] = {
@@ -1120,14 +1128,7 @@ fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
             "{what}"
         );
     }
-    for (x, p) in lane_side
-        .balance_counters()
-        .iter()
-        .zip(plain.balance_counters())
-    {
-        assert_eq!(x.member_packets(), p.member_packets());
-        assert_eq!(x.member_bytes(), p.member_bytes());
-    }
+    assert_same_member_counts(&lane_side, &plain);
 }
 
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
@@ -1664,13 +1665,7 @@ fn a_lane_burst_routes_each_frame_as_the_pipeline_does_alone() {
         taken * 13 > frames_seen,
         "only {taken} of {frames_seen} frames took another's staging"
     );
-    for (x, p) in lane_side
-        .balance_counters()
-        .iter()
-        .zip(plain.balance_counters())
-    {
-        assert_eq!(x.member_packets(), p.member_packets());
-    }
+    assert_same_member_counts(&lane_side, &plain);
 }
 
 #[test]
@@ -2297,6 +2292,45 @@ fn lane_frames_route_as_the_forwarder_stands_in_their_turn() {
 // Run-time updates (crate::ctl), on the leaf spec above.
 #[path = "ctl_tests.rs"]
 mod ctl_tests;
+
+#[test]
+fn the_lane_forwards_by_itself_only_to_a_port_that_is_up() {
+    // 10.2.0.0/16 goes to nexthop 0, spine 1 behind routed port 5. While port 5 is up the
+    // lane returns it; while it is down the lane returns `LANE_OTHER` with the pipeline's
+    // forward, so the engine's full send finds the link down (its express send skips that
+    // check for the ports the lane returns).
+    let mut forwarder = Forwarder::new(&leaf_spec()).unwrap();
+    forwarder.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+    let frame = eth(
+        ROUTER,
+        SPINE2,
+        None,
+        0x0800,
+        &ipv4([10, 0, 20, 5], [10, 2, 0, 9], 64, 17, 5000, 53),
+    );
+    let mut lane = ExpressLane::default();
+    for up in [true, false, true] {
+        forwarder.set_port_up(5, up);
+        // (Received on uplink 6, which stays up.)
+        assert_eq!(
+            forwarder.stage_lane(&mut lane, &[&frame], 0, &LANE_CLASSES),
+            1
+        );
+        let port = forwarder.route_lane(&lane, 0, &mut frame.clone(), T0);
+        if up {
+            assert_eq!(port, 5);
+        } else {
+            assert_eq!(port, LANE_OTHER);
+            assert_eq!(
+                forwarder.lane_verdict(),
+                Verdict::Forward {
+                    port: 5,
+                    tag: TagOp::Keep
+                }
+            );
+        }
+    }
+}
 
 #[test]
 fn the_lane_takes_routed_ports_only() {

@@ -562,18 +562,16 @@ impl Forwarder {
         let Some(nexthop_id) = self.lane_nexthop(lane, index, frame.len(), now) else {
             return self.lane_other(Verdict::Drop(DropReason::EcmpNoLiveMember));
         };
-        let Some(nexthop) = self.nexthops.get(nexthop_id as usize) else {
-            return self.lane_other(Verdict::Drop(DropReason::NeighborUnresolved));
-        };
         let Some(header) = frame.first_chunk_mut::<{ LANE_L3 + 12 }>() else {
             unreachable!("express frames hold an IP header");
         };
-        let port = nexthop.express_port;
-        if port != NO_PORT && self.ports_up >> (port % 64) & 1 != 0 {
-            // What `egress_l2` does for an untagged frame to a routed port, in one copy.
-            header[..12].copy_from_slice(&nexthop.addresses);
+        if let Some((port, addresses)) = self.express_egress(nexthop_id) {
+            header[..12].copy_from_slice(addresses);
             super::decrement_hop_limit(&mut header[LANE_L3..], ipv6);
             return port;
+        }
+        if nexthop_id as usize >= self.nexthops.len() {
+            return self.lane_other(Verdict::Drop(DropReason::NeighborUnresolved));
         }
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
             Ok((out_iface, dst_mac)) => super::forwarded(
@@ -582,6 +580,17 @@ impl Forwarder {
             Err(reason) => Verdict::Drop(reason),
         };
         self.lane_other(verdict)
+    }
+
+    /// The port a frame to nexthop `nexthop_id` leaves by with the nexthop's 12 address bytes
+    /// alone, and those bytes: what `egress_l2` does for an untagged frame to a routed port
+    /// that is up, the neighbour's MAC known, in one copy. `None` for any other nexthop.
+    #[inline(always)]
+    fn express_egress(&self, nexthop_id: u32) -> Option<(u16, &[u8; 12])> {
+        let nexthop = self.nexthops.get(nexthop_id as usize)?;
+        let port = nexthop.express_port;
+        (port != NO_PORT && self.ports_up >> (port % 64) & 1 != 0)
+            .then_some((port, &nexthop.addresses))
     }
 
     /// The nexthop of express frame `index` (`len` bytes): pass 2's, or a flowlet or

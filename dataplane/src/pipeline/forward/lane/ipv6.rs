@@ -11,7 +11,7 @@
 
 #[cfg(debug_assertions)]
 use super::express_ipv6_destination;
-use super::{ExpressLane, LANE_L3, LANE_OTHER, LastGroup, NO_PORT, Staged, bits};
+use super::{ExpressLane, LANE_L3, LANE_OTHER, LastGroup, Staged, bits};
 use crate::clock::Picos;
 use crate::counters::DropReason;
 use crate::dpdk::MAX_BURST;
@@ -212,12 +212,12 @@ impl Forwarder {
             port,
             tag: crate::pipeline::TagOp::Keep,
         };
-        if let Some(nexthop) = self.nexthops.get(nexthop_id as usize) {
-            let port = nexthop.express_port;
-            if port != NO_PORT && self.ports_up >> (port % 64) & 1 != 0 {
-                frame[..12].copy_from_slice(&nexthop.addresses);
-                return (port, forward(port));
-            }
+        if let Some((port, addresses)) = self.express_egress(nexthop_id) {
+            frame[..12].copy_from_slice(addresses);
+            return (port, forward(port));
+        }
+        if nexthop_id as usize >= self.nexthops.len() {
+            return (LANE_OTHER, Verdict::Drop(DropReason::NeighborUnresolved));
         }
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
             Ok((out_iface, dst_mac)) => {
