@@ -807,10 +807,10 @@ impl SwitchWorker {
     }
 
     fn serve_requests(&mut self, now: Picos) {
-        if !self.forwarder.has_requests() {
+        self.requests.extend(self.forwarder.drain_requests());
+        if self.requests.is_empty() {
             return;
         }
-        self.requests.extend(self.forwarder.drain_requests());
         for index in 0..self.requests.len() {
             let ControlRequest::Resolve { interface, ip } = self.requests[index];
             self.slow.resolve(interface, ip, now, &mut self.outgoing);

@@ -638,12 +638,6 @@ impl Forwarder {
     }
 
     /// Requests produced since the last call.
-    /// Whether the fast path left requests for the control side (`drain_requests`).
-    #[inline(always)]
-    pub fn has_requests(&self) -> bool {
-        !self.requests.is_empty()
-    }
-
     pub fn drain_requests(&mut self) -> std::vec::Drain<'_, ControlRequest> {
         self.requests.drain(..)
     }

@@ -257,9 +257,6 @@ pub struct TrafficManager<P> {
     pfc_out: Vec<tm_pfc::PfcFrame>,
     /// Drops the traffic manager decided on its own (watchdog), by reason, not yet taken.
     drop_tally: [u64; DropReason::COUNT],
-    /// Some count in `drop_tally` may be above 0: the engine asks after every burst, and
-    /// a flag answers that for almost every burst in one test instead of a scan.
-    drops_tallied: bool,
     /// Live mode: frames for an idle port start in `enqueue_or_send`.
     immediate: bool,
 }
@@ -340,7 +337,6 @@ impl<P> TrafficManager<P> {
             events: Vec::with_capacity(if spec.events { 4096 } else { 0 }),
             pfc_out: Vec::with_capacity(MAX_PORTS),
             drop_tally: [0; DropReason::COUNT],
-            drops_tallied: false,
             immediate: false,
         };
         for e in 0..tm.ports.len() {
@@ -1066,8 +1062,7 @@ impl<P> TrafficManager<P> {
     /// Drops the traffic manager decided by itself since the last call (watchdog).
     #[inline]
     pub fn take_drop_tally(&mut self, mut count: impl FnMut(DropReason, u64)) {
-        if !std::mem::take(&mut self.drops_tallied) {
-            debug_assert!(self.drop_tally.iter().all(|&n| n == 0));
+        if self.drop_tally.iter().all(|&n| n == 0) {
             return;
         }
         for reason in DropReason::ALL {

@@ -436,7 +436,6 @@ impl<P> TrafficManager<P> {
                 let dropped = self.flush_queue(at, e, t);
                 self.counters.queues[e][t].watchdog_drops.add(dropped);
                 self.drop_tally[DropReason::PfcWatchdog as usize] += dropped;
-                self.drops_tallied = true;
                 if self.ports[e].pfc.xoff_sent & (1 << t) != 0 {
                     self.resume_peer(at, e, t);
                 }
