@@ -1131,6 +1131,40 @@ fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
     assert_same_member_counts(&lane_side, &plain);
 }
 
+#[test]
+fn a_burst_led_by_a_frame_to_the_all_ones_address_stages_like_any_other() {
+    // A unicast frame to the router MAC may carry any destination, 255.255.255.255 too; the
+    // lane once took that destination for "no frame looked up yet" and then indexed past a
+    // burst shorter than 64 frames.
+    let spec = leaf_spec();
+    let (mut lane_side, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
+    let uplink = spec
+        .ports
+        .iter()
+        .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
+        .expect("the leaf has a routed uplink") as u16;
+    let all_ones = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4([10, 0, 10, 5], [255, 255, 255, 255], 64, 17, 1234, 4791),
+    );
+    let burst = vec![all_ones.clone(), all_ones];
+    let mut lane = ExpressLane::default();
+    let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, uplink, T0);
+    for (index, frame) in burst.iter().enumerate() {
+        assert_eq!(
+            outcomes[index],
+            through_pipeline(&mut plain, frame, uplink, T0),
+            "frame {index}"
+        );
+    }
+}
+
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
 /// (2001:db8:5::/48): staged frames to the SID skip the FIB and hand the SID to the pipeline.
 fn staging_spec() -> SwitchSpec {

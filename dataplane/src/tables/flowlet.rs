@@ -270,6 +270,15 @@ pub struct MemberCounters {
     pub bytes: Counter,
 }
 
+impl MemberCounters {
+    /// `packets` more frames sent to the member, `bytes` in all.
+    #[inline(always)]
+    pub fn count(&self, packets: u32, bytes: u32) {
+        self.bytes.add(u64::from(bytes));
+        self.packets.add(u64::from(packets));
+    }
+}
+
 /// A group's counters, written by the worker and readable from any thread.
 #[derive(Debug)]
 pub struct BalanceCounters {
@@ -659,14 +668,26 @@ impl GroupBalancer {
         Some((id, index))
     }
 
-    /// Counts `packets` more frames of `bytes` in all to member `index` (the index
-    /// [`Self::select_by_hash`] gave for the first frame of their flow).
+    /// `select_by_hash` for the express lane: the member's nexthop id (counted for a frame
+    /// of `len` bytes) and its counters, where the frames of the flow that follow in the
+    /// burst count.
     #[inline(always)]
-    pub fn count_member(&self, index: u32, packets: u32, bytes: u32) {
-        if let Some(member) = self.counters.members.get(index as usize) {
-            member.bytes.add(u64::from(bytes));
-            member.packets.add(u64::from(packets));
+    pub fn place_by_hash(
+        &self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+    ) -> Option<(u32, Option<&MemberCounters>)> {
+        debug_assert!(self.hashes_statically());
+        let id = ecmp.select(hash)?;
+        let member = self
+            .index_of
+            .get(id as usize)
+            .and_then(|&i| self.counters.members.get(usize::from(i)));
+        if let Some(member) = member {
+            member.count(1, len);
         }
+        Some((id, member))
     }
 
     /// `select_member` of a group that sprays per packet. Out of line: the modes of most

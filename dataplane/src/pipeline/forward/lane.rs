@@ -14,10 +14,10 @@
 //!    to a local SID: `ipv6.rs`) and, for an ECMP group, compute the flow hash, and choose
 //!    and count a `hash` group's member (its only effect is its counters, which add up the
 //!    same in any order). A frame whose route is anything but a nexthop or a group (none,
-//!    local, connected, blackhole, an SRv6 policy) leaves the lane here. A frame of the flow
-//!    of the IPv4 frame before it takes that frame's staging (an elephant flow fills whole
-//!    bursts); an IPv6 frame to where the frame before it goes takes its FIB answer (a
-//!    policy's flows share its SIDs);
+//!    local, connected, blackhole, an SRv6 policy) leaves the lane here. An IPv4 frame of the
+//!    flow of the frame looked up before it takes what that frame found and counts to its
+//!    member, in the same loop (an elephant flow fills whole bursts); an IPv6 frame to where
+//!    the frame before it goes takes its FIB answer (a policy's flows share its SIDs);
 //! 3. `route_lane`, per frame and in burst order with the frames that take the full pipeline:
 //!    apply the endpoint's step, choose a flowlet or per-packet group's member (this updates
 //!    the flowlet table and the loads least-loaded choice reads, so it keeps the burst's
@@ -44,7 +44,7 @@ use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
 use crate::tables::ecmp::EcmpGroup;
 use crate::tables::flowhash::flow_hash_v4_wire;
-use crate::tables::flowlet::GroupBalancer;
+use crate::tables::flowlet::{GroupBalancer, MemberCounters};
 use crate::tables::lpm4::Lpm4Lookups;
 use crate::wire::checksum;
 
@@ -87,10 +87,8 @@ pub struct ExpressLane {
     nexthop: [u32; MAX_BURST],
     route: [u32; MAX_BURST],
     hash: [u32; MAX_BURST],
-    /// An IPv4 frame looked up whose `hash` member has counters: the group and the member's
-    /// index (its repeats count there).
-    counter: [Option<(u32, u32)>; MAX_BURST],
-    /// An IPv4 repeat: the burst index of the frame whose staging it takes.
+    /// An IPv6 frame to where the frame before it goes: that frame's index, whose FIB answer
+    /// it takes.
     head: [u8; MAX_BURST],
     sid: [u32; MAX_BURST],
     step: [EndpointStep; MAX_BURST],
@@ -116,7 +114,6 @@ impl Default for ExpressLane {
             nexthop: [0; MAX_BURST],
             route: [0; MAX_BURST],
             hash: [0; MAX_BURST],
-            counter: [None; MAX_BURST],
             head: [0; MAX_BURST],
             sid: [0; MAX_BURST],
             step: [EndpointStep::Shift; MAX_BURST],
@@ -302,16 +299,16 @@ struct LastGroup<'a> {
 
 /// What pass 2 found for a frame.
 #[derive(Clone, Copy)]
-enum Staged {
+enum Staged<'a> {
     /// Not express: the frame takes the full pipeline.
     Not,
     /// A route to nexthop `id`.
     Nexthop(u32),
-    /// A `hash` group's member, nexthop `id` (chosen and counted), with its group and its
-    /// counters' index in the group.
+    /// A `hash` group's member, nexthop `id` (chosen and counted), with its counters (where
+    /// the frames of the flow that repeat this frame count).
     Hashed {
         id: u32,
-        counter: Option<(u32, u32)>,
+        member: Option<&'a MemberCounters>,
     },
     /// A flowlet or per-packet group's route and the frame's flow hash.
     InTurn { route: u32, hash: u32 },
@@ -384,9 +381,10 @@ impl Forwarder {
         express
     }
 
-    /// Pass 2 for the burst's IPv4 frames (`candidates`), in three short loops: the repeats
-    /// (frames of the flow of the frame before them), the frames looked up, then the repeats
-    /// taking their heads' staging. Returns the express and in-turn frames.
+    /// Pass 2 for the burst's IPv4 frames (`candidates`): each frame's route, hash and `hash`
+    /// member, found once for a run of frames of one flow (an elephant flow fills whole
+    /// bursts): a frame of the flow of the frame looked up before it repeats what that frame
+    /// found, and counts to its member. Returns the express and in-turn frames.
     #[inline(always)]
     fn stage_ipv4(
         &self,
@@ -395,75 +393,49 @@ impl Forwarder {
         fib: &Lpm4Lookups<'_>,
         candidates: u64,
     ) -> (u64, u64) {
-        let mut repeats = 0u64;
-        let mut head = (u32::MAX, usize::MAX);
-        for index in bits(candidates) {
-            let destination = lane.destination[index];
-            if destination == head.0 && same_ipv4_flow(frames[head.1 % MAX_BURST], frames[index]) {
-                repeats |= 1 << index;
-                lane.head[index] = head.1 as u8;
-            } else {
-                head = (destination, index);
-            }
-        }
-        #[cfg(test)]
-        {
-            lane.taken |= repeats;
-        }
         let seed = self.flow_hash_seed;
         let (mut express, mut in_turn) = (0u64, 0u64);
         let mut last_group = None;
-        for index in bits(candidates & !repeats) {
+        // The frame looked up last: its destination, the frame, what it found.
+        let mut head: Option<(u32, &[u8], Staged<'_>)> = None;
+        for index in bits(candidates) {
             let (destination, frame) = (lane.destination[index], frames[index]);
-            let mut counter = None;
-            match self.stage_ipv4_frame(fib, destination, frame, seed, &mut last_group) {
-                Staged::Not => continue,
-                Staged::Nexthop(id) => lane.nexthop[index] = id,
-                Staged::Hashed { id, counter: c } => {
-                    lane.nexthop[index] = id;
-                    counter = c;
+            let staged = match head {
+                Some((to, first, staged))
+                    if to == destination && same_ipv4_flow(first, frame) =>
+                {
+                    if let Staged::Hashed {
+                        member: Some(member),
+                        ..
+                    } = staged
+                    {
+                        member.count(1, frame.len() as u32);
+                    }
+                    #[cfg(test)]
+                    {
+                        lane.taken |= 1 << index;
+                    }
+                    staged
                 }
+                _ => {
+                    let staged =
+                        self.stage_ipv4_frame(fib, destination, frame, seed, &mut last_group);
+                    head = Some((destination, frame, staged));
+                    staged
+                }
+            };
+            match staged {
+                Staged::Not => continue,
+                Staged::Nexthop(id) | Staged::Hashed { id, .. } => lane.nexthop[index] = id,
                 Staged::InTurn { route, hash } => {
                     lane.route[index] = route;
                     lane.hash[index] = hash;
                     in_turn |= 1 << index;
                 }
             }
-            lane.counter[index] = counter;
             express |= 1 << index;
         }
-        // A `hash` member's counts for a head's repeats are added at once.
-        let mut run = (usize::MAX, 0u32, 0u32);
-        for index in bits(repeats) {
-            let head = usize::from(lane.head[index]) % MAX_BURST;
-            if express >> head & 1 == 0 {
-                continue;
-            }
-            if head != run.0 {
-                self.count_repeats(lane, run.0, run.1, run.2);
-                run = (head, 0, 0);
-            }
-            (run.1, run.2) = (run.1 + 1, run.2 + frames[index].len() as u32);
-            lane.nexthop[index] = lane.nexthop[head];
-            lane.route[index] = lane.route[head];
-            lane.hash[index] = lane.hash[head];
-            in_turn |= (in_turn >> head & 1) << index;
-            express |= 1 << index;
-        }
-        self.count_repeats(lane, run.0, run.1, run.2);
         (express, in_turn)
-    }
-
-    /// Counts `packets` repeats of `head`, of `bytes` in all, to its `hash` member, if it has
-    /// one (`lane.counter` is current for every head looked up in this burst).
-    #[inline(always)]
-    fn count_repeats(&self, lane: &ExpressLane, head: usize, packets: u32, bytes: u32) {
-        if packets > 0
-            && let Some(Some((group, index))) = lane.counter.get(head).copied()
-            && let Some(balancer) = self.balancers.get(group as usize)
-        {
-            balancer.count_member(index, packets, bytes);
-        }
     }
 
     /// Pass 2 for one IPv4 frame (`destination`'s first-level FIB entry prefetched): its
@@ -477,7 +449,7 @@ impl Forwarder {
         frame: &[u8],
         seed: u32,
         last: &mut Option<LastGroup<'a>>,
-    ) -> Staged {
+    ) -> Staged<'a> {
         let Some(route) = fib.lookup(destination) else {
             return Staged::Not;
         };
@@ -496,7 +468,7 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         len: usize,
         last: &mut Option<LastGroup<'a>>,
-    ) -> Staged {
+    ) -> Staged<'a> {
         match route_value::decode(route) {
             RouteTarget::Nexthop(id) => Staged::Nexthop(id),
             RouteTarget::Group(group) => {
@@ -525,11 +497,8 @@ impl Forwarder {
                     return Staged::InTurn { route, hash };
                 }
                 // No live member: the full pipeline drops the frame.
-                match balancer.select_by_hash(ecmp, hash, len as u32) {
-                    Some((id, counter)) => Staged::Hashed {
-                        id,
-                        counter: counter.map(|c| (group, c)),
-                    },
+                match balancer.place_by_hash(ecmp, hash, len as u32) {
+                    Some((id, member)) => Staged::Hashed { id, member },
                     None => Staged::Not,
                 }
             }
