@@ -306,9 +306,16 @@ impl SwitchWorker {
         let ingress = self.tm.ingress_gate(port as u16);
         let whole_burst = u64::MAX >> (64 - received.clamp(1, 64));
         if lane == whole_burst {
-            // Routed bursts are all express as a rule: a loop of that path alone.
-            for (index, mbuf) in burst.drain().enumerate() {
-                self.handle_lane(mbuf, index, ingress, now);
+            if let Some((port, addresses)) = self.forwarder.lane_one_flow_egress(&self.lane) {
+                // An elephant flow's burst: one flow to one nexthop, looked up once.
+                for (index, mbuf) in burst.drain().enumerate() {
+                    self.handle_one_flow(mbuf, index, port, &addresses, ingress, now);
+                }
+            } else {
+                // Routed bursts are all express as a rule: a loop of that path alone.
+                for (index, mbuf) in burst.drain().enumerate() {
+                    self.handle_lane(mbuf, index, ingress, now);
+                }
             }
         } else if lane == 0 {
             // Bridged bursts have no express frames: a loop without the test.
@@ -538,6 +545,33 @@ impl SwitchWorker {
             // (`route_lane` returns only ports that are up.)
             port => self.send_from::<true>(mbuf, port, TagOp::Keep, tc, ingress, now),
         }
+    }
+
+    /// A frame of a burst of one flow that leaves by `port` with the nexthop's `addresses`
+    /// (`Forwarder::lane_one_flow_egress`): `handle_lane` without the per-frame lookups.
+    #[inline(always)]
+    fn handle_one_flow(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        port: u16,
+        addresses: &[u8; 12],
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        let mut packet = mbuf.packet_mut();
+        let frame = packet.data_mut();
+        #[cfg(debug_assertions)]
+        {
+            let mut routed = frame.to_vec();
+            let lane_port = self.forwarder.route_lane(&self.lane, index, &mut routed, now);
+            crate::pipeline::route_one_flow(frame, addresses);
+            assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "one-flow burst");
+        }
+        #[cfg(not(debug_assertions))]
+        crate::pipeline::route_one_flow(frame, addresses);
+        let tc = self.lane.class(index);
+        self.send_from::<true>(mbuf, port, TagOp::Keep, tc, ingress, now);
     }
 
     /// Carries out the pipeline's verdict on a frame of class `tc`.

@@ -34,7 +34,7 @@ mod bridge_memo;
 
 // The express lane: routed ports' usual frames, routed in burst passes.
 mod lane;
-pub use lane::{ExpressLane, LANE_L3, LANE_OTHER};
+pub use lane::{ExpressLane, LANE_L3, LANE_OTHER, route_one_flow};
 pub use srv6::EndpointStep;
 // Run-time table updates and snapshots (crate::ctl).
 mod ctl;

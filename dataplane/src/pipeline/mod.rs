@@ -14,6 +14,7 @@ mod tests;
 
 pub use forward::{
     ControlRequest, EndpointStep, ExpressLane, Forwarder, ForwarderError, LANE_L3, LANE_OTHER,
+    route_one_flow,
 };
 pub use frame::Frame;
 

@@ -1041,6 +1041,12 @@ fn through_lane(
             0
         }
     };
+    // A burst of one flow to one nexthop: the engine takes `route_one_flow` for each frame,
+    // which must do what `route_lane` does.
+    let one_flow = f.lane_one_flow_egress(lane);
+    if one_flow.is_some() {
+        assert_eq!(express, u64::MAX >> (64 - burst.len()), "one flow: all express");
+    }
     let outcomes = burst
         .iter()
         .enumerate()
@@ -1051,7 +1057,17 @@ fn through_lane(
                     LANE_CLASSES[dscp_of(frame)],
                     "frame {index}"
                 );
-                through_route_lane(f, lane, index, frame, now)
+                let outcome = through_route_lane(f, lane, index, frame, now);
+                if let Some((port, addresses)) = one_flow {
+                    let mut bytes = frame.to_vec();
+                    crate::pipeline::route_one_flow(&mut bytes, &addresses);
+                    let forward = Verdict::Forward {
+                        port,
+                        tag: TagOp::Keep,
+                    };
+                    assert_eq!(outcome, (forward, (0, frame.len()), bytes), "frame {index}");
+                }
+                outcome
             } else {
                 through_pipeline(f, frame, in_port, now)
             }
@@ -1163,6 +1179,78 @@ fn a_burst_led_by_a_frame_to_the_all_ones_address_stages_like_any_other() {
             "frame {index}"
         );
     }
+}
+
+#[test]
+fn a_burst_of_one_flow_is_looked_up_once_and_routes_as_the_pipeline_does() {
+    // An elephant flow's burst: every frame of one flow (their TTLs, DSCPs and lengths may
+    // differ), to the ECMP group, the single nexthop, a flowlet group, an unresolved
+    // nexthop. Every frame routes and counts as through the pipeline; the lane names the
+    // burst's one egress exactly when every frame leaves by the express path to one
+    // nexthop, and no burst with a second flow has one.
+    let spec = express_spec();
+    let (mut lane_side, mut plain) = (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+    );
+    let uplink = 6;
+    let frame = |dst: [u8; 4], ttl: u8, dscp: u8, extra: usize, sport: u16| {
+        let mut ip = ipv4([10, 0, 20, 5], dst, ttl, 17, sport, 4791);
+        ip[1] = dscp << 2;
+        ip.extend(std::iter::repeat_n(0xab, extra));
+        let total = ip.len() as u16;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[10..12].copy_from_slice(&[0, 0]);
+        let c = reference_checksum(&ip[..20]);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+    };
+    let one_flow_to = |dst: [u8; 4]| -> Vec<Vec<u8>> {
+        (0..8)
+            .map(|i| frame(dst, 2 + 9 * i as u8, (i * 7 % 64) as u8, i * 13, 1000))
+            .collect()
+    };
+    let mut lane = ExpressLane::default();
+    let cases: [(&str, Vec<Vec<u8>>, bool); 6] = [
+        ("to the ECMP group", one_flow_to([10, 1, 3, 3]), true),
+        ("to the single nexthop", one_flow_to([10, 2, 0, 9]), true),
+        ("to a flowlet group", one_flow_to([10, 4, 0, 9]), false),
+        ("to a nexthop not resolved", one_flow_to([10, 3, 0, 9]), false),
+        ("one frame", one_flow_to([10, 1, 3, 3])[..1].to_vec(), true),
+        (
+            "a second flow last",
+            {
+                let mut burst = one_flow_to([10, 1, 3, 3]);
+                burst[7] = frame([10, 1, 3, 3], 64, 0, 0, 1001);
+                burst
+            },
+            false,
+        ),
+    ];
+    for resolved in [false, true] {
+        if resolved {
+            for f in [&mut lane_side, &mut plain] {
+                f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+                f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
+            }
+        }
+        for (what, burst, one_egress) in &cases {
+            let (outcomes, _) = through_lane(&mut lane_side, &mut lane, burst, uplink, T0);
+            assert_eq!(
+                lane_side.lane_one_flow_egress(&lane).is_some(),
+                resolved && *one_egress,
+                "{what}, resolved: {resolved}"
+            );
+            for (index, frame) in burst.iter().enumerate() {
+                assert_eq!(
+                    outcomes[index],
+                    through_pipeline(&mut plain, frame, uplink, T0),
+                    "{what}, resolved: {resolved}, frame {index}"
+                );
+            }
+        }
+    }
+    assert_same_member_counts(&lane_side, &plain);
 }
 
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID

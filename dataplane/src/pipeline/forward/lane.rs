@@ -92,6 +92,9 @@ pub struct ExpressLane {
     head: [u8; MAX_BURST],
     sid: [u32; MAX_BURST],
     step: [EndpointStep; MAX_BURST],
+    /// A burst of IPv4 frames all of one flow to one nexthop (an elephant flow's): that
+    /// nexthop, which every frame of the burst takes (`Forwarder::lane_one_flow_egress`).
+    one_flow: Option<u32>,
     /// Pass 1: each frame's traffic class, by its DSCP (the in-port's table of classes).
     class: [u8; MAX_BURST],
     /// Pass 2's IPv6 FIB lookups, kept here so that no burst pays for zeroing them.
@@ -117,6 +120,7 @@ impl Default for ExpressLane {
             head: [0; MAX_BURST],
             sid: [0; MAX_BURST],
             step: [EndpointStep::Shift; MAX_BURST],
+            one_flow: None,
             class: [0; MAX_BURST],
             lookups6: ipv6::Lookups::default(),
             #[cfg(test)]
@@ -144,6 +148,7 @@ impl ExpressLane {
     #[inline(always)]
     pub fn clear(&mut self) {
         self.express = 0;
+        self.one_flow = None;
     }
 
     /// The burst's express frames that are IPv6 to a local SID whose step the lane applies.
@@ -289,6 +294,33 @@ fn same_ipv4_flow(a: &[u8], b: &[u8]) -> bool {
         == 0
 }
 
+/// `same_ipv4_flow` with the head's bytes known to be there.
+#[inline(always)]
+fn same_flow_as(head: &[u8; IPV4_SEEN], frame: &[u8]) -> bool {
+    let Some(frame) = frame.first_chunk::<IPV4_SEEN>() else {
+        return false;
+    };
+    let word =
+        |f: &[u8; IPV4_SEEN], at: usize| u64::from_le_bytes(*f[at..].first_chunk().expect("8"));
+    let ports =
+        |f: &[u8; IPV4_SEEN]| u32::from_le_bytes(*f[LANE_L3 + 20..].first_chunk().expect("4"));
+    const FRAGMENT_AND_PROTOCOL: u64 = 0x0000_ff00_ff3f_0000;
+    (word(head, LANE_L3 + 4) ^ word(frame, LANE_L3 + 4)) & FRAGMENT_AND_PROTOCOL
+        | word(head, LANE_L3 + 12) ^ word(frame, LANE_L3 + 12)
+        | u64::from(ports(head) ^ ports(frame))
+        == 0
+}
+
+/// Pass 3 for a frame of a burst of one flow whose egress `Forwarder::lane_one_flow_egress`
+/// gave: what `Forwarder::route_lane` does to it (the addresses, the TTL and the checksum).
+#[inline(always)]
+pub fn route_one_flow(frame: &mut [u8], addresses: &[u8; 12]) {
+    if let Some(header) = frame.first_chunk_mut::<{ LANE_L3 + 12 }>() {
+        header[..12].copy_from_slice(addresses);
+        super::decrement_hop_limit(&mut header[LANE_L3..], false);
+    }
+}
+
 /// The group of the frame looked up before, kept to skip finding it again.
 #[derive(Clone, Copy)]
 struct LastGroup<'a> {
@@ -393,6 +425,13 @@ impl Forwarder {
         fib: &Lpm4Lookups<'_>,
         candidates: u64,
     ) -> (u64, u64) {
+        lane.one_flow = None;
+        let whole_burst = u64::MAX >> (64 - frames.len().clamp(1, 64));
+        if candidates == whole_burst
+            && let Some(found) = self.stage_one_flow(lane, frames, fib)
+        {
+            return found;
+        }
         let seed = self.flow_hash_seed;
         let (mut express, mut in_turn) = (0u64, 0u64);
         let mut last_group = None;
@@ -436,6 +475,57 @@ impl Forwarder {
             express |= 1 << index;
         }
         (express, in_turn)
+    }
+
+    /// Pass 2 for a burst of IPv4 frames (every frame a candidate) of one flow, an elephant
+    /// flow's: the first frame looked up, and what it found taken by all; `one_flow` set
+    /// when that is a nexthop. `None` when the burst holds another flow. Out of line: inlined,
+    /// it crowds the registers of the loop that every other burst takes.
+    #[inline(never)]
+    fn stage_one_flow(
+        &self,
+        lane: &mut ExpressLane,
+        frames: &[&[u8]],
+        fib: &Lpm4Lookups<'_>,
+    ) -> Option<(u64, u64)> {
+        let (first, rest) = frames.split_first()?;
+        let head = first.first_chunk::<IPV4_SEEN>()?;
+        let n = frames.len().min(MAX_BURST);
+        let destination = lane.destination[0];
+        let mut bytes = 0u32;
+        for (frame, &to) in rest.iter().zip(&lane.destination[1..n]) {
+            if to != destination || !same_flow_as(head, frame) {
+                return None;
+            }
+            bytes += frame.len() as u32;
+        }
+        let all = u64::MAX >> (64 - n);
+        #[cfg(test)]
+        {
+            lane.taken = all & !1;
+        }
+        let seed = self.flow_hash_seed;
+        match self.stage_ipv4_frame(fib, destination, first, seed, &mut None) {
+            Staged::Not => Some((0, 0)),
+            Staged::Nexthop(id) => {
+                lane.nexthop[..n].fill(id);
+                lane.one_flow = Some(id);
+                Some((all, 0))
+            }
+            Staged::Hashed { id, member } => {
+                if let Some(member) = member {
+                    member.count(rest.len() as u32, bytes);
+                }
+                lane.nexthop[..n].fill(id);
+                lane.one_flow = Some(id);
+                Some((all, 0))
+            }
+            Staged::InTurn { route, hash } => {
+                lane.route[..n].fill(route);
+                lane.hash[..n].fill(hash);
+                Some((all, all))
+            }
+        }
     }
 
     /// Pass 2 for one IPv4 frame (`destination`'s first-level FIB entry prefetched): its
@@ -549,6 +639,17 @@ impl Forwarder {
             Err(reason) => Verdict::Drop(reason),
         };
         self.lane_other(verdict)
+    }
+
+    /// Where a burst of one flow that `stage_lane` sent to one nexthop (`ExpressLane`'s
+    /// `one_flow`) leaves, when by the express path: the port and the 12 address bytes every
+    /// frame of it takes (`route_one_flow`). `None` for any other burst: each of its express
+    /// frames takes `route_lane`. Valid until the next burst is staged (nothing else changes
+    /// the nexthops or the ports' links while a burst goes through pass 3).
+    #[inline]
+    pub fn lane_one_flow_egress(&self, lane: &ExpressLane) -> Option<(u16, [u8; 12])> {
+        let (port, addresses) = self.express_egress(lane.one_flow?)?;
+        Some((port, *addresses))
     }
 
     /// The port a frame to nexthop `nexthop_id` leaves by with the nexthop's 12 address bytes

@@ -46,7 +46,10 @@ impl Forwarder {
     /// `lane.destination6`) received in `vrf`: a frame to a local SID takes its endpoint's
     /// step or leaves the lane; the FIB is walked for the burst's destinations in lockstep,
     /// once for each run of frames to the same one; then each frame's route, hash and `hash`
-    /// member. Returns the express and in-turn frames; sets `lane.endpoint`.
+    /// member. Returns the express and in-turn frames; sets `lane.endpoint`. Out of line: a
+    /// call per burst, and its loops keep their registers whatever pass 1 and the IPv4 half
+    /// hold.
+    #[inline(never)]
     pub(super) fn stage_ipv6(
         &self,
         lane: &mut ExpressLane,
