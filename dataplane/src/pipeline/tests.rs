@@ -1253,6 +1253,67 @@ fn a_burst_of_one_flow_is_looked_up_once_and_routes_as_the_pipeline_does() {
     assert_same_member_counts(&lane_side, &plain);
 }
 
+#[test]
+fn frames_to_one_end_sid_step_by_their_own_srh() {
+    // One burst of frames to the End SID, each stepping by the SRH right after its IPv6
+    // header or by another shape: the lane takes a step's checks from the frame before it
+    // only when the payload length, the next header and the SRH's fixed fields agree, and
+    // then the segment from the frame's own list. Each frame gets what the pipeline gives it.
+    let (mut lane_side, mut plain) = express_pair();
+    for f in [&mut lane_side, &mut plain] {
+        f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+        f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
+    }
+    let sid = "2001:db8:5::1";
+    let frame = |srh: Vec<u8>, upper_len: usize| {
+        let mut payload = srh;
+        payload.extend(std::iter::repeat_n(0x5a, upper_len));
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6("2001:db8:10::5", sid, 64, 43, &payload),
+        )
+    };
+    let srh = super::srv6_tests::srh;
+    let (a, b, c, d) = (
+        "2001:db8:e::a",
+        "2001:db8:e::b",
+        "2001:db8:e::c",
+        "2001:db8:e::d",
+    );
+    let burst = vec![
+        frame(srh(17, 2, 1, &[b, a]), 8),
+        // The same fields, other segments: the step goes to this frame's.
+        frame(srh(17, 2, 1, &[d, c]), 8),
+        frame(srh(17, 1, 1, &[d, c]), 8),
+        frame(srh(17, 0, 1, &[d, c]), 8),
+        // An extension header after the SRH: the full walk decides.
+        frame(srh(0, 2, 1, &[b, a]), 8),
+        frame(srh(17, 2, 1, &[b, a]), 8),
+        // Last Entry beyond the list.
+        frame(srh(17, 2, 5, &[b, a]), 8),
+        frame(srh(17, 2, 1, &[c, d]), 8),
+        // Another payload length.
+        frame(srh(17, 2, 1, &[a, b]), 24),
+        frame(srh(17, 2, 1, &[b, d]), 24),
+        // Segments Left beyond Last Entry + 1.
+        frame(srh(17, 3, 1, &[b, d]), 24),
+        frame(srh(17, 1, 0, &[c]), 24),
+    ];
+    let mut lane = ExpressLane::default();
+    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, 6, T0);
+    let mut forwarded = 0;
+    for (index, frame) in burst.iter().enumerate() {
+        let want = through_pipeline(&mut plain, frame, 6, T0);
+        forwarded += usize::from(matches!(want.0, Verdict::Forward { .. }));
+        assert_eq!(outcomes[index], want, "frame {index}");
+    }
+    assert!(express.count_ones() >= 6, "express: {express:#b}");
+    assert!(forwarded >= 7, "{forwarded} forwarded");
+}
+
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
 /// (2001:db8:5::/48): staged frames to the SID skip the FIB and hand the SID to the pipeline.
 fn staging_spec() -> SwitchSpec {
