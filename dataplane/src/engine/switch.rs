@@ -564,9 +564,15 @@ impl SwitchWorker {
         #[cfg(debug_assertions)]
         {
             let mut routed = frame.to_vec();
-            let lane_port = self.forwarder.route_lane(&self.lane, index, &mut routed, now);
+            let lane_port = self
+                .forwarder
+                .route_lane(&self.lane, index, &mut routed, now);
             crate::pipeline::route_one_flow(frame, addresses);
-            assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "one-flow burst");
+            assert_eq!(
+                (lane_port, &routed[..]),
+                (port, &frame[..]),
+                "one-flow burst"
+            );
         }
         #[cfg(not(debug_assertions))]
         crate::pipeline::route_one_flow(frame, addresses);

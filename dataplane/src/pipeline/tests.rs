@@ -1045,7 +1045,11 @@ fn through_lane(
     // which must do what `route_lane` does.
     let one_flow = f.lane_one_flow_egress(lane);
     if one_flow.is_some() {
-        assert_eq!(express, u64::MAX >> (64 - burst.len()), "one flow: all express");
+        assert_eq!(
+            express,
+            u64::MAX >> (64 - burst.len()),
+            "one flow: all express"
+        );
     }
     let outcomes = burst
         .iter()
@@ -1076,18 +1080,25 @@ fn through_lane(
     (outcomes, express)
 }
 
-#[test]
-fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
+/// Two forwarders on the leaf spec (one for the path under test, one for the full pipeline)
+/// and the leaf's routed uplink.
+fn leaf_pair() -> (Forwarder, Forwarder, u16) {
     let spec = leaf_spec();
-    let (mut lane_side, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
     let uplink = spec
         .ports
         .iter()
         .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
         .expect("the leaf has a routed uplink") as u16;
+    (
+        Forwarder::new(&spec).unwrap(),
+        Forwarder::new(&spec).unwrap(),
+        uplink,
+    )
+}
+
+#[test]
+fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
+    let (mut lane_side, mut plain, uplink) = leaf_pair();
     for f in [&mut lane_side, &mut plain] {
         f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
         f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
@@ -1152,16 +1163,7 @@ fn a_burst_led_by_a_frame_to_the_all_ones_address_stages_like_any_other() {
     // A unicast frame to the router MAC may carry any destination, 255.255.255.255 too; the
     // lane once took that destination for "no frame looked up yet" and then indexed past a
     // burst shorter than 64 frames.
-    let spec = leaf_spec();
-    let (mut lane_side, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
-    let uplink = spec
-        .ports
-        .iter()
-        .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
-        .expect("the leaf has a routed uplink") as u16;
+    let (mut lane_side, mut plain, uplink) = leaf_pair();
     let all_ones = eth(
         ROUTER,
         SPINE1,
@@ -1215,7 +1217,11 @@ fn a_burst_of_one_flow_is_looked_up_once_and_routes_as_the_pipeline_does() {
         ("to the ECMP group", one_flow_to([10, 1, 3, 3]), true),
         ("to the single nexthop", one_flow_to([10, 2, 0, 9]), true),
         ("to a flowlet group", one_flow_to([10, 4, 0, 9]), false),
-        ("to a nexthop not resolved", one_flow_to([10, 3, 0, 9]), false),
+        (
+            "to a nexthop not resolved",
+            one_flow_to([10, 3, 0, 9]),
+            false,
+        ),
         ("one frame", one_flow_to([10, 1, 3, 3])[..1].to_vec(), true),
         (
             "a second flow last",

@@ -278,23 +278,11 @@ fn ipv4_flow_hash(seen: &[u8; IPV4_SEEN], seed: u32) -> u32 {
 /// source, protocol, fragment bits and the four bytes after the header (TCP and UDP ports).
 #[inline(always)]
 fn same_ipv4_flow(a: &[u8], b: &[u8]) -> bool {
-    let (Some(a), Some(b)) = (a.first_chunk::<IPV4_SEEN>(), b.first_chunk::<IPV4_SEEN>()) else {
-        return false;
-    };
-    let word =
-        |f: &[u8; IPV4_SEEN], at: usize| u64::from_le_bytes(*f[at..].first_chunk().expect("8"));
-    let ports =
-        |f: &[u8; IPV4_SEEN]| u32::from_le_bytes(*f[LANE_L3 + 20..].first_chunk().expect("4"));
-    // Bytes 4-11 of the header: the MF bit and fragment offset, the protocol; then the
-    // source and destination; then the ports.
-    const FRAGMENT_AND_PROTOCOL: u64 = 0x0000_ff00_ff3f_0000;
-    (word(a, LANE_L3 + 4) ^ word(b, LANE_L3 + 4)) & FRAGMENT_AND_PROTOCOL
-        | word(a, LANE_L3 + 12) ^ word(b, LANE_L3 + 12)
-        | u64::from(ports(a) ^ ports(b))
-        == 0
+    a.first_chunk::<IPV4_SEEN>()
+        .is_some_and(|a| same_flow_as(a, b))
 }
 
-/// `same_ipv4_flow` with the head's bytes known to be there.
+/// `same_ipv4_flow` with the first frame's bytes known to be there.
 #[inline(always)]
 fn same_flow_as(head: &[u8; IPV4_SEEN], frame: &[u8]) -> bool {
     let Some(frame) = frame.first_chunk::<IPV4_SEEN>() else {
@@ -304,6 +292,8 @@ fn same_flow_as(head: &[u8; IPV4_SEEN], frame: &[u8]) -> bool {
         |f: &[u8; IPV4_SEEN], at: usize| u64::from_le_bytes(*f[at..].first_chunk().expect("8"));
     let ports =
         |f: &[u8; IPV4_SEEN]| u32::from_le_bytes(*f[LANE_L3 + 20..].first_chunk().expect("4"));
+    // Bytes 4-11 of the header: the MF bit and fragment offset, the protocol; then the
+    // source and destination; then the ports.
     const FRAGMENT_AND_PROTOCOL: u64 = 0x0000_ff00_ff3f_0000;
     (word(head, LANE_L3 + 4) ^ word(frame, LANE_L3 + 4)) & FRAGMENT_AND_PROTOCOL
         | word(head, LANE_L3 + 12) ^ word(frame, LANE_L3 + 12)
@@ -440,9 +430,7 @@ impl Forwarder {
         for index in bits(candidates) {
             let (destination, frame) = (lane.destination[index], frames[index]);
             let staged = match head {
-                Some((to, first, staged))
-                    if to == destination && same_ipv4_flow(first, frame) =>
-                {
+                Some((to, first, staged)) if to == destination && same_ipv4_flow(first, frame) => {
                     if let Staged::Hashed {
                         member: Some(member),
                         ..
