@@ -1257,6 +1257,17 @@ fn a_burst_of_one_flow_is_looked_up_once_and_routes_as_the_pipeline_does() {
         }
     }
     assert_same_member_counts(&lane_side, &plain);
+    // A burst the lane cannot stage (a VRF without tables) leaves nothing of the one-flow
+    // burst before it.
+    let burst = one_flow_to([10, 1, 3, 3]);
+    let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+    lane_side.stage_lane(&mut lane, &views, 0, &LANE_CLASSES);
+    assert!(lane_side.lane_one_flow_egress(&lane).is_some());
+    assert_eq!(
+        lane_side.stage_lane(&mut lane, &views, 99, &LANE_CLASSES),
+        0
+    );
+    assert_eq!(lane_side.lane_one_flow_egress(&lane), None);
 }
 
 #[test]

@@ -366,7 +366,7 @@ impl Forwarder {
     ) -> u64 {
         let frames = &frames[..frames.len().min(MAX_BURST)];
         let Some(fib) = self.fib4.get(usize::from(vrf)) else {
-            lane.express = 0;
+            lane.clear();
             return 0;
         };
         let fib = fib.lookups();
