@@ -26,7 +26,8 @@ const NO_ROUTE: u32 = u32::MAX;
 
 /// One burst's IPv6 FIB lookups: the destinations, the frames they are for, the answers.
 pub(super) struct Lookups {
-    keys: [u128; MAX_BURST],
+    /// In network byte order, as `Lpm6::lookup_batch` reads them.
+    keys: [[u8; 16]; MAX_BURST],
     which: [u8; MAX_BURST],
     values: [Option<u32>; MAX_BURST],
 }
@@ -34,7 +35,7 @@ pub(super) struct Lookups {
 impl Default for Lookups {
     fn default() -> Self {
         Lookups {
-            keys: [0; MAX_BURST],
+            keys: [[0; 16]; MAX_BURST],
             which: [0; MAX_BURST],
             values: [None; MAX_BURST],
         }
@@ -114,7 +115,7 @@ impl Forwarder {
                 _ => {
                     previous = Some((key, index));
                     let lookups = &mut lane.lookups6;
-                    lookups.keys[n % MAX_BURST] = key;
+                    lookups.keys[n % MAX_BURST] = key.to_be_bytes();
                     lookups.which[n % MAX_BURST] = index as u8;
                     n += 1;
                 }
