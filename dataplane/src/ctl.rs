@@ -333,9 +333,15 @@ impl Channel {
         self.replies.pop()
     }
 
-    /// Worker: the next request, if any (one atomic load when there is none).
+    /// Worker: the next request, if any. When there is none this is two plain loads: the
+    /// queue's `pop` finds it empty only after a sequentially consistent fence, which the
+    /// worker would pay on every poll sweep. (A request that lands just after the test is
+    /// served on the next sweep.)
     #[inline]
     pub fn next_request(&self) -> Option<(u64, Request)> {
+        if self.requests.is_empty() {
+            return None;
+        }
         self.requests.pop()
     }
 

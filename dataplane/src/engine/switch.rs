@@ -12,7 +12,7 @@
 //! and counters on any machine.
 
 use super::{ScheduledAction, ScheduledEvent, WorkerShared};
-use crate::clock::{PICOS_PER_SECOND, Picos, TscClock};
+use crate::clock::{PICOS_PER_SECOND, Picos, TscScale};
 use crate::counters::{DropReason, WorkerCounters};
 use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQueue};
 use crate::pipeline::spec::SwitchSpec;
@@ -272,11 +272,13 @@ impl SwitchWorker {
     fn run_live(&mut self, start: u64, hz: u64) {
         self.tm.set_immediate(true);
         let mut burst = MbufBurst::new();
-        let clock = |start: u64| TscClock::cycles_to_picos(dpdk::tsc().wrapping_sub(start), hz);
+        let scale = TscScale::new(hz);
+        let clock = |start: u64| scale.picos(dpdk::tsc().wrapping_sub(start));
         while !self.stop.is_requested() {
-            let now = clock(start);
-            self.poll_links(now);
-            self.serve_control(now);
+            // The time is read only when a link changed or a request waits: a TSC read per
+            // sweep that nothing used.
+            self.poll_links(|| clock(start));
+            self.serve_control(|| clock(start));
             for port in 0..self.rx.len() {
                 let received = self.rx[port].rx_burst(&mut burst, self.burst);
                 if received == 0 {
@@ -465,10 +467,12 @@ impl SwitchWorker {
         }
     }
 
-    fn poll_links(&mut self, now: Picos) {
+    /// Applies the link changes the control thread saw, at `now()`.
+    fn poll_links(&mut self, now: impl FnOnce() -> Picos) {
         let generation = self.shared.link_generation.load(Ordering::Acquire);
         if generation != self.link_generation_seen {
             self.link_generation_seen = generation;
+            let now = now();
             for port in 0..self.shared.link_up.len() {
                 let up = self.shared.link_up[port].load(Ordering::Relaxed);
                 if up != self.forwarder.port_up(port as u16) {
@@ -847,10 +851,10 @@ impl SwitchWorker {
     }
 
     fn serve_requests(&mut self, now: Picos) {
-        self.requests.extend(self.forwarder.drain_requests());
-        if self.requests.is_empty() {
+        if !self.forwarder.has_requests() {
             return;
         }
+        self.requests.extend(self.forwarder.drain_requests());
         for index in 0..self.requests.len() {
             let ControlRequest::Resolve { interface, ip } = self.requests[index];
             self.slow.resolve(interface, ip, now, &mut self.outgoing);

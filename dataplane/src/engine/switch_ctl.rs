@@ -5,12 +5,14 @@ use crate::clock::Picos;
 use crate::ctl::{Reply, Request, Update};
 
 impl SwitchWorker {
-    /// Serves the next control request, if one is waiting (one atomic load when none is).
+    /// Serves the next control request, if one is waiting (two plain loads when none is),
+    /// at `now()`.
     #[inline]
-    pub(super) fn serve_control(&mut self, now: Picos) {
+    pub(super) fn serve_control(&mut self, now: impl FnOnce() -> Picos) {
         let Some((id, request)) = self.shared.ctl.next_request() else {
             return;
         };
+        let now = now();
         let reply = match request {
             Request::Dump(kinds) => {
                 Reply::Dump(kinds.into_iter().map(|k| self.forwarder.dump(k)).collect())

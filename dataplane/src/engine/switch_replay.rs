@@ -108,7 +108,7 @@ impl SwitchWorker {
         let mut burst = MbufBurst::new();
         let mut now: Picos = 0;
         while !self.stop.is_requested() {
-            self.poll_links(now);
+            self.poll_links(|| now);
             let mut unread: Option<(Picos, usize)> = None;
             for port in 0..ports {
                 let wants = !exhausted[port]

@@ -637,6 +637,12 @@ impl Forwarder {
         self.macs.age(now)
     }
 
+    /// Whether the fast path asked the slow path for something (`drain_requests`).
+    #[inline]
+    pub fn has_requests(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
     /// Requests produced since the last call.
     pub fn drain_requests(&mut self) -> std::vec::Drain<'_, ControlRequest> {
         self.requests.drain(..)
