@@ -181,12 +181,16 @@ impl Lpm6 {
                     break;
                 }
                 seen = 0;
+                // Without a branch per address: where the walk of an address ends is data (a
+                // table's addresses end at different depths), a branch on it a coin toss the
+                // CPU mispredicts. An address whose walk ended reads entry 0, in cache, and
+                // keeps its own (a group exists: some address is still extended).
                 for (e, x) in e.iter_mut().zip(a) {
-                    if *e & EXT != 0 {
-                        *e = self.trie.groups
-                            [((*e & !EXT) as usize) * GROUP_SIZE + usize::from(x[byte])];
-                        seen |= *e;
-                    }
+                    let extended = *e & EXT != 0;
+                    let at = ((*e & !EXT) as usize) * GROUP_SIZE + usize::from(x[byte]);
+                    let next = self.trie.groups[std::hint::select_unpredictable(extended, at, 0)];
+                    *e = std::hint::select_unpredictable(extended, next, *e);
+                    seen |= *e;
                 }
             }
             for (o, &e) in o.iter_mut().zip(&e) {
