@@ -455,18 +455,15 @@ fn quantized(bytes: u64) -> u64 {
 /// The members of `eligible` (bit i: `loads[i]`) whose load is the least among them.
 #[inline]
 fn least_set(loads: &[MemberLoad], eligible: u64) -> u64 {
+    // Without branches: which member is lighter is data, a branch on it mispredicted.
     let (mut least, mut set) = (u64::MAX, 0u64);
     for (i, load) in loads.iter().enumerate().take(64) {
         let load = quantized(load.snapshot);
-        if eligible >> i & 1 == 0 {
-            continue;
-        }
-        if load < least {
-            (least, set) = (load, 0);
-        }
-        if load == least {
-            set |= 1 << i;
-        }
+        let eligible = eligible >> i & 1 != 0;
+        let lighter = eligible & (load < least);
+        least = std::hint::select_unpredictable(lighter, load, least);
+        set = std::hint::select_unpredictable(lighter, 0, set);
+        set |= u64::from(eligible & (load == least)) << i;
     }
     set
 }
@@ -476,7 +473,8 @@ fn least_set(loads: &[MemberLoad], eligible: u64) -> u64 {
 #[inline(always)]
 fn first_from(set: u64, start: usize) -> Option<u32> {
     let from_start = set & (u64::MAX << (start & 63));
-    let pick = if from_start != 0 { from_start } else { set };
+    // Whether the set wraps past `start` is data: a select, not a branch.
+    let pick = std::hint::select_unpredictable(from_start != 0, from_start, set);
     (pick != 0).then(|| pick.trailing_zeros())
 }
 
