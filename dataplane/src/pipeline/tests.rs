@@ -1089,11 +1089,13 @@ fn leaf_pair() -> (Forwarder, Forwarder, u16) {
         .iter()
         .position(|r| matches!(r, crate::pipeline::spec::PortRole::Routed { .. }))
         .expect("the leaf has a routed uplink") as u16;
-    (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-        uplink,
-    )
+    let (lane_side, plain) = forwarder_pair(&spec);
+    (lane_side, plain, uplink)
+}
+
+/// Two forwarders on `spec`: one for the path under test, one for the full pipeline.
+fn forwarder_pair(spec: &SwitchSpec) -> (Forwarder, Forwarder) {
+    (Forwarder::new(spec).unwrap(), Forwarder::new(spec).unwrap())
 }
 
 #[test]
@@ -1190,11 +1192,7 @@ fn a_burst_of_one_flow_is_looked_up_once_and_routes_as_the_pipeline_does() {
     // nexthop. Every frame routes and counts as through the pipeline; the lane names the
     // burst's one egress exactly when every frame leaves by the express path to one
     // nexthop, and no burst with a second flow has one.
-    let spec = express_spec();
-    let (mut lane_side, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
+    let (mut lane_side, mut plain) = express_pair();
     let uplink = 6;
     let frame = |dst: [u8; 4], ttl: u8, dscp: u8, extra: usize, sport: u16| {
         let mut ip = ipv4([10, 0, 20, 5], dst, ttl, 17, sport, 4791);
@@ -1363,10 +1361,7 @@ fn the_lane_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
     // pipeline alone gives it (and debug builds, the test profile, check the lane's hashes
     // and steps against the frame's own).
     let spec = staging_spec();
-    let (mut lane_side, mut plain) = (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    );
+    let (mut lane_side, mut plain) = forwarder_pair(&spec);
     let uplink = spec
         .ports
         .iter()
@@ -1940,11 +1935,7 @@ fn a_frame_to_the_destination_of_the_frame_before_it_takes_its_lookup_only_where
 /// Two forwarders on `express_spec`: one to take a path under test, one to take the full
 /// pipeline unstaged.
 fn express_pair() -> (Forwarder, Forwarder) {
-    let spec = express_spec();
-    (
-        Forwarder::new(&spec).unwrap(),
-        Forwarder::new(&spec).unwrap(),
-    )
+    forwarder_pair(&express_spec())
 }
 
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN
