@@ -46,32 +46,6 @@ fn mask(addr: u32, len: u8) -> u32 {
     }
 }
 
-/// Prefetching for burst-staged lookups: a burst's first-level entries are prefetched, then
-/// its second-level ones (which need the first level), before the lookups read them, so the
-/// cache misses of a whole burst overlap instead of stalling one lookup after another.
-impl Lpm4 {
-    /// Starts fetching the first-level entry `addr` uses.
-    #[inline]
-    pub fn prefetch_first(&self, addr: u32) {
-        crate::dpdk::prefetch(&self.trie.top[(addr >> 8) as usize]);
-    }
-
-    /// Reads the first-level entry (prefetched before) and starts fetching the second-level
-    /// entry it points to, if any.
-    #[inline]
-    pub fn prefetch_second(&self, addr: u32) {
-        let e = self.trie.top[(addr >> 8) as usize];
-        if e & EXT != 0
-            && let Some(entry) = self
-                .trie
-                .groups
-                .get(((e & !EXT) as usize) * GROUP_SIZE + (addr & 0xff) as usize)
-        {
-            crate::dpdk::prefetch(entry);
-        }
-    }
-}
-
 /// The lookup half of an [`Lpm4`] for one burst of lookups: its first level as an array of
 /// fixed size, so that indexing it by an address's top 24 bits needs no bounds check.
 #[derive(Clone, Copy)]

@@ -151,13 +151,6 @@ impl Lpm6 {
         e.checked_sub(1)
     }
 
-    /// Starts fetching the first-level entry for `addr` (a burst stage's first pass; the
-    /// lookup follows once the whole burst was prefetched).
-    #[inline]
-    pub fn prefetch_first(&self, addr: u128) {
-        crate::dpdk::prefetch(&self.trie.top[(addr >> 112) as usize]);
-    }
-
     /// Looks up `addrs[i]` (an address's 16 bytes in network order, as a packet holds it) into
     /// `out[i]` for `i < min(addrs.len(), out.len())`. Walks up to 16 addresses level by level
     /// in lockstep, so the cache misses of different addresses overlap instead of queueing
