@@ -32,7 +32,7 @@ trap 'rm -rf "$work"' EXIT
 # One run: instruction counts by function in $work/$1.fn, frames received in $work/$1.frames.
 measure() {
     local tag=$1 duration=$2
-    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$work/$tag.cg" \
+    valgrind --tool=cachegrind --cache-sim=no --fair-sched=yes --cachegrind-out-file="$work/$tag.cg" \
         "$binary" run --config "$config" --duration "$duration" > "$work/$tag.out" 2>&1 ||
         { tail -5 "$work/$tag.out" >&2; exit 1; }
     # The exit report's port table: rx_packets of every port.
