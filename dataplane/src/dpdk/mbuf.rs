@@ -491,3 +491,36 @@ impl Drop for MbufBurst {
         self.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A burst of `n` distinct placeholder pointers (never dereferenced: `forget` empties the
+    /// burst before it drops).
+    fn placeholders(n: usize) -> MbufBurst {
+        let mut burst = MbufBurst::new();
+        for i in 0..n {
+            burst.mbufs[i] = std::ptr::without_provenance_mut(0x1000 * (i + 1));
+        }
+        burst.commit(n);
+        burst
+    }
+
+    fn forget(mut burst: MbufBurst) -> Vec<usize> {
+        let left = burst.mbufs[..burst.len].iter().map(|p| p.addr()).collect();
+        burst.len = 0;
+        left
+    }
+
+    #[test]
+    fn consume_front_keeps_what_tx_did_not_take_in_order() {
+        // TX took all, some, or none of a burst: what it did not take stays, first in line.
+        for (len, taken) in [(5, 5), (5, 2), (5, 0), (MAX_BURST, MAX_BURST - 1), (1, 1)] {
+            let mut burst = placeholders(len);
+            burst.consume_front(taken);
+            let want: Vec<usize> = (taken..len).map(|i| 0x1000 * (i + 1)).collect();
+            assert_eq!(forget(burst), want, "{taken} of {len} taken");
+        }
+    }
+}
