@@ -24,6 +24,7 @@ fn a_bad_field_exits_2_with_file_line_and_field() {
     );
     for args in [
         vec!["check-config", path.as_str()],
+        vec!["check-config", "--config", path.as_str()],
         vec!["run", "--config", path.as_str()],
     ] {
         let out = run_ironclos(&args, Duration::from_secs(20));
@@ -61,16 +62,25 @@ fn a_good_config_checks_without_dpdk() {
             dir.eal_toml()
         ),
     );
+    // Positional as documented, or named as `run` names it.
+    for args in [
+        vec!["check-config", path.as_str()],
+        vec!["check-config", "-c", path.as_str()],
+    ] {
+        let out = ironclos().args(&args).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("port 0 a = net_null0 (io peer: b)"),
+            "{args:?}: {stdout}"
+        );
+    }
+    // Both at once is ambiguous: a usage error.
     let out = ironclos()
-        .args(["check-config", &path])
+        .args(["check-config", &path, "--config", &path])
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(0));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("port 0 a = net_null0 (io peer: b)"),
-        "{stdout}"
-    );
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         !dir.dpdk_runtime_dir().exists(),
         "check-config must not start DPDK"

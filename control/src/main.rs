@@ -64,7 +64,15 @@ enum Command {
     /// Validate a config file without starting DPDK; print what a run would use.
     CheckConfig {
         /// The TOML config file.
-        config: PathBuf,
+        #[arg(
+            value_name = "CONFIG",
+            required_unless_present = "config",
+            conflicts_with = "config"
+        )]
+        file: Option<PathBuf>,
+        /// The same file named as `run` names it (`--config FILE`).
+        #[arg(long, short, value_name = "CONFIG")]
+        config: Option<PathBuf>,
     },
     /// Write a synthetic IPv4/UDP trace (valid headers and checksums) as a pcap file.
     GenTrace {
@@ -548,7 +556,11 @@ fn main() -> ExitCode {
                 events.as_deref(),
             )
         }
-        Command::CheckConfig { config } => check_config(&config),
+        Command::CheckConfig { file, config } => match file.or(config) {
+            Some(path) => check_config(&path),
+            // clap requires one of the two.
+            None => ExitCode::from(2),
+        },
         Command::GenTrace {
             out,
             flows,
