@@ -558,8 +558,11 @@ fn main() -> ExitCode {
         }
         Command::CheckConfig { file, config } => match file.or(config) {
             Some(path) => check_config(&path),
-            // clap requires one of the two.
-            None => ExitCode::from(2),
+            // clap requires one of the two; should that change, still say what is missing.
+            None => {
+                eprintln!("ironclos: check-config needs a config file (CONFIG or --config CONFIG)");
+                ExitCode::from(2)
+            }
         },
         Command::GenTrace {
             out,
