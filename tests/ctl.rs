@@ -1553,6 +1553,76 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         256
     );
     assert!(s.ok(&["show", "routes"]).contains("group g2"));
+
+    // ---- its balancing changes while R flows through it: flowlets, then hashing again ----
+    s.refused(
+        &["group", "set", "g9", "--mode", "flowlet"],
+        "no ECMP group `g9`",
+    );
+    s.refused(
+        &["group", "set", "g2", "--flowlet-timeout-us", "200"],
+        "`flowlet_timeout_us`: applies to mode \"flowlet\" only",
+    );
+    s.ok(&[
+        "group",
+        "set",
+        "g2",
+        "--mode",
+        "flowlet",
+        "--choice",
+        "least-loaded",
+        "--flowlet-timeout-us",
+        "200",
+        "--avoid-ecn",
+    ]);
+    let balancing = || {
+        let g = &s.json(&["show", "groups"])[0];
+        (
+            g["mode"].clone(),
+            g["choice"].clone(),
+            g["flowlet_timeout_us"].clone(),
+            g["flowlet_table_size"].clone(),
+            g["avoid_ecn"].clone(),
+            g["members"].as_array().unwrap().len(),
+        )
+    };
+    assert_eq!(
+        balancing(),
+        (
+            json!("flowlet"),
+            json!("least-loaded"),
+            json!(200),
+            json!(4096),
+            json!(true),
+            2
+        )
+    );
+    assert!(
+        s.ok(&["show", "groups"])
+            .contains("group g2: flowlet (least-loaded, timeout 200 us, 4096 entries, avoids ECN)")
+    );
+    let flowlets = || s.json(&["show", "groups"])[0]["flowlets"].as_u64().unwrap();
+    grows("R's packets start flowlets", &flowlets);
+    s.wait_tx_growth("p4");
+    s.wait_tx_growth("p5");
+    s.ok(&["group", "set", "g2"]);
+    assert_eq!(
+        balancing(),
+        (
+            json!("hash"),
+            json!("random"),
+            json!(100),
+            json!(4096),
+            json!(false),
+            2
+        )
+    );
+    // The counters go on across the change, and hashing starts no flowlets.
+    let started = flowlets();
+    assert!(started > 0);
+    s.wait_tx_growth("p4");
+    s.wait_tx_growth("p5");
+    assert_eq!(flowlets(), started);
     s.refused(&["group", "del", "g2"], "is in use by route 10.9.0.0/16");
     s.ok(&["route", "del", "10.9.0.0/16"]);
     s.ok(&["group", "del", "g2"]);
@@ -1733,6 +1803,18 @@ behavior = \"uN\"
     grows("the reloaded SID counts S", &|| {
         s.sid_packets("fcbb:bb00:100::/48")
     });
+    // A kept group's balancing: one update, applied while traffic flows.
+    let with_g3 = std::fs::read_to_string(&config_path).unwrap();
+    std::fs::write(
+        &config_path,
+        with_g3.replace("name = \"g3\"\n", "name = \"g3\"\nmode = \"per-packet\"\n"),
+    )
+    .unwrap();
+    let (code, out, err) = reload();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1 update(s) applied"), "{out}");
+    assert_eq!(s.json(&["show", "groups"])[0]["mode"], "per-packet");
+    s.wait_tx_growth("p5");
     std::fs::write(&config_path, &original).unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");

@@ -628,6 +628,75 @@ fn the_same_trace_gives_the_same_output_with_random_choice() {
 }
 
 #[test]
+fn a_balancing_changed_by_a_scheduled_set_group_applies_from_that_instant() {
+    // One flow, a 1000-byte frame every 1 us from h0; hashing until 500 us, when a scheduled
+    // `set_group` makes the group spray per packet.
+    const N: u64 = 1000;
+    const SWITCH_AT: u64 = 500;
+    let dir = TestDir::new("flowlet-set-group");
+    let flow = Flow {
+        id: 2,
+        sport: 7777,
+        dst: Ipv4Addr::new(10, 1, 8, 8),
+    };
+    let mut trace = Trace::new();
+    for k in 0..N {
+        trace.send(0, T0_US + k, frame(0, flow, 0, k as u32, FRAME_LEN, 0));
+    }
+    let schedule = dir.file("schedule.toml");
+    std::fs::write(
+        &schedule,
+        format!(
+            "[[event]]\nat_us = {}\nupdates = [{{ op = \"set_group\", group = \"spines\", mode = \"per-packet\" }}]\n",
+            T0_US + SWITCH_AT
+        ),
+    )
+    .unwrap();
+    let stats = run(
+        &dir,
+        &trace,
+        "",
+        &["--schedule", schedule.to_str().unwrap()],
+    );
+    assert_eq!(drops_total(&stats), 0);
+    let mut before = BTreeSet::new();
+    let mut after = [0u64; UPLINKS];
+    for (u, count) in after.iter_mut().enumerate() {
+        for f in uplink_out(&dir, u) {
+            let (_, _, seq) = identity(&f);
+            if u64::from(seq) < SWITCH_AT {
+                before.insert(u);
+            } else {
+                *count += 1;
+            }
+        }
+    }
+    assert_eq!(before.len(), 1, "hashing keeps the flow on one uplink");
+    // From the switch on, each frame picks one of four uplinks: Binomial(500, 1/4) each,
+    // mean 125, sd 9.7; five sd either side.
+    let sd = ((N - SWITCH_AT) as f64 * 0.25 * 0.75).sqrt();
+    for (u, &c) in after.iter().enumerate() {
+        assert!(
+            (c as f64 - (N - SWITCH_AT) as f64 / 4.0).abs() <= 5.0 * sd,
+            "uplink {u} got {c} of the {} frames after the change",
+            N - SWITCH_AT
+        );
+    }
+    // The report gives the balancing the group ended with, and counters across the change:
+    // every frame sprayed started a flowlet, and members' packets add up to the whole flow.
+    let g = group_stats(&stats);
+    assert_eq!(g["mode"], "per-packet");
+    assert_eq!(u64_at(g, "/flowlets"), N - SWITCH_AT);
+    let packets: u64 = g["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["packets"].as_u64().unwrap())
+        .sum();
+    assert_eq!(packets, N);
+}
+
+#[test]
 fn per_packet_spraying_spreads_one_flow_over_every_uplink() {
     // One flow, 1000 frames of 1000 B, one every 1 us from h0 (a 100G uplink sends one in
     // 81.92 ns: nothing queues). Per-packet mode places every frame anew.

@@ -75,6 +75,17 @@ pub enum RouteTo {
     Blackhole,
 }
 
+/// A group's balancing keys as a request gives them (`add_group`, `set_group`); the config's
+/// rules and defaults apply (`ecmp_config::balance_spec`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BalanceRequest {
+    pub mode: Option<String>,
+    pub choice: Option<String>,
+    pub flowlet_timeout_us: Option<u64>,
+    pub flowlet_table_size: Option<u64>,
+    pub avoid_ecn: Option<bool>,
+}
+
 /// One update of an `update` request (field `op`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpdateOp {
@@ -151,13 +162,15 @@ pub enum UpdateOp {
     AddGroup {
         group: String,
         members: Vec<(String, String, u32)>,
-        mode: Option<String>,
-        choice: Option<String>,
-        flowlet_timeout_us: Option<u64>,
-        flowlet_table_size: Option<u64>,
+        balance: BalanceRequest,
     },
     DelGroup {
         group: String,
+    },
+    /// Replaces a group's balancing with the one given (defaults for the keys not given).
+    SetGroup {
+        group: String,
+        balance: BalanceRequest,
     },
     /// A new VLAN (ports join it with `SetPortVlan`).
     AddVlan {
@@ -357,6 +370,25 @@ impl<'a> Fields<'a> {
             None => Ok(()),
         }
     }
+}
+
+/// The balancing keys of an `add_group` or `set_group`.
+const BALANCE_KEYS: [&str; 5] = [
+    "mode",
+    "choice",
+    "flowlet_timeout_us",
+    "flowlet_table_size",
+    "avoid_ecn",
+];
+
+fn balance_request(f: &Fields) -> Result<BalanceRequest, String> {
+    Ok(BalanceRequest {
+        mode: f.opt_string("mode")?,
+        choice: f.opt_string("choice")?,
+        flowlet_timeout_us: f.opt_u64("flowlet_timeout_us")?,
+        flowlet_table_size: f.opt_u64("flowlet_table_size")?,
+        avoid_ecn: f.opt_bool("avoid_ecn")?,
+    })
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -892,15 +924,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             }
         }
         "add_group" => {
-            f.only(&[
-                "op",
-                "group",
-                "members",
-                "mode",
-                "choice",
-                "flowlet_timeout_us",
-                "flowlet_table_size",
-            ])?;
+            f.only(&[&["op", "group", "members"][..], &BALANCE_KEYS].concat())?;
             let members = match object.get("members") {
                 Some(Value::Array(items)) if !items.is_empty() => items
                     .iter()
@@ -940,16 +964,20 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             UpdateOp::AddGroup {
                 group: f.string("group")?,
                 members,
-                mode: f.opt_string("mode")?,
-                choice: f.opt_string("choice")?,
-                flowlet_timeout_us: f.opt_u64("flowlet_timeout_us")?,
-                flowlet_table_size: f.opt_u64("flowlet_table_size")?,
+                balance: balance_request(&f)?,
             }
         }
         "del_group" => {
             f.only(&["op", "group"])?;
             UpdateOp::DelGroup {
                 group: f.string("group")?,
+            }
+        }
+        "set_group" => {
+            f.only(&[&["op", "group"][..], &BALANCE_KEYS].concat())?;
+            UpdateOp::SetGroup {
+                group: f.string("group")?,
+                balance: balance_request(&f)?,
             }
         }
         "add_vlan" => {
@@ -1056,7 +1084,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             return Err(format!(
                 "updates[{index}]: unknown op `{other}` (known: add_route, del_route, \
                  add_neighbor, del_neighbor, add_ecmp_member, del_ecmp_member, add_group, \
-                 del_group, add_mac, del_mac, add_vlan, del_vlan, set_port_vlan, set_ecn, set_pfc, \
+                 del_group, set_group, add_mac, del_mac, add_vlan, del_vlan, set_port_vlan, set_ecn, set_pfc, \
                  add_sid, del_sid, add_policy, del_policy, set_policy)"
             ));
         }

@@ -302,11 +302,24 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
             let summary: String = rows(result)
                 .iter()
                 .map(|g| {
+                    let avoids_ecn = if g["avoid_ecn"] == json!(true) {
+                        ", avoids ECN"
+                    } else {
+                        ""
+                    };
+                    let balancing = match g["mode"].as_str() {
+                        Some("hash") => "hash".to_owned(),
+                        Some("flowlet") => format!(
+                            "flowlet ({}, timeout {} us, {} entries{avoids_ecn})",
+                            s(&g["choice"]),
+                            s(&g["flowlet_timeout_us"]),
+                            s(&g["flowlet_table_size"])
+                        ),
+                        _ => format!("{} ({}{avoids_ecn})", s(&g["mode"]), s(&g["choice"])),
+                    };
                     format!(
-                        "group {}: {} ({}), {} flowlets, {} moves ({} forced)\n",
+                        "group {}: {balancing}, {} flowlets, {} moves ({} forced)\n",
                         s(&g["name"]),
-                        s(&g["mode"]),
-                        s(&g["choice"]),
                         s(&g["flowlets"]),
                         s(&g["moves"]),
                         s(&g["forced_moves"])

@@ -26,23 +26,48 @@ pub(crate) struct BalanceKeys<'r> {
     pub members_span: Range<usize>,
 }
 
-/// Validates a group's balancing keys; `base` is the group's field path
-/// (`nexthop_group[2]`).
-pub(crate) fn build_balance(
-    loc: &Locator,
-    base: &str,
-    keys: &BalanceKeys,
-) -> Result<BalanceSpec, ConfigError> {
+/// A balancing key, for errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BalanceKey {
+    Mode,
+    Choice,
+    FlowletTimeoutUs,
+    FlowletTableSize,
+    AvoidEcn,
+}
+
+impl BalanceKey {
+    /// The key's name in the config and in the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            BalanceKey::Mode => "mode",
+            BalanceKey::Choice => "choice",
+            BalanceKey::FlowletTimeoutUs => "flowlet_timeout_us",
+            BalanceKey::FlowletTableSize => "flowlet_table_size",
+            BalanceKey::AvoidEcn => "avoid_ecn",
+        }
+    }
+}
+
+/// The balancing the keys given ask for, defaults filling in the others: the one rule the
+/// config's `[[nexthop_group]]` and the API's `add_group` / `set_group` share. A key that
+/// cannot take effect in the group's mode is refused; the error names the key.
+pub fn balance_spec(
+    mode: Option<&str>,
+    choice: Option<&str>,
+    timeout_us: Option<i64>,
+    table_size: Option<i64>,
+    avoid_ecn: Option<bool>,
+) -> Result<BalanceSpec, (BalanceKey, String)> {
     let mut spec = BalanceSpec::default();
-    if let Some(mode) = keys.mode {
-        spec.mode = match mode.get_ref().as_str() {
+    if let Some(mode) = mode {
+        spec.mode = match mode {
             "hash" => BalanceMode::Hash,
             "flowlet" => BalanceMode::Flowlet,
             "per-packet" => BalanceMode::PerPacket,
             other => {
-                return Err(loc.at(
-                    mode.span(),
-                    &format!("{base}.mode"),
+                return Err((
+                    BalanceKey::Mode,
                     format!(
                         "`{other}` is not a balancing mode: use \"hash\", \"flowlet\" or \"per-packet\""
                     ),
@@ -50,43 +75,41 @@ pub(crate) fn build_balance(
             }
         };
     }
-    let mode_name = spec.mode.as_str();
-    if let Some(choice) = keys.choice {
+    if let Some(choice) = choice {
         if spec.mode == BalanceMode::Hash {
-            return Err(loc.at(
-                choice.span(),
-                &format!("{base}.choice"),
-                "applies to mode = \"flowlet\" or \"per-packet\"; with hashing the flow hash chooses",
+            return Err((
+                BalanceKey::Choice,
+                "applies to mode \"flowlet\" or \"per-packet\"; with hashing the flow hash chooses"
+                    .to_owned(),
             ));
         }
-        spec.choice = match choice.get_ref().as_str() {
+        spec.choice = match choice {
             "random" => PathChoice::Random,
             "least-loaded" => PathChoice::LeastLoaded,
             other => {
-                return Err(loc.at(
-                    choice.span(),
-                    &format!("{base}.choice"),
+                return Err((
+                    BalanceKey::Choice,
                     format!("`{other}` is not a path choice: use \"random\" or \"least-loaded\""),
                 ));
             }
         };
     }
-    let flowlet_only = |span: Range<usize>, key: &str| {
-        loc.at(
-            span,
-            &format!("{base}.{key}"),
-            format!("applies to mode = \"flowlet\" only (this group is \"{mode_name}\")"),
-        )
+    let flowlet_only = |key| {
+        Err((
+            key,
+            format!(
+                "applies to mode \"flowlet\" only (this group is \"{}\")",
+                spec.mode.as_str()
+            ),
+        ))
     };
-    if let Some(timeout) = keys.flowlet_timeout_us {
+    if let Some(us) = timeout_us {
         if spec.mode != BalanceMode::Flowlet {
-            return Err(flowlet_only(timeout.span(), "flowlet_timeout_us"));
+            return flowlet_only(BalanceKey::FlowletTimeoutUs);
         }
-        let us = *timeout.get_ref();
         if !TIMEOUT_US.contains(&us) {
-            return Err(loc.at(
-                timeout.span(),
-                &format!("{base}.flowlet_timeout_us"),
+            return Err((
+                BalanceKey::FlowletTimeoutUs,
                 format!(
                     "{us} is out of range {}..={} (microseconds)",
                     TIMEOUT_US.start(),
@@ -96,37 +119,66 @@ pub(crate) fn build_balance(
         }
         spec.timeout = us as u64 * PICOS_PER_MICRO;
     }
-    if let Some(size) = keys.flowlet_table_size {
+    if let Some(n) = table_size {
         if spec.mode != BalanceMode::Flowlet {
-            return Err(flowlet_only(size.span(), "flowlet_table_size"));
+            return flowlet_only(BalanceKey::FlowletTableSize);
         }
-        let n = *size.get_ref();
         if n < 1 || n as u64 > MAX_TABLE_SIZE as u64 || !(n as u64).is_power_of_two() {
-            return Err(loc.at(
-                size.span(),
-                &format!("{base}.flowlet_table_size"),
+            return Err((
+                BalanceKey::FlowletTableSize,
                 format!("{n} is not a power of two in 1..={MAX_TABLE_SIZE}"),
             ));
         }
         spec.table_size = n as usize;
     }
-    if let Some(avoid) = keys.avoid_ecn {
+    if let Some(avoid) = avoid_ecn {
         if spec.choice != PathChoice::LeastLoaded || spec.mode == BalanceMode::Hash {
-            return Err(loc.at(
-                avoid.span(),
-                &format!("{base}.avoid_ecn"),
-                "applies to choice = \"least-loaded\"",
+            return Err((
+                BalanceKey::AvoidEcn,
+                "applies to choice \"least-loaded\"".to_owned(),
             ));
         }
-        spec.avoid_ecn = *avoid.get_ref();
+        spec.avoid_ecn = avoid;
     }
+    Ok(spec)
+}
+
+/// Validates a group's balancing keys; `base` is the group's field path
+/// (`nexthop_group[2]`).
+pub(crate) fn build_balance(
+    loc: &Locator,
+    base: &str,
+    keys: &BalanceKeys,
+) -> Result<BalanceSpec, ConfigError> {
+    let spec = balance_spec(
+        keys.mode.map(|m| m.get_ref().as_str()),
+        keys.choice.map(|c| c.get_ref().as_str()),
+        keys.flowlet_timeout_us.map(|t| *t.get_ref()),
+        keys.flowlet_table_size.map(|n| *n.get_ref()),
+        keys.avoid_ecn.map(|a| *a.get_ref()),
+    )
+    .map_err(|(key, message)| {
+        let span = match key {
+            BalanceKey::Mode => keys.mode.map(Spanned::span),
+            BalanceKey::Choice => keys.choice.map(Spanned::span),
+            BalanceKey::FlowletTimeoutUs => keys.flowlet_timeout_us.map(Spanned::span),
+            BalanceKey::FlowletTableSize => keys.flowlet_table_size.map(Spanned::span),
+            BalanceKey::AvoidEcn => keys.avoid_ecn.map(Spanned::span),
+        };
+        loc.at(
+            span.unwrap_or_else(|| keys.members_span.clone()),
+            &format!("{base}.{}", key.name()),
+            message,
+        )
+    })?;
     if spec.mode != BalanceMode::Hash && keys.members > MAX_BALANCED_MEMBERS {
         return Err(loc.at(
             keys.members_span.clone(),
             &format!("{base}.members"),
             format!(
-                "{} members: a \"{mode_name}\" group takes at most {MAX_BALANCED_MEMBERS}",
-                keys.members
+                "{} members: a \"{}\" group takes at most {MAX_BALANCED_MEMBERS}",
+                keys.members,
+                spec.mode.as_str()
             ),
         ));
     }

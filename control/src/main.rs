@@ -96,7 +96,7 @@ enum Command {
     /// tables while traffic flows. See README.md, "Control plane".
     Ctl(CtlArgs),
     /// Make a running switch re-read its config file and apply the difference (routes,
-    /// neighbours, ECMP groups and their members, static MACs, ECN thresholds, SRv6 policies
+    /// neighbours, ECMP groups with their members and balancing, static MACs, ECN thresholds, SRv6 policies
     /// and SIDs, L2 VLANs and ports' VLANs) without restarting DPDK. Other changes are refused
     /// with what needs a restart.
     Reload {
@@ -170,7 +170,7 @@ enum CtlCommand {
         #[command(subcommand)]
         op: SidCmd,
     },
-    /// Create or delete an ECMP group (`ecmp add|del` change the members of one).
+    /// Create or delete an ECMP group, or change its balancing (`ecmp add|del` change its members).
     Group {
         #[command(subcommand)]
         op: GroupCmd,
@@ -400,18 +400,53 @@ enum GroupCmd {
         /// A member: neighbour address, L3 interface, optional weight (repeat the option).
         #[arg(long = "member", required = true)]
         members: Vec<String>,
-        #[arg(long)]
-        mode: Option<String>,
-        /// random | least-loaded (flowlet and per-packet modes).
-        #[arg(long)]
-        choice: Option<String>,
-        #[arg(long)]
-        flowlet_timeout_us: Option<u64>,
-        #[arg(long)]
-        flowlet_table_size: Option<u64>,
+        #[command(flatten)]
+        balance: BalanceArgs,
     },
     /// Delete a group no route or SID points at.
     Del { name: String },
+    /// Replace a group's balancing (keys not given take their defaults; members stay):
+    /// `group set spines --mode flowlet --flowlet-timeout-us 200`.
+    Set {
+        name: String,
+        #[command(flatten)]
+        balance: BalanceArgs,
+    },
+}
+
+/// A group's balancing, as in a `[[nexthop_group]]` (defaults: hash; for flowlets random
+/// choice, 100 us, 4096 entries).
+#[derive(clap::Args)]
+struct BalanceArgs {
+    /// hash | flowlet | per-packet.
+    #[arg(long)]
+    mode: Option<String>,
+    /// random | least-loaded (flowlet and per-packet modes).
+    #[arg(long)]
+    choice: Option<String>,
+    /// The idle gap that ends a flowlet (flowlet mode).
+    #[arg(long)]
+    flowlet_timeout_us: Option<u64>,
+    /// Flowlet entries, a power of two (flowlet mode).
+    #[arg(long)]
+    flowlet_table_size: Option<u64>,
+    /// Least-loaded choice skips members whose port marks ECN.
+    #[arg(long)]
+    avoid_ecn: bool,
+}
+
+impl BalanceArgs {
+    /// The balancing keys of an `add_group` or `set_group` update, added to `op`.
+    fn into_op(self, mut op: Value) -> Value {
+        op["mode"] = json!(self.mode);
+        op["choice"] = json!(self.choice);
+        op["flowlet_timeout_us"] = json!(self.flowlet_timeout_us);
+        op["flowlet_table_size"] = json!(self.flowlet_table_size);
+        if self.avoid_ecn {
+            op["avoid_ecn"] = json!(true);
+        }
+        op
+    }
 }
 
 #[derive(Subcommand)]
@@ -805,10 +840,7 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             GroupCmd::Add {
                 name,
                 members,
-                mode,
-                choice,
-                flowlet_timeout_us,
-                flowlet_table_size,
+                balance,
             } => {
                 let members = members
                     .iter()
@@ -828,13 +860,14 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
                         }
                     })
                     .collect::<Result<Vec<_>, String>>()?;
-                update(json!({
-                    "op": "add_group", "group": name, "members": members, "mode": mode,
-                    "choice": choice, "flowlet_timeout_us": flowlet_timeout_us,
-                    "flowlet_table_size": flowlet_table_size,
-                }))
+                update(
+                    balance.into_op(json!({"op": "add_group", "group": name, "members": members})),
+                )
             }
             GroupCmd::Del { name } => update(json!({"op": "del_group", "group": name})),
+            GroupCmd::Set { name, balance } => {
+                update(balance.into_op(json!({"op": "set_group", "group": name})))
+            }
         },
         CtlCommand::Vlan { op } => match op {
             VlanCmd::Add { id } => update(json!({"op": "add_vlan", "vlan": id})),

@@ -2,10 +2,10 @@
 //! as it is now, as one batch of run-time updates (applied atomically, like any `update`).
 //!
 //! What can change without a restart: routes, static neighbours, ECMP groups (added, removed,
-//! their members and weights), static MACs, ECN thresholds, SRv6 policies (added, removed,
+//! their members, weights and balancing), static MACs, ECN thresholds, SRv6 policies (added, removed,
 //! their paths), local SIDs (added, removed, changed), VLANs without an L3 interface (added,
 //! removed) and L2 ports' VLANs. Anything else that differs (ports, routed ports, VLAN
-//! interfaces, interfaces, VRFs, a group's balancing, other QoS settings, `[dataplane]`,
+//! interfaces, interfaces, VRFs, other QoS settings, `[dataplane]`,
 //! `[control]`) is refused with the list of what needs a restart, and nothing is applied.
 //!
 //! Groups and policies are matched by name and SIDs by VRF and prefix; their slots in the
@@ -19,6 +19,7 @@ use dataplane::pipeline::spec::{
     PortRole, RouteTarget, SidBehavior, SidSpec, SwitchSpec, VlanSpec,
 };
 use dataplane::qos::TC_COUNT;
+use dataplane::tables::flowlet::BalanceMode;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
@@ -105,13 +106,6 @@ pub fn diff(
             b.flow_hash_seed,
             b.ecmp_buckets,
         ),
-    );
-    let balances = |c: &Config| -> HashMap<String, _> { c.group_balances().into_iter().collect() };
-    let (ba, bb) = (balances(old), balances(new));
-    check(
-        "ECMP group balancing (mode, choice, flowlet keys) of a group kept",
-        ba.iter()
-            .all(|(name, x)| bb.get(name).is_none_or(|y| x == y)),
     );
     let without_ecn = |spec: &SwitchSpec| {
         let mut qos = spec.qos.clone();
@@ -204,13 +198,15 @@ fn sid_key(spec: &SwitchSpec, groups: &[String], sid: &SidSpec) -> (SidSpec, Opt
 impl Sides<'_> {
     /// Updates from `a` to `b`. Order: neighbours, new groups and policies, members, SIDs
     /// (deleted first, so a changed one can come back), routes, ECN; then removals (routes
-    /// before the groups and policies they used).
+    /// before the groups and policies they used), with a kept group's new balancing after its
+    /// members' removals unless it is hashing.
     fn diff(&self, names: &Names) -> Result<(Vec<Update>, HashMap<u32, String>), String> {
         let (a, b) = (self.a, self.b);
         let mut scratch = names.clone();
         let mut group_names = HashMap::new();
         let mut updates = Vec::new();
         let mut removals = Vec::new();
+        let mut rebalances = Vec::new();
         let note = |scratch: &mut Names, update: Update, name: Option<&str>| {
             scratch.note(&update, name);
             update
@@ -261,6 +257,21 @@ impl Sides<'_> {
                 }
                 Some(ga) => {
                     let slot = names.group(name)?;
+                    let balance = b.groups[gb].balance;
+                    if a.groups[ga].balance != balance {
+                        // Hashing takes any number of members: set it before members are
+                        // added; a balanced mode after they are removed, when the group has
+                        // no more members than the new config allows it.
+                        let update = Update::SetGroupBalance {
+                            group: slot,
+                            balance,
+                        };
+                        if balance.mode == BalanceMode::Hash {
+                            updates.push(update);
+                        } else {
+                            rebalances.push(update);
+                        }
+                    }
                     let ma = members(a, ga);
                     for (&(interface, ip), &weight) in &mb {
                         match ma.get(&(interface, ip)) {
@@ -464,6 +475,7 @@ impl Sides<'_> {
             }
         }
         updates.extend(removals);
+        updates.extend(rebalances);
         updates.extend(late_removals);
         Ok((updates, group_names))
     }
@@ -564,7 +576,9 @@ members = [{{ port = "p0", via = "10.255.0.0" }}]
 #[cfg(test)]
 mod additions {
     use super::*;
+    use dataplane::clock::PICOS_PER_MICRO;
     use dataplane::pipeline::spec::CsidFormat;
+    use dataplane::tables::flowlet::{BalanceSpec, PathChoice};
     use std::path::Path;
 
     const BASE: &str = r#"[switch]
@@ -708,12 +722,55 @@ segments = ["fcbb:bb00:2::"]
             len: 16,
             target: Target::Group(2)
         }));
+    }
 
-        // A kept group's balancing still needs a restart.
-        let flowlet =
-            config(&BASE.replace("name = \"up\"\n", "name = \"up\"\nmode = \"flowlet\"\n"));
-        let e = diff(&old, &flowlet, &names).unwrap_err();
-        assert!(e.contains("balancing"), "{e}");
+    #[test]
+    fn a_kept_groups_balancing_is_set_around_its_member_changes() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let old = config(BASE);
+        let names = Names::of(&old);
+        let (p0, p1) = (
+            "{ port = \"p0\", via = \"10.255.0.0\" }",
+            "{ port = \"p1\", via = \"10.255.0.2\" }",
+        );
+        let up = |members: &str, keys: &str| {
+            config(&BASE.replace(
+                &format!("members = [{p0}]\n"),
+                &format!("members = [{members}]\n{keys}"),
+            ))
+        };
+        let flowlet = BalanceSpec {
+            mode: BalanceMode::Flowlet,
+            choice: PathChoice::LeastLoaded,
+            timeout: 250 * PICOS_PER_MICRO,
+            ..BalanceSpec::default()
+        };
+        let keys = "mode = \"flowlet\"\nchoice = \"least-loaded\"\nflowlet_timeout_us = 250\n";
+        let set = |balance| Update::SetGroupBalance { group: 0, balance };
+
+        // Only the balancing changes: one update.
+        let (updates, _) = diff(&old, &up(p0, keys), &names).unwrap();
+        assert_eq!(updates, [set(flowlet)]);
+
+        // To a balanced mode: after the members' removals (p0 out, p1 in).
+        let (updates, _) = diff(&old, &up(p1, keys), &names).unwrap();
+        let add = Update::AddEcmpMember {
+            group: 0,
+            interface: 1,
+            ip: ip("10.255.0.2"),
+            weight: 1,
+        };
+        let del = Update::DelEcmpMember {
+            group: 0,
+            interface: 0,
+            ip: ip("10.255.0.0"),
+        };
+        assert_eq!(updates, [add.clone(), del.clone(), set(flowlet)]);
+
+        // Back to hashing: before the members are added.
+        let balanced = up(p0, keys);
+        let (updates, _) = diff(&balanced, &up(p1, ""), &Names::of(&balanced)).unwrap();
+        assert_eq!(updates, [set(BalanceSpec::default()), add, del]);
     }
 }
 

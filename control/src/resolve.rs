@@ -7,17 +7,16 @@
 //! worker refuses a slot that is taken by then (two clients racing), so a route never points
 //! at the wrong object.
 
-use crate::api::{RouteTo, SidOp, UpdateOp};
+use crate::api::{BalanceRequest, RouteTo, SidOp, UpdateOp};
 use crate::config::{parse_mac, sid_behavior_kind, srv6_defaults};
-use crate::ecmp_config::TIMEOUT_US;
+use crate::ecmp_config::BalanceKey;
 use crate::server::{Names, parse_ip, parse_prefix};
-use dataplane::clock::PICOS_PER_MICRO;
 use dataplane::ctl::{Target, Update};
 use dataplane::pipeline::spec::{
     CsidFormat, EncapMode, PolicySpec, PortRole, RouteTarget, SidBehavior, SidSpec, VlanSpec,
 };
 use dataplane::qos::{EcnProfile, PfcThresholds};
-use dataplane::tables::flowlet::{BalanceMode, BalanceSpec, MAX_TABLE_SIZE, PathChoice};
+use dataplane::tables::flowlet::BalanceSpec;
 use std::net::{IpAddr, Ipv6Addr};
 
 /// Whether the server's names change when `update` applies.
@@ -320,74 +319,22 @@ fn segments(list: &[String], mode: EncapMode) -> Result<Vec<Ipv6Addr>, String> {
     Ok(segments)
 }
 
-/// A group's balancing from `add_group`'s keys, with the config's rules.
-fn balance(
-    mode: Option<&str>,
-    choice: Option<&str>,
-    timeout_us: Option<u64>,
-    table_size: Option<u64>,
-) -> Result<BalanceSpec, String> {
-    let mut spec = BalanceSpec::default();
-    if let Some(mode) = mode {
-        spec.mode = match mode {
-            "hash" => BalanceMode::Hash,
-            "flowlet" => BalanceMode::Flowlet,
-            "per-packet" => BalanceMode::PerPacket,
-            other => {
-                return Err(format!(
-                    "`{other}` is not a balancing mode: use \"hash\", \"flowlet\" or \"per-packet\""
-                ));
-            }
-        };
-    }
-    if let Some(choice) = choice {
-        if spec.mode == BalanceMode::Hash {
-            return Err(
-                "`choice` applies to mode \"flowlet\" or \"per-packet\"; with hashing the flow hash chooses"
-                    .to_owned(),
-            );
-        }
-        spec.choice = match choice {
-            "random" => PathChoice::Random,
-            "least-loaded" => PathChoice::LeastLoaded,
-            other => {
-                return Err(format!(
-                    "`{other}` is not a path choice: use \"random\" or \"least-loaded\""
-                ));
-            }
-        };
-    }
-    let flowlet_only = |key: &str| {
-        format!(
-            "`{key}` applies to mode \"flowlet\" only (this group is \"{}\")",
-            spec.mode.as_str()
-        )
+/// A group's balancing from `add_group`'s or `set_group`'s keys, with the config's rules.
+fn balance(request: &BalanceRequest) -> Result<BalanceSpec, String> {
+    let signed = |key: BalanceKey, v: Option<u64>| match v {
+        Some(v) => i64::try_from(v)
+            .map(Some)
+            .map_err(|_| format!("`{}` {v} is out of range", key.name())),
+        None => Ok(None),
     };
-    if let Some(t) = timeout_us {
-        if spec.mode != BalanceMode::Flowlet {
-            return Err(flowlet_only("flowlet_timeout_us"));
-        }
-        if !TIMEOUT_US.contains(&(t as i64)) {
-            return Err(format!(
-                "flowlet_timeout_us {t} is out of range {}..={}",
-                TIMEOUT_US.start(),
-                TIMEOUT_US.end()
-            ));
-        }
-        spec.timeout = t * PICOS_PER_MICRO;
-    }
-    if let Some(size) = table_size {
-        if spec.mode != BalanceMode::Flowlet {
-            return Err(flowlet_only("flowlet_table_size"));
-        }
-        if !size.is_power_of_two() || size as usize > MAX_TABLE_SIZE {
-            return Err(format!(
-                "flowlet_table_size {size} must be a power of two up to {MAX_TABLE_SIZE}"
-            ));
-        }
-        spec.table_size = size as usize;
-    }
-    Ok(spec)
+    crate::ecmp_config::balance_spec(
+        request.mode.as_deref(),
+        request.choice.as_deref(),
+        signed(BalanceKey::FlowletTimeoutUs, request.flowlet_timeout_us)?,
+        signed(BalanceKey::FlowletTableSize, request.flowlet_table_size)?,
+        request.avoid_ecn,
+    )
+    .map_err(|(key, message)| format!("`{}`: {message}", key.name()))
 }
 
 /// Turns one named update into a dataplane update; for a group it creates, also its name.
@@ -545,10 +492,7 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
         UpdateOp::AddGroup {
             group,
             members,
-            mode,
-            choice,
-            flowlet_timeout_us,
-            flowlet_table_size,
+            balance: request,
         } => {
             check_new_name("ECMP group", group, n.group(group).is_ok())?;
             let members = members
@@ -558,17 +502,19 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             group_name = Some(group.clone());
             Update::AddGroup {
                 slot: free_slot(n.groups.iter().map(String::as_str)),
-                balance: balance(
-                    mode.as_deref(),
-                    choice.as_deref(),
-                    *flowlet_timeout_us,
-                    *flowlet_table_size,
-                )?,
+                balance: balance(request)?,
                 members,
             }
         }
         UpdateOp::DelGroup { group } => Update::DelGroup {
             slot: n.group(group)?,
+        },
+        UpdateOp::SetGroup {
+            group,
+            balance: request,
+        } => Update::SetGroupBalance {
+            group: n.group(group)?,
+            balance: balance(request)?,
         },
         UpdateOp::AddVlan { vlan } => {
             if !(1..=4094).contains(vlan) {
@@ -676,6 +622,8 @@ mod tests {
     use super::*;
     use crate::api::{Command, parse_request};
     use crate::config::Config;
+    use dataplane::clock::PICOS_PER_MICRO;
+    use dataplane::tables::flowlet::{BalanceMode, PathChoice};
     use std::path::Path;
 
     fn names() -> Names {
@@ -912,7 +860,7 @@ behavior = "uN"
             ),
             (
                 r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","flowlet_table_size":1000}"#,
-                "must be a power of two",
+                "`flowlet_table_size`: 1000 is not a power of two",
             ),
         ] {
             let e = err(&n, line);
@@ -944,19 +892,70 @@ behavior = "uN"
         }
         let (update, _) = resolve(
             &n,
-            &op(r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","choice":"least-loaded","flowlet_timeout_us":50}"#),
+            &op(r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","choice":"least-loaded","flowlet_timeout_us":50,"avoid_ecn":true}"#),
         )
         .unwrap();
         let Update::AddGroup { balance, .. } = update else {
             panic!()
         };
+        let least_loaded_50us = BalanceSpec {
+            mode: BalanceMode::Flowlet,
+            choice: PathChoice::LeastLoaded,
+            timeout: 50 * PICOS_PER_MICRO,
+            avoid_ecn: true,
+            ..BalanceSpec::default()
+        };
+        assert_eq!(balance, least_loaded_50us);
+        // `set_group` takes the same keys, for a group that exists; missing keys are defaults.
+        let (update, name) = resolve(
+            &n,
+            &op(r#"{"op":"set_group","group":"up","mode":"flowlet","choice":"least-loaded","flowlet_timeout_us":50,"avoid_ecn":true}"#),
+        )
+        .unwrap();
+        assert_eq!(name, None, "no group is created");
         assert_eq!(
-            (balance.mode, balance.choice, balance.timeout),
+            update,
+            Update::SetGroupBalance {
+                group: 0,
+                balance: least_loaded_50us
+            }
+        );
+        let (update, _) = resolve(&n, &op(r#"{"op":"set_group","group":"up"}"#)).unwrap();
+        assert_eq!(
+            update,
+            Update::SetGroupBalance {
+                group: 0,
+                balance: BalanceSpec::default()
+            }
+        );
+        for (line, message) in [
+            (r#"{"op":"set_group","group":"nope"}"#, "nope"),
             (
-                BalanceMode::Flowlet,
-                PathChoice::LeastLoaded,
-                50 * PICOS_PER_MICRO
-            )
+                r#"{"op":"set_group","group":"up","mode":"flowlet","avoid_ecn":true}"#,
+                "`avoid_ecn`: applies to choice \"least-loaded\"",
+            ),
+            (
+                r#"{"op":"set_group","group":"up","flowlet_timeout_us":50}"#,
+                "`flowlet_timeout_us`: applies to mode \"flowlet\" only (this group is \"hash\")",
+            ),
+            (
+                r#"{"op":"set_group","group":"up","mode":"flowlet","flowlet_timeout_us":0}"#,
+                "`flowlet_timeout_us`: 0 is out of range 1..=1000000",
+            ),
+            (
+                r#"{"op":"set_group","group":"up","mode":"flowlet","flowlet_timeout_us":18446744073709551615}"#,
+                "out of range",
+            ),
+        ] {
+            let e = err(&n, line);
+            assert!(e.contains(message), "{line}: {e}");
+        }
+        let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"set_group","group":"up","members":[]}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
+                .contains("unknown field `members`")
         );
         // The API refuses a group without members and unknown member fields.
         let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g","members":[]}]}"#;

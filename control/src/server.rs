@@ -945,6 +945,7 @@ impl ControlServer {
                                     "choice": g.choice,
                                     "flowlet_timeout_us": g.flowlet_timeout_ps / 1_000_000,
                                     "flowlet_table_size": g.flowlet_table_size,
+                                    "avoid_ecn": g.avoid_ecn,
                                     "flowlets": g.flowlets,
                                     "moves": g.moves,
                                     "forced_moves": g.forced_moves,

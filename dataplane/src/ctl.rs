@@ -140,6 +140,13 @@ pub enum Update {
     DelGroup {
         slot: u32,
     },
+    /// Replaces ECMP group `group`'s balancing (mode, path choice, flowlet timeout and table
+    /// size, ECN avoidance); its members stay. Like a member change it rebuilds the group's
+    /// balancer: flowlets choose again with their next packet and its counters start again.
+    SetGroupBalance {
+        group: u32,
+        balance: BalanceSpec,
+    },
     /// Declares VLAN `id` (1..=4094): ports may then join it.
     AddVlan {
         id: u16,
@@ -231,6 +238,8 @@ pub struct GroupEntry {
     pub choice: &'static str,
     pub flowlet_timeout_ps: u64,
     pub flowlet_table_size: usize,
+    /// Least-loaded choice skips members whose port is marking ECN.
+    pub avoid_ecn: bool,
     /// Flowlets started, moved to another member, and moved because a member went down.
     pub flowlets: u64,
     pub moves: u64,

@@ -249,6 +249,26 @@ impl GroupReport {
     }
 }
 
+/// The end-of-run report of each group the run started with: its counters, and the
+/// balancing it ended with when a `set_group` changed it (the counters block is the same).
+/// A group rebuilt for new members counts in a new block: it is reported as it started.
+fn final_group_reports(
+    started: &[(BalanceSpec, Arc<BalanceCounters>)],
+    ended: &[(BalanceSpec, Arc<BalanceCounters>)],
+) -> Vec<GroupReport> {
+    started
+        .iter()
+        .enumerate()
+        .map(|(g, (spec, counters))| {
+            let spec = ended
+                .get(g)
+                .filter(|(_, last)| Arc::ptr_eq(last, counters))
+                .map_or(spec, |(last_spec, _)| last_spec);
+            GroupReport::of(spec, counters)
+        })
+        .collect()
+}
+
 impl RunReport {
     pub fn rx_nombuf(&self) -> u64 {
         self.ports.iter().map(|p| p.device.rx_nombuf).sum()
@@ -388,6 +408,7 @@ fn run_with_eal(
         qos_events: Mutex::new(Vec::new()),
         ctl: Arc::new(crate::ctl::Channel::new()),
         flowlet_moves: Mutex::new(Vec::new()),
+        final_balancing: Mutex::new(Vec::new()),
     });
     let admin = Arc::new(AdminState::new(ports.len()));
     let queue_counters = Arc::new(TmCounters::new(ports.len()));
@@ -531,10 +552,13 @@ fn run_with_eal(
             &mut *shared.qos_events.lock().unwrap_or_else(|e| e.into_inner()),
         ),
         qos_events_lost: queue_counters.events_lost.get(),
-        groups: balance
-            .iter()
-            .map(|(spec, counters)| GroupReport::of(spec, counters))
-            .collect(),
+        groups: final_group_reports(
+            &balance,
+            &shared
+                .final_balancing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ),
         flowlet_moves: std::mem::take(
             &mut *shared
                 .flowlet_moves
@@ -638,6 +662,8 @@ pub(crate) struct WorkerShared {
     pub(crate) ctl: Arc<crate::ctl::Channel>,
     /// The switch worker's flowlet moves, handed over once at the end of the run.
     pub(crate) flowlet_moves: Mutex<Vec<FlowletMove>>,
+    /// Each group's balancing and counters as the switch worker ended, handed over with them.
+    pub(crate) final_balancing: Mutex<Vec<(BalanceSpec, Arc<BalanceCounters>)>>,
 }
 
 #[cfg(test)]

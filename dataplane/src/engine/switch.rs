@@ -151,13 +151,23 @@ impl SwitchWorker {
         self.forwarder.balance_specs()
     }
 
-    /// Gives the control thread the flowlet moves for the event log, at the end of a run.
-    fn hand_over_flowlet_moves(&mut self) {
+    /// Gives the control thread, at the end of a run, the flowlet moves for the event log
+    /// and each group's balancing as it ended (a `set_group` may have changed it).
+    fn hand_over_balancing(&mut self) {
         *self
             .shared
             .flowlet_moves
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = self.forwarder.take_flowlet_moves();
+        *self
+            .shared
+            .final_balancing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = self
+            .balance_specs()
+            .into_iter()
+            .zip(self.balance_counters())
+            .collect();
     }
 }
 
@@ -260,7 +270,7 @@ impl SwitchWorker {
             .qos_events
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = self.tm.take_events();
-        self.hand_over_flowlet_moves();
+        self.hand_over_balancing();
         let nanos =
             (u128::from(dpdk::tsc().wrapping_sub(start)) * 1_000_000_000 / u128::from(hz)) as u64;
         self.shared

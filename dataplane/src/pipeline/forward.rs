@@ -1303,8 +1303,21 @@ impl Forwarder {
         group: &EcmpGroup,
         spec: &SwitchSpec,
     ) -> Result<GroupBalancer, ForwarderError> {
-        // A member's load is its port's when its nexthop sits on a routed port.
-        let member_ports: Vec<Option<u16>> = group
+        GroupBalancer::new(
+            *balance,
+            id,
+            group,
+            &self.member_ports(group),
+            u64::from(spec.flow_hash_seed),
+            spec.qos.events,
+        )
+        .map_err(|e| ForwarderError(format!("ECMP group {id}: {e}")))
+    }
+
+    /// Each member's egress port, when its nexthop sits on a routed port: a member's load is
+    /// its port's. A member behind a VLAN interface has no port of its own.
+    pub(super) fn member_ports(&self, group: &EcmpGroup) -> Vec<Option<u16>> {
+        group
             .members()
             .iter()
             .map(|m| {
@@ -1314,16 +1327,7 @@ impl Forwarder {
                     Attachment::Vlan(_) => None,
                 }
             })
-            .collect();
-        GroupBalancer::new(
-            *balance,
-            id,
-            group,
-            &member_ports,
-            u64::from(spec.flow_hash_seed),
-            spec.qos.events,
-        )
-        .map_err(|e| ForwarderError(format!("ECMP group {id}: {e}")))
+            .collect()
     }
 
     /// Lets least-loaded groups see the egress queues (the engine passes the traffic

@@ -671,3 +671,115 @@ fn an_end_x_to_a_new_neighbour_creates_its_nexthop_and_the_dump_shows_it() {
     assert_eq!(verdict, forward(0));
     assert_eq!(&out[0..6], &N2);
 }
+
+#[test]
+fn a_groups_balancing_changes_at_run_time_and_goes_back_with_an_undone_batch() {
+    use crate::tables::flowlet::{BalanceMode, MAX_BALANCED_MEMBERS};
+    let mut f = forwarder();
+    apply(
+        &mut f,
+        &[
+            add_group(0, &[(0, "2001:db8:1::2", 1), (1, "2001:db8:2::2", 1)]),
+            route_30(Target::Group(0)),
+        ],
+    )
+    .unwrap();
+    // One flow: hashing keeps it on one member; spraying sends it to both (64 random draws
+    // all alike: 2^-63).
+    let frame = eth(
+        &ipv6("2001:db8:1::2", "2001:db8:30::5", 64, UDP, &udp()),
+        0x86dd,
+    );
+    let ports_used = |f: &mut Forwarder| {
+        let mut used = [false; 3];
+        for _ in 0..64 {
+            match run(f, &frame, 0).0 {
+                Verdict::Forward { port, .. } => used[usize::from(port)] = true,
+                other => panic!("{other:?}"),
+            }
+        }
+        used.iter().filter(|&&u| u).count()
+    };
+    let balancing = |f: &Forwarder| match f.dump(crate::ctl::DumpKind::Groups) {
+        crate::ctl::Dump::Groups(g) => (g[0].mode, g[0].members.len()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(ports_used(&mut f), 1);
+    let spray = BalanceSpec {
+        mode: BalanceMode::PerPacket,
+        ..BalanceSpec::default()
+    };
+    let set = |balance| Update::SetGroupBalance { group: 0, balance };
+    apply(&mut f, &[set(spray)]).unwrap();
+    assert_eq!(balancing(&f), ("per-packet", 2), "the members stay");
+    assert_eq!(ports_used(&mut f), 2);
+
+    // Back to hashing in a batch that is then undone: spraying again.
+    f.validate_updates(&[set(BalanceSpec::default())]).unwrap();
+    let mut undo = Vec::new();
+    f.apply_update(&set(BalanceSpec::default()), &mut undo)
+        .unwrap();
+    assert_eq!(balancing(&f), ("hash", 2));
+    assert_eq!(ports_used(&mut f), 1);
+    f.undo_updates(undo);
+    assert_eq!(balancing(&f), ("per-packet", 2));
+    assert_eq!(ports_used(&mut f), 2);
+
+    // Refused: no such group, a group of the same batch, more members than a balanced
+    // group takes (until the batch removes one).
+    let (_, e) = refused(
+        &mut f,
+        &[Update::SetGroupBalance {
+            group: 5,
+            balance: spray,
+        }],
+    );
+    assert!(e.contains("ECMP group 5 does not exist"), "{e}");
+    let (i, e) = refused(
+        &mut f,
+        &[
+            add_group(1, &[(0, "2001:db8:1::2", 1)]),
+            Update::SetGroupBalance {
+                group: 1,
+                balance: spray,
+            },
+        ],
+    );
+    assert_eq!(i, 1);
+    assert!(e.contains("created by this batch"), "{e}");
+    let many: Vec<String> = (0..=MAX_BALANCED_MEMBERS)
+        .map(|i| format!("2001:db8:1::{:x}", 0x100 + i))
+        .collect();
+    let members: Vec<(u16, &str, u32)> = many.iter().map(|ip| (0, ip.as_str(), 1)).collect();
+    apply(&mut f, &[add_group(1, &members)]).unwrap();
+    let (_, e) = refused(
+        &mut f,
+        &[Update::SetGroupBalance {
+            group: 1,
+            balance: spray,
+        }],
+    );
+    assert!(
+        e.contains(&format!(
+            "{} members: a per-packet group balances at most {MAX_BALANCED_MEMBERS}",
+            MAX_BALANCED_MEMBERS + 1
+        )),
+        "{e}"
+    );
+    apply(
+        &mut f,
+        &[
+            Update::DelEcmpMember {
+                group: 1,
+                interface: 0,
+                ip: many[0].parse().unwrap(),
+            },
+            Update::SetGroupBalance {
+                group: 1,
+                balance: spray,
+            },
+        ],
+    )
+    .unwrap();
+    assert_eq!(ports_used(&mut f), 2, "group 0 is as it was");
+}

@@ -571,6 +571,34 @@ impl GroupBalancer {
         })
     }
 
+    /// This group balanced as `spec` says: a new flowlet table and new loads, so every flow
+    /// chooses again with its next packet, but the same counters and event log (the members
+    /// are the same), so counts and flowlet events go on across the change. `self` keeps no
+    /// events.
+    ///
+    /// # Errors
+    ///
+    /// As [`GroupBalancer::new`].
+    pub fn rebalanced(
+        &mut self,
+        spec: BalanceSpec,
+        ecmp: &EcmpGroup,
+        member_ports: &[Option<u16>],
+        seed: u64,
+    ) -> Result<GroupBalancer, FlowletError> {
+        let mut next = GroupBalancer::new(
+            spec,
+            self.group,
+            ecmp,
+            member_ports,
+            seed,
+            self.record_events,
+        )?;
+        next.counters = Arc::clone(&self.counters);
+        next.events = std::mem::take(&mut self.events);
+        Ok(next)
+    }
+
     pub fn spec(&self) -> &BalanceSpec {
         &self.spec
     }

@@ -659,3 +659,45 @@ fn the_least_set_orders_by_quantised_load_then_place_after_the_start() {
     assert_eq!(pick(&loads, 63), Some(63));
     assert_eq!(pick(&loads, 0), Some(0));
 }
+
+#[test]
+fn a_rebalanced_group_keeps_its_counters_and_events_and_chooses_afresh() {
+    let ecmp = group(&[1, 1, 1, 1]);
+    let (counters, view) = egress(&[0, 0, 0, 0]);
+    let mut b = balancer(flowlet_spec(PathChoice::LeastLoaded), &ecmp);
+    let first = b.select(&ecmp, 0xabcd, 1000, 1_000 * US, &view).unwrap();
+    counters.queues[(first - 10) as usize][0]
+        .depth_bytes
+        .set(500_000);
+    let at = 1_200 * US;
+    let moved = b.select(&ecmp, 0xabcd, 1000, at, &view).unwrap();
+    assert_ne!(
+        moved, first,
+        "a gap past the timeout leaves the busy member"
+    );
+    assert_eq!(b.counters().moves.get(), 1);
+
+    // A longer timeout: the flow's next packet is a new flowlet all the same (new table),
+    // counted in the same block; the move recorded before the change is not lost.
+    let longer = BalanceSpec {
+        timeout: 10_000 * US,
+        ..flowlet_spec(PathChoice::LeastLoaded)
+    };
+    let mut next = b.rebalanced(longer, &ecmp, &ports(4), 7).unwrap();
+    assert!(Arc::ptr_eq(next.counters(), b.counters()));
+    assert_eq!(*next.spec(), longer);
+    assert!(b.take_events().is_empty());
+    next.select(&ecmp, 0xabcd, 1000, at + US, &view).unwrap();
+    assert_eq!(next.counters().flowlets.get(), 3);
+    assert_eq!(next.take_events().len(), 1);
+    // Refused like a new balancer: the old one is untouched.
+    let bad = BalanceSpec {
+        table_size: 1000,
+        ..longer
+    };
+    assert_eq!(
+        next.rebalanced(bad, &ecmp, &ports(4), 7).unwrap_err(),
+        FlowletError::TableSize(1000)
+    );
+    assert_eq!(*next.spec(), longer);
+}

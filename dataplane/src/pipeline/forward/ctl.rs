@@ -171,6 +171,26 @@ impl Forwarder {
         }
     }
 
+    /// Group `group` for a batch's change of its `what` (members or balancing): live by then,
+    /// and not one the batch creates (the creating update gives its members and balancing).
+    fn group_to_change(
+        &self,
+        group: u32,
+        groups: &Slots,
+        new_groups: &HashSet<u32>,
+        what: &str,
+    ) -> Result<&EcmpGroup, String> {
+        if new_groups.contains(&group) {
+            return Err(format!(
+                "ECMP group {group} is created by this batch: give its {what} there"
+            ));
+        }
+        match self.groups.get(group as usize) {
+            Some(g) if groups.is_live(group, |g| self.group_live(g)) => Ok(g),
+            _ => Err(format!("ECMP group {group} does not exist")),
+        }
+    }
+
     /// Checks every update of a batch against the tables as they will be when the updates
     /// before it have applied. `Err((index, message))` names the first refused update.
     /// `SetEcn` is the traffic manager's and only checked for shape here.
@@ -309,15 +329,9 @@ impl Forwarder {
                     weight,
                 } => {
                     check_interface(interface)?;
-                    if new_groups.contains(&group) {
-                        return fail(format!(
-                            "ECMP group {group} is created by this batch: give its members there"
-                        ));
-                    }
-                    let g = match self.groups.get(group as usize) {
-                        Some(g) if groups.is_live(group, |g| self.group_live(g)) => g,
-                        _ => return fail(format!("ECMP group {group} does not exist")),
-                    };
+                    let g = self
+                        .group_to_change(group, &groups, &new_groups, "members")
+                        .map_err(|e| (index, e))?;
                     if weight == 0 {
                         return fail("weight must be at least 1".to_owned());
                     }
@@ -341,15 +355,9 @@ impl Forwarder {
                     interface,
                     ip,
                 } => {
-                    if new_groups.contains(&group) {
-                        return fail(format!(
-                            "ECMP group {group} is created by this batch: give its members there"
-                        ));
-                    }
-                    let g = match self.groups.get(group as usize) {
-                        Some(g) if groups.is_live(group, |g| self.group_live(g)) => g,
-                        _ => return fail(format!("ECMP group {group} does not exist")),
-                    };
+                    let g = self
+                        .group_to_change(group, &groups, &new_groups, "members")
+                        .map_err(|e| (index, e))?;
                     let current = self
                         .find_nexthop(interface, ip)
                         .is_some_and(|id| g.members().iter().any(|m| m.id == id));
@@ -372,15 +380,9 @@ impl Forwarder {
                     ip,
                     weight,
                 } => {
-                    if new_groups.contains(&group) {
-                        return fail(format!(
-                            "ECMP group {group} is created by this batch: give its members there"
-                        ));
-                    }
-                    let g = match self.groups.get(group as usize) {
-                        Some(g) if groups.is_live(group, |g| self.group_live(g)) => g,
-                        _ => return fail(format!("ECMP group {group} does not exist")),
-                    };
+                    let g = self
+                        .group_to_change(group, &groups, &new_groups, "members")
+                        .map_err(|e| (index, e))?;
                     if weight == 0 {
                         return fail("weight must be at least 1".to_owned());
                     }
@@ -609,6 +611,21 @@ impl Forwarder {
                     groups.live.insert(slot, false);
                     new_groups.remove(&slot);
                 }
+                Update::SetGroupBalance { group, balance } => {
+                    let g = self
+                        .group_to_change(group, &groups, &new_groups, "balancing")
+                        .map_err(|e| (index, e))?;
+                    let count = member_counts
+                        .get(&group)
+                        .copied()
+                        .unwrap_or(g.members().len());
+                    if balance.mode != BalanceMode::Hash && count > MAX_BALANCED_MEMBERS {
+                        return fail(format!(
+                            "{count} members: a {} group balances at most {MAX_BALANCED_MEMBERS}",
+                            balance.mode.as_str()
+                        ));
+                    }
+                }
                 Update::AddVlan { id } => {
                     if !(1..=4094).contains(&id) {
                         return fail(format!("VLAN {id} is not 1..=4094"));
@@ -822,11 +839,6 @@ impl Forwarder {
         (self.nexthops.len() - 1) as u32
     }
 
-    /// A new balancer for group `group` after its members changed: member indices, their
-    /// ports and counters follow the new member list; flowlets start afresh (each chooses
-    /// again with its next packet). The group's balancing counters start again in a new
-    /// block (the end-of-run report keeps the one it was given at start), and a rebuilt
-    /// group records no flowlet events.
     /// Applies `change` to ECMP group `group`, logging the group and its balancer as they were
     /// so the batch can be undone, then rebuilds the balancer over the new members.
     fn change_group<E: std::fmt::Display>(
@@ -846,20 +858,15 @@ impl Forwarder {
         self.rebuild_balancer(group)
     }
 
+    /// A new balancer for group `group` after its members changed: member indices, their
+    /// ports and counters follow the new member list; flowlets start afresh (each chooses
+    /// again with its next packet). The group's balancing counters start again in a new
+    /// block (the end-of-run report keeps the one it was given at start), and a rebuilt
+    /// group records no flowlet events.
     fn rebuild_balancer(&mut self, group: u32) -> Result<(), String> {
         let g = group as usize;
         let spec = *self.balancers[g].spec();
-        let member_ports: Vec<Option<u16>> = self.groups[g]
-            .members()
-            .iter()
-            .map(|m| {
-                let nexthop = &self.nexthops[m.id as usize];
-                match self.interfaces[usize::from(nexthop.interface)].attachment {
-                    Attachment::Port(p) => Some(p),
-                    Attachment::Vlan(_) => None,
-                }
-            })
-            .collect();
+        let member_ports = self.member_ports(&self.groups[g]);
         self.balancers[g] = GroupBalancer::new(
             spec,
             group,
@@ -981,6 +988,23 @@ impl Forwarder {
                     .ok_or_else(|| format!("no nexthop {ip}"))?;
                 self.change_group(group, undo, |g| g.set_weight(id, weight))?;
             }
+            Update::SetGroupBalance { group, balance } => {
+                let g = group as usize;
+                undo.push(Undo::Group {
+                    id: group,
+                    previous: Box::new(self.groups[g].clone()),
+                    balancer: Box::new(self.balancers[g].clone()),
+                });
+                let member_ports = self.member_ports(&self.groups[g]);
+                self.balancers[g] = self.balancers[g]
+                    .rebalanced(
+                        balance,
+                        &self.groups[g],
+                        &member_ports,
+                        u64::from(self.flow_hash_seed),
+                    )
+                    .map_err(|e| format!("ECMP group {group}: {e}"))?;
+            }
             Update::AddMac { vlan, mac, port } => {
                 let previous = self.macs.get(vlan, mac);
                 self.macs
@@ -1057,17 +1081,12 @@ impl Forwarder {
                 balance,
             } => {
                 let mut built = Vec::with_capacity(members.len());
-                let mut member_ports = Vec::with_capacity(members.len());
                 for &(interface, ip, weight) in members {
                     let id = self.nexthop_logged(interface, ip, undo);
                     built.push(Member {
                         id,
                         weight,
                         up: self.nexthop_port_up(interface),
-                    });
-                    member_ports.push(match self.interfaces[usize::from(interface)].attachment {
-                        Attachment::Port(p) => Some(p),
-                        Attachment::Vlan(_) => None,
                     });
                 }
                 let group = EcmpGroup::with_buckets(self.ecmp_buckets, &built)
@@ -1076,7 +1095,7 @@ impl Forwarder {
                     balance,
                     slot,
                     &group,
-                    &member_ports,
+                    &self.member_ports(&group),
                     u64::from(self.flow_hash_seed),
                     false,
                 )
@@ -1285,6 +1304,7 @@ impl Forwarder {
                             choice: spec.choice.as_str(),
                             flowlet_timeout_ps: spec.timeout,
                             flowlet_table_size: spec.table_size,
+                            avoid_ecn: spec.avoid_ecn,
                             flowlets: c.flowlets.get(),
                             moves: c.moves.get(),
                             forced_moves: c.forced_moves.get(),
