@@ -533,6 +533,16 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         members[0]["buckets"].as_u64().unwrap() + members[1]["buckets"].as_u64().unwrap(),
         256
     );
+    // The imbalance is the busier member's bytes over the mean of the two.
+    let bytes: Vec<f64> = members
+        .iter()
+        .map(|m| m["bytes"].as_u64().unwrap() as f64)
+        .collect();
+    let expected = bytes[0].max(bytes[1]) / ((bytes[0] + bytes[1]) / 2.0);
+    let imbalance = groups[0]["imbalance"].as_f64().unwrap();
+    assert!((imbalance - expected).abs() < 1e-9, "{groups}");
+    assert!((1.0..2.0).contains(&imbalance), "{groups}");
+    assert!(s.ok(&["show", "groups"]).contains("imbalance "));
     s.ok(&["port", "p3", "down"]);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(s.port("p3")["admin"], "down");

@@ -318,11 +318,12 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                         _ => format!("{} ({}{avoids_ecn})", s(&g["mode"]), s(&g["choice"])),
                     };
                     format!(
-                        "group {}: {balancing}, {} flowlets, {} moves ({} forced)\n",
+                        "group {}: {balancing}, {} flowlets, {} moves ({} forced), imbalance {:.3} (max member bytes / mean)\n",
                         s(&g["name"]),
                         s(&g["flowlets"]),
                         s(&g["moves"]),
-                        s(&g["forced_moves"])
+                        s(&g["forced_moves"]),
+                        g["imbalance"].as_f64().unwrap_or(0.0)
                     )
                 })
                 .collect();

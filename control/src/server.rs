@@ -949,6 +949,10 @@ impl ControlServer {
                                     "flowlets": g.flowlets,
                                     "moves": g.moves,
                                     "forced_moves": g.forced_moves,
+                                    // Max member bytes / mean: what flowlets are tuned by.
+                                    "imbalance": dataplane::tables::flowlet::imbalance(
+                                        &g.members.iter().map(|m| m.bytes).collect::<Vec<_>>(),
+                                    ),
                                     "buckets": g.buckets,
                                     "members": g.members.iter().map(|m| {
                                         let nh = nexthops.get(m.nexthop as usize);
