@@ -918,6 +918,29 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             .iter()
             .any(|(n, _, v)| n == "ironclos_ecmp_member_packets_total" && *v > 0.0)
     );
+    // The imbalance gauge follows from the byte counters of the same scrape.
+    let member_bytes: Vec<f64> = samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == "ironclos_ecmp_member_bytes_total"
+                && l.contains(&("group".into(), "spines".into()))
+        })
+        .map(|(_, _, v)| *v)
+        .collect();
+    assert_eq!(member_bytes.len(), 2);
+    let mean = member_bytes.iter().sum::<f64>() / 2.0;
+    let busiest = member_bytes.iter().copied().fold(0.0, f64::max);
+    let imbalance = sample(&samples, "ironclos_ecmp_imbalance", ("group", "spines"));
+    assert!((imbalance - busiest / mean).abs() < 1e-9, "{imbalance}");
+    assert_eq!(
+        sample(
+            &samples,
+            "ironclos_ecmp_flowlets_total",
+            ("group", "spines")
+        ),
+        0.0,
+        "a hashing group starts no flowlets"
+    );
 
     // ---- another user is refused ----
     let nobody_bin = dir.file("ironclos-copy");

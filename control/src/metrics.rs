@@ -142,9 +142,24 @@ fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// An ECMP group's name and, per member, (nexthop address, share of buckets, up, packets the
-/// group sent it).
-pub type GroupShares = (String, Vec<(String, f64, bool, u64)>);
+/// An ECMP group's balancing counters and its members'.
+pub struct GroupMetrics {
+    pub name: String,
+    pub flowlets: u64,
+    pub moves: u64,
+    pub forced_moves: u64,
+    pub members: Vec<MemberMetrics>,
+}
+
+/// One member of a group: its nexthop address, share of the group's buckets, whether it
+/// takes traffic, and what the group sent it.
+pub struct MemberMetrics {
+    pub address: String,
+    pub share: f64,
+    pub up: bool,
+    pub packets: u64,
+    pub bytes: u64,
+}
 
 /// What the exposition is made of (the same JSON `ironclos ctl show ...` returns, so the two
 /// agree by construction of their source, not by a second reading of the counters).
@@ -153,8 +168,8 @@ pub struct MetricsInput {
     pub queues: Value,
     pub drops: Value,
     pub srv6: Value,
-    /// ECMP groups: name, and per member (nexthop address, bucket share, up).
-    pub groups: Option<Vec<GroupShares>>,
+    /// ECMP groups, when the worker has answered a snapshot.
+    pub groups: Option<Vec<GroupMetrics>>,
 }
 
 /// A label value with `\`, `"` and newlines escaped.
@@ -394,46 +409,80 @@ pub fn render(input: &MetricsInput) -> String {
         }
     }
     if let Some(groups) = &input.groups {
-        f.header(
-            "ironclos_ecmp_member_share",
-            "gauge",
-            "Share of the group's hash buckets the member owns.",
-        );
-        for (group, members) in groups {
-            for (member, share, _, _) in members {
-                f.sample(
-                    "ironclos_ecmp_member_share",
-                    &[("group", group), ("member", member)],
-                    *share,
-                );
+        type MemberValue = fn(&MemberMetrics) -> f64;
+        let per_member: [(&str, &str, &str, MemberValue); 4] = [
+            (
+                "ironclos_ecmp_member_share",
+                "gauge",
+                "Share of the group's hash buckets the member owns.",
+                |m| m.share,
+            ),
+            (
+                "ironclos_ecmp_member_up",
+                "gauge",
+                "1 if the member takes traffic.",
+                |m| f64::from(u8::from(m.up)),
+            ),
+            (
+                "ironclos_ecmp_member_packets_total",
+                "counter",
+                "Packets the group sent to the member (since the group's members last changed).",
+                |m| m.packets as f64,
+            ),
+            (
+                "ironclos_ecmp_member_bytes_total",
+                "counter",
+                "Bytes the group sent to the member (since the group's members last changed).",
+                |m| m.bytes as f64,
+            ),
+        ];
+        for (name, kind, help, value) in per_member {
+            f.header(name, kind, help);
+            for g in groups {
+                for m in &g.members {
+                    f.sample(
+                        name,
+                        &[("group", &g.name), ("member", &m.address)],
+                        value(m),
+                    );
+                }
             }
         }
-        f.header(
-            "ironclos_ecmp_member_up",
-            "gauge",
-            "1 if the member takes traffic.",
-        );
-        for (group, members) in groups {
-            for (member, _, up, _) in members {
-                f.sample(
-                    "ironclos_ecmp_member_up",
-                    &[("group", group), ("member", member)],
-                    f64::from(u8::from(*up)),
-                );
-            }
-        }
-        f.header(
-            "ironclos_ecmp_member_packets_total",
-            "counter",
-            "Packets the group sent to the member (since the group's members last changed).",
-        );
-        for (group, members) in groups {
-            for (member, _, _, packets) in members {
-                f.sample(
-                    "ironclos_ecmp_member_packets_total",
-                    &[("group", group), ("member", member)],
-                    *packets as f64,
-                );
+        type GroupValue = fn(&GroupMetrics) -> f64;
+        let per_group: [(&str, &str, &str, GroupValue); 4] = [
+            (
+                "ironclos_ecmp_flowlets_total",
+                "counter",
+                "Flowlets the group started (flowlet mode; per packet when spraying).",
+                |g| g.flowlets as f64,
+            ),
+            (
+                "ironclos_ecmp_flowlet_moves_total",
+                "counter",
+                "Flowlets that went to another member than the flow's previous one.",
+                |g| g.moves as f64,
+            ),
+            (
+                "ironclos_ecmp_flowlet_forced_moves_total",
+                "counter",
+                "Flowlets moved because their member went down.",
+                |g| g.forced_moves as f64,
+            ),
+            (
+                "ironclos_ecmp_imbalance",
+                "gauge",
+                "The busiest member's bytes over the mean of the members' (1 is even).",
+                |g| {
+                    dataplane::tables::flowlet::imbalance(
+                        &g.members.iter().map(|m| m.bytes).collect::<Vec<_>>(),
+                    )
+                },
+            ),
+        ];
+        for (name, kind, help, value) in per_group {
+            f.header(name, kind, help);
+            for g in groups {
+                f.sample(name, &[("group", &g.name)], value(g));
             }
         }
     }
@@ -453,7 +502,28 @@ mod tests {
             queues: json!([{"port": "eth1", "tc": 3, "depth_bytes": 10, "paused_ps": 2_000_000_000_000u64}]),
             drops: json!({"total": 2, "reasons": {"no_route": 2}}),
             srv6: json!({"sids": [], "policies": []}),
-            groups: Some(vec![("up".into(), vec![("10.0.0.1".into(), 0.5, true, 9)])]),
+            groups: Some(vec![GroupMetrics {
+                name: "up".into(),
+                flowlets: 4,
+                moves: 1,
+                forced_moves: 0,
+                members: vec![
+                    MemberMetrics {
+                        address: "10.0.0.1".into(),
+                        share: 0.5,
+                        up: true,
+                        packets: 9,
+                        bytes: 900,
+                    },
+                    MemberMetrics {
+                        address: "10.0.0.3".into(),
+                        share: 0.5,
+                        up: true,
+                        packets: 3,
+                        bytes: 300,
+                    },
+                ],
+            }]),
         });
         assert!(
             text.contains("ironclos_port_rx_packets_total{port=\"eth\\\"1\"} 5\n"),
@@ -470,6 +540,15 @@ mod tests {
         assert!(
             text.contains("ironclos_ecmp_member_share{group=\"up\",member=\"10.0.0.1\"} 0.5\n")
         );
+        assert!(
+            text.contains(
+                "ironclos_ecmp_member_bytes_total{group=\"up\",member=\"10.0.0.3\"} 300\n"
+            )
+        );
+        assert!(text.contains("ironclos_ecmp_flowlets_total{group=\"up\"} 4\n"));
+        assert!(text.contains("ironclos_ecmp_flowlet_moves_total{group=\"up\"} 1\n"));
+        // 900 bytes over a mean of 600.
+        assert!(text.contains("ironclos_ecmp_imbalance{group=\"up\"} 1.5\n"));
         let mut typed = std::collections::HashSet::new();
         for line in text.lines() {
             if let Some(rest) = line.strip_prefix("# TYPE ") {

@@ -1275,22 +1275,25 @@ impl ControlServer {
             groups: self.groups_cache.as_ref().map(|groups| {
                 groups
                     .iter()
-                    .map(|g| {
-                        (
-                            self.names.group_name(g.id),
-                            g.members
-                                .iter()
-                                .map(|m| {
-                                    let nh = self.nexthops_cache.get(m.nexthop as usize);
-                                    (
-                                        nh.map_or(m.nexthop.to_string(), |n| n.ip.to_string()),
-                                        m.buckets as f64 / g.buckets.max(1) as f64,
-                                        m.up,
-                                        m.packets,
-                                    )
-                                })
-                                .collect(),
-                        )
+                    .map(|g| crate::metrics::GroupMetrics {
+                        name: self.names.group_name(g.id),
+                        flowlets: g.flowlets,
+                        moves: g.moves,
+                        forced_moves: g.forced_moves,
+                        members: g
+                            .members
+                            .iter()
+                            .map(|m| {
+                                let nh = self.nexthops_cache.get(m.nexthop as usize);
+                                crate::metrics::MemberMetrics {
+                                    address: nh.map_or(m.nexthop.to_string(), |n| n.ip.to_string()),
+                                    share: m.buckets as f64 / g.buckets.max(1) as f64,
+                                    up: m.up,
+                                    packets: m.packets,
+                                    bytes: m.bytes,
+                                }
+                            })
+                            .collect(),
                     })
                     .collect()
             }),
