@@ -407,6 +407,23 @@ pub fn render(input: &MetricsInput) -> String {
                 f.sample(&name, &[(kind, text(o, "name"))], num(o, field));
             }
         }
+        let name = format!("ironclos_srv6_{kind}_drops_total");
+        f.header(
+            &name,
+            "counter",
+            &format!("Packets of the SRv6 {kind} dropped, by reason."),
+        );
+        for o in objects {
+            if let Some(drops) = o.get("drops").and_then(Value::as_object) {
+                for (reason, n) in drops {
+                    f.sample(
+                        &name,
+                        &[(kind, text(o, "name")), ("reason", reason)],
+                        n.as_f64().unwrap_or(0.0),
+                    );
+                }
+            }
+        }
     }
     if let Some(groups) = &input.groups {
         type MemberValue = fn(&MemberMetrics) -> f64;
@@ -501,7 +518,7 @@ mod tests {
             ports: json!([{"name": "eth\"1", "rx_packets": 5, "tx_packets": 7, "speed_mbps": 0, "link": "up", "admin": "down"}]),
             queues: json!([{"port": "eth1", "tc": 3, "depth_bytes": 10, "paused_ps": 2_000_000_000_000u64}]),
             drops: json!({"total": 2, "reasons": {"no_route": 2}}),
-            srv6: json!({"sids": [], "policies": []}),
+            srv6: json!({"sids": [{"name": "un", "packets": 7, "bytes": 700, "drops": {"srv6_hop_limit": 2}}], "policies": []}),
             groups: Some(vec![GroupMetrics {
                 name: "up".into(),
                 flowlets: 4,
@@ -547,6 +564,12 @@ mod tests {
         );
         assert!(text.contains("ironclos_ecmp_flowlets_total{group=\"up\"} 4\n"));
         assert!(text.contains("ironclos_ecmp_flowlet_moves_total{group=\"up\"} 1\n"));
+        assert!(text.contains("ironclos_srv6_sid_packets_total{sid=\"un\"} 7\n"));
+        assert!(
+            text.contains(
+                "ironclos_srv6_sid_drops_total{sid=\"un\",reason=\"srv6_hop_limit\"} 2\n"
+            )
+        );
         // 900 bytes over a mean of 600.
         assert!(text.contains("ironclos_ecmp_imbalance{group=\"up\"} 1.5\n"));
         let mut typed = std::collections::HashSet::new();
