@@ -885,10 +885,23 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
 
     // ---- metrics: valid exposition that agrees with ctl ----
     let rx_before = s.port("p2")["rx_packets"].as_u64().unwrap();
+    let rx_bytes_before = s.port("p2")["rx_bytes"].as_u64().unwrap();
     let drops_before = s.drops("no_route");
     let samples = parse_prometheus(&scrape(metrics_port));
     let rx_after = s.port("p2")["rx_packets"].as_u64().unwrap();
+    let rx_bytes_after = s.port("p2")["rx_bytes"].as_u64().unwrap();
     let drops_after = s.drops("no_route");
+    // The device's byte counter: p2 receives 60-byte frames only.
+    let rx_bytes = sample(&samples, "ironclos_port_rx_bytes_total", ("port", "p2")) as u64;
+    assert!(
+        (rx_bytes_before..=rx_bytes_after).contains(&rx_bytes),
+        "{rx_bytes_before} <= {rx_bytes} <= {rx_bytes_after}"
+    );
+    assert!(rx_bytes > 0 && rx_bytes.is_multiple_of(60), "{rx_bytes}");
+    assert_eq!(
+        sample(&samples, "ironclos_port_rx_missed_total", ("port", "p2")),
+        0.0
+    );
     let rx = sample(&samples, "ironclos_port_rx_packets_total", ("port", "p2")) as u64;
     assert!(
         (rx_before..=rx_after).contains(&rx),

@@ -150,7 +150,18 @@ fn table(header: &[&str], lines: Vec<Vec<String>>) -> String {
 pub fn to_text(cmd: &str, result: &Value) -> String {
     match cmd {
         "show_ports" => table(
-            &["PORT", "LINK", "ADMIN", "SPEED", "RX_PACKETS", "TX_PACKETS"],
+            &[
+                "PORT",
+                "LINK",
+                "ADMIN",
+                "SPEED",
+                "RX_PACKETS",
+                "TX_PACKETS",
+                "RX_BYTES",
+                "TX_BYTES",
+                "RX_MISSED",
+                "RX_NOMBUF",
+            ],
             rows(result)
                 .iter()
                 .map(|p| {
@@ -161,6 +172,10 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                         format!("{}M", s(&p["speed_mbps"])),
                         s(&p["rx_packets"]),
                         s(&p["tx_packets"]),
+                        s(&p["rx_bytes"]),
+                        s(&p["tx_bytes"]),
+                        s(&p["rx_missed"]),
+                        s(&p["rx_nombuf"]),
                     ]
                 })
                 .collect(),

@@ -237,6 +237,42 @@ pub fn render(input: &MetricsInput) -> String {
             "Frames sent out of the port.",
         ),
         (
+            "ironclos_port_rx_bytes_total",
+            "rx_bytes",
+            "counter",
+            "Bytes the device received (its counter, read every 100 ms).",
+        ),
+        (
+            "ironclos_port_tx_bytes_total",
+            "tx_bytes",
+            "counter",
+            "Bytes the device sent (its counter, read every 100 ms).",
+        ),
+        (
+            "ironclos_port_rx_missed_total",
+            "rx_missed",
+            "counter",
+            "Frames the device dropped because its receive ring was full.",
+        ),
+        (
+            "ironclos_port_rx_nombuf_total",
+            "rx_nombuf",
+            "counter",
+            "Frames the device dropped for lack of an mbuf.",
+        ),
+        (
+            "ironclos_port_rx_errors_total",
+            "rx_errors",
+            "counter",
+            "Erroneous frames the device received.",
+        ),
+        (
+            "ironclos_port_tx_errors_total",
+            "tx_errors",
+            "counter",
+            "Frames the device failed to send.",
+        ),
+        (
             "ironclos_port_speed_mbps",
             "speed_mbps",
             "gauge",
@@ -515,7 +551,7 @@ mod tests {
     fn labels_are_escaped_and_every_sample_has_a_typed_family() {
         assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         let text = render(&MetricsInput {
-            ports: json!([{"name": "eth\"1", "rx_packets": 5, "tx_packets": 7, "speed_mbps": 0, "link": "up", "admin": "down"}]),
+            ports: json!([{"name": "eth\"1", "rx_packets": 5, "tx_packets": 7, "rx_bytes": 320, "rx_missed": 2, "speed_mbps": 0, "link": "up", "admin": "down"}]),
             queues: json!([{"port": "eth1", "tc": 3, "depth_bytes": 10, "paused_ps": 2_000_000_000_000u64}]),
             drops: json!({"total": 2, "reasons": {"no_route": 2}}),
             srv6: json!({"sids": [{"name": "un", "packets": 7, "bytes": 700, "drops": {"srv6_hop_limit": 2}}], "policies": []}),
@@ -547,6 +583,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("ironclos_port_admin_up{port=\"eth\\\"1\"} 0\n"));
+        assert!(text.contains("ironclos_port_rx_bytes_total{port=\"eth\\\"1\"} 320\n"));
+        assert!(text.contains("ironclos_port_rx_missed_total{port=\"eth\\\"1\"} 2\n"));
         assert!(text.contains("ironclos_pfc_paused_seconds_total{port=\"eth1\",tc=\"3\"} 2\n"));
         assert!(text.contains("ironclos_drops_total{reason=\"no_route\"} 2\n"));
         assert!(

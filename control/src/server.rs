@@ -1081,6 +1081,11 @@ impl ControlServer {
                     let (rx, tx) = snap
                         .as_ref()
                         .map_or((0, 0), |s| (s.ports[i].rx_packets, s.ports[i].tx_packets));
+                    let device = self
+                        .handle
+                        .as_ref()
+                        .map(|h| h.devices.port(i))
+                        .unwrap_or_default();
                     json!({
                         "name": name,
                         "index": i,
@@ -1090,6 +1095,14 @@ impl ControlServer {
                         "forwarding": link.up && admin_up,
                         "rx_packets": rx,
                         "tx_packets": tx,
+                        // The PMD's counters, read every 100 ms: bytes, and what the
+                        // device dropped or failed before the switch saw it.
+                        "rx_bytes": device.rx_bytes,
+                        "tx_bytes": device.tx_bytes,
+                        "rx_missed": device.rx_missed,
+                        "rx_nombuf": device.rx_nombuf,
+                        "rx_errors": device.rx_errors,
+                        "tx_errors": device.tx_errors,
                     })
                 })
                 .collect(),

@@ -3,9 +3,10 @@
 
 use crate::counters::{Srv6Counters, WorkerCounters};
 use crate::ctl::Channel;
+use crate::dpdk::PortStats;
 use crate::qos::TmCounters;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Read and drive a running switch (see `EngineHooks::attach`).
 #[derive(Clone)]
@@ -19,8 +20,34 @@ pub struct ControlHandle {
     /// Per SID and per policy counters (spec order); switch mode only.
     pub srv6: Option<Arc<Srv6Counters>>,
     pub admin: Arc<AdminState>,
+    /// The ports' PMD counters, refreshed by the control loop.
+    pub devices: Arc<DeviceCounters>,
     /// False in io mode (no tables to update).
     pub switch_mode: bool,
+}
+
+/// Each port's PMD counters (bytes, device drops and errors) as the control loop last read
+/// them, every link poll (100 ms): what `show ports` and metrics give while the switch runs.
+/// Written and read on the main lcore only, never by a worker.
+#[derive(Debug, Default)]
+pub struct DeviceCounters {
+    ports: Mutex<Vec<PortStats>>,
+}
+
+impl DeviceCounters {
+    pub fn set(&self, stats: Vec<PortStats>) {
+        *self.ports.lock().unwrap_or_else(|e| e.into_inner()) = stats;
+    }
+
+    /// Port `port`'s counters as last read (zero before the first read).
+    pub fn port(&self, port: usize) -> PortStats {
+        self.ports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(port)
+            .copied()
+            .unwrap_or_default()
+    }
 }
 
 /// The operator's up/down per port. A port is forwarding while its link is up and its admin

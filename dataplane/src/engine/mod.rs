@@ -7,7 +7,7 @@ mod control;
 mod io;
 mod switch;
 
-pub use control::{AdminState, ControlHandle};
+pub use control::{AdminState, ControlHandle, DeviceCounters};
 
 use crate::counters::{
     CounterSnapshot, DropReason, IcmpErrorCounts, ObjectSnapshot, Srv6Counters, WorkerCounters,
@@ -476,15 +476,18 @@ fn run_with_eal(
         }
     }
 
-    hooks.attach(ControlHandle {
+    let handle = ControlHandle {
         channel: Arc::clone(&shared.ctl),
         counters: counters.clone(),
         queues: matches!(config.mode, ForwardingMode::Switch(_))
             .then(|| Arc::clone(&queue_counters)),
         srv6: srv6.as_ref().map(|(c, _, _)| Arc::clone(c)),
         admin: Arc::clone(&admin),
+        devices: Arc::new(DeviceCounters::default()),
         switch_mode: matches!(config.mode, ForwardingMode::Switch(_)),
-    });
+    };
+    handle.devices.set(ports.iter().map(Port::stats).collect());
+    hooks.attach(handle.clone());
     hooks.ready(&infos);
     for (job, lcore) in jobs.into_iter().zip(&config.worker_lcores) {
         if let Err(error) = dpdk::launch_on_lcore(*lcore, job) {
@@ -494,7 +497,7 @@ fn run_with_eal(
         }
     }
 
-    let stop_cause = control_loop(config, &ports, &infos, &shared, &admin, stop, hooks);
+    let stop_cause = control_loop(config, &ports, &infos, &shared, &handle, stop, hooks);
     stop.request();
     dpdk::wait_all_workers();
 
@@ -586,10 +589,11 @@ fn control_loop(
     ports: &[Port],
     infos: &[PortInfo],
     shared: &WorkerShared,
-    admin: &AdminState,
+    handle: &ControlHandle,
     stop: StopSignal,
     hooks: &mut dyn EngineHooks,
 ) -> StopCause {
+    let admin = &handle.admin;
     let started = Instant::now();
     let mut admin_generation_seen = 0;
     let mut last_links: Vec<LinkStatus> = infos.iter().map(|info| info.link).collect();
@@ -610,6 +614,7 @@ fn control_loop(
         }
         if last_link_poll.elapsed() >= LINK_POLL_PERIOD {
             last_link_poll = Instant::now();
+            handle.devices.set(ports.iter().map(Port::stats).collect());
             for (index, (port, last)) in ports.iter().zip(last_links.iter_mut()).enumerate() {
                 let now = port.link();
                 if now != *last {
