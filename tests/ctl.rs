@@ -1009,7 +1009,14 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     std::fs::write(&config_path, &with_x).unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("2 update(s) applied"), "{out}");
+    assert!(
+        out.contains("2 update(s) applied (add_neighbor 1, add_route 1)"),
+        "{out}"
+    );
+    assert!(
+        out.starts_with(&format!("reloaded {}:", config_path.display())),
+        "{out}"
+    );
     s.wait_tx_growth("p6");
     std::fs::write(
         &config_path,
@@ -1026,7 +1033,10 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     std::fs::write(&config_path, &original).unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("2 update(s) applied"), "{out}");
+    assert!(
+        out.contains("2 update(s) applied (del_neighbor 1, del_route 1)"),
+        "{out}"
+    );
     s.assert_tx_stopped("p6");
 
     // ---- stop: U lost nothing through all of the above ----
@@ -1842,7 +1852,10 @@ behavior = \"uN\"
     .unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("3 update(s) applied"), "{out}");
+    assert!(
+        out.contains("3 update(s) applied (add_group 1, add_route 1, add_sid 1)"),
+        "{out}"
+    );
     assert_eq!(s.group_names(), vec!["g3".to_owned()]);
     s.wait_tx_growth("p5");
     s.wait_tx_growth("p1");
@@ -1858,13 +1871,16 @@ behavior = \"uN\"
     .unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("1 update(s) applied"), "{out}");
+    assert!(out.contains("1 update(s) applied (set_group 1)"), "{out}");
     assert_eq!(s.json(&["show", "groups"])[0]["mode"], "per-packet");
     s.wait_tx_growth("p5");
     std::fs::write(&config_path, &original).unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("3 update(s) applied"), "{out}");
+    assert!(
+        out.contains("3 update(s) applied (del_group 1, del_route 1, del_sid 1)"),
+        "{out}"
+    );
     s.assert_tx_stopped("p1");
     s.assert_tx_stopped("p5");
     assert_eq!(s.group_names(), Vec::<String>::new());
@@ -1881,7 +1897,10 @@ behavior = \"uN\"
     std::fs::write(&config_path, &moved).unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("3 update(s) applied"), "{out}");
+    assert!(
+        out.contains("3 update(s) applied (add_vlan 1, set_port_vlan 2)"),
+        "{out}"
+    );
     s.wait_tx_growth("p8");
     assert_eq!(
         s.json(&["show", "vlans"])[3],
@@ -1890,7 +1909,10 @@ behavior = \"uN\"
     std::fs::write(&config_path, &original).unwrap();
     let (code, out, err) = reload();
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("3 update(s) applied"), "{out}");
+    assert!(
+        out.contains("3 update(s) applied (del_vlan 1, set_port_vlan 2)"),
+        "{out}"
+    );
     s.assert_tx_stopped("p8");
     assert_eq!(s.json(&["show", "vlans"]), vlans);
 

@@ -427,11 +427,22 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
         "update" | "table_add" | "table_delete" => {
             format!("ok: {} update(s) applied\n", s(&result["applied"]))
         }
-        "reload" => format!(
-            "reloaded {}: {} update(s) applied\n",
-            s(&result["config"]),
-            s(&result["applied"])
-        ),
+        "reload" => {
+            let kinds: Vec<String> = result["updates"]
+                .as_object()
+                .map(|m| m.iter().map(|(op, n)| format!("{op} {n}")).collect())
+                .unwrap_or_default();
+            format!(
+                "reloaded {}: {} update(s) applied{}\n",
+                s(&result["config"]),
+                s(&result["applied"]),
+                if kinds.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", kinds.join(", "))
+                }
+            )
+        }
         "set_port" => format!(
             "ok: port {} admin {}\n",
             s(&result["port"]),

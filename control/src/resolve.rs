@@ -37,6 +37,35 @@ pub fn renames(update: &Update) -> bool {
     )
 }
 
+/// The API op an update is (`reload` names its updates so); a weight change, which only
+/// `reload` makes, is `set_ecmp_weight`.
+pub fn op_name(update: &Update) -> &'static str {
+    match update {
+        Update::AddRoute { .. } => "add_route",
+        Update::DelRoute { .. } => "del_route",
+        Update::AddNeighbor { .. } => "add_neighbor",
+        Update::DelNeighbor { .. } => "del_neighbor",
+        Update::AddEcmpMember { .. } => "add_ecmp_member",
+        Update::DelEcmpMember { .. } => "del_ecmp_member",
+        Update::SetEcmpWeight { .. } => "set_ecmp_weight",
+        Update::AddMac { .. } => "add_mac",
+        Update::DelMac { .. } => "del_mac",
+        Update::SetPolicy { .. } => "set_policy",
+        Update::SetEcn { .. } => "set_ecn",
+        Update::AddSid { .. } => "add_sid",
+        Update::DelSid { .. } => "del_sid",
+        Update::AddPolicy { .. } => "add_policy",
+        Update::DelPolicy { .. } => "del_policy",
+        Update::AddGroup { .. } => "add_group",
+        Update::DelGroup { .. } => "del_group",
+        Update::SetGroupBalance { .. } => "set_group",
+        Update::AddVlan { .. } => "add_vlan",
+        Update::DelVlan { .. } => "del_vlan",
+        Update::SetPortVlans { .. } => "set_port_vlan",
+        Update::SetPfc { .. } => "set_pfc",
+    }
+}
+
 /// The first free slot (an empty name), or the next one.
 fn free_slot<'a>(names: impl Iterator<Item = &'a str>) -> u32 {
     let mut count = 0;

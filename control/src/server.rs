@@ -200,8 +200,9 @@ enum Then {
     /// applied).
     Updated(Changes),
     TableDump(String),
-    /// A reload: the config to keep once the worker applied the difference.
-    Reloaded(Box<Config>, Changes),
+    /// A reload: the config to keep once the worker applied the difference, and how many
+    /// updates of each op it was.
+    Reloaded(Box<Config>, Changes, Value),
     /// Refresh the ECMP share cache for metrics (no connection waits).
     CacheGroups,
 }
@@ -685,7 +686,9 @@ impl ControlServer {
                 let (updates, group_names) = crate::reload::diff(&self.config, &new, &self.names)?;
                 if updates.is_empty() {
                     *self.config = new;
-                    return Ok(Some(json!({"applied": 0, "config": self.config_path})));
+                    return Ok(Some(
+                        json!({"applied": 0, "config": self.config_path, "updates": {}}),
+                    ));
                 }
                 let mut ecn = batch_changes(&updates);
                 for (update, name) in &mut ecn.notes {
@@ -693,11 +696,15 @@ impl ControlServer {
                         *name = group_names.get(slot).cloned();
                     }
                 }
+                let mut summary: std::collections::BTreeMap<&str, usize> = Default::default();
+                for update in &updates {
+                    *summary.entry(crate::resolve::op_name(update)).or_default() += 1;
+                }
                 self.submit_to_worker(
                     conn,
                     id,
                     Request::Apply(updates),
-                    Then::Reloaded(Box::new(new), ecn),
+                    Then::Reloaded(Box::new(new), ecn, json!(summary)),
                 )
             }
             Command::TableDump { table } => {
@@ -882,10 +889,13 @@ impl ControlServer {
                 return Err(format!("updates[{index}]: {error}; nothing was applied"));
             }
             Reply::Applied { count } => {
+                let mut reply = json!({"applied": count});
                 let changes = match then {
                     Then::Updated(changes) => changes,
-                    Then::Reloaded(config, changes) => {
+                    Then::Reloaded(config, changes, summary) => {
                         self.config = config;
+                        reply["config"] = json!(self.config_path);
+                        reply["updates"] = summary;
                         changes
                     }
                     _ => Changes::default(),
@@ -896,7 +906,7 @@ impl ControlServer {
                 for (update, group_name) in &changes.notes {
                     self.names.note(update, group_name.as_deref());
                 }
-                return Ok(json!({"applied": count}));
+                return Ok(reply);
             }
             Reply::Dump(dumps) => dumps,
         };
