@@ -1,6 +1,7 @@
 //! End to end: bad configs exit 2 naming file, line and field; a port that cannot start
-//! names the port, exits non-zero and leaves nothing running; signals stop the switch with
-//! its final counters.
+//! names the port, exits non-zero and leaves nothing running; a device that cannot take the
+//! configured MTU runs with its largest and says so, and so every example runs on its TAP
+//! devices; signals stop the switch with its final counters.
 
 mod common;
 
@@ -121,6 +122,68 @@ fn a_port_that_cannot_start_is_named_and_nothing_is_left_running() {
             !dir.dpdk_runtime_dir().exists(),
             "DPDK runtime dir left behind"
         );
+    }
+}
+
+#[test]
+fn a_device_that_takes_a_smaller_mtu_runs_with_its_largest_and_says_so() {
+    // A TAP device takes 1522-byte frames: MTU 1504 at most (ethdev's rule: 1522 less the
+    // 18 bytes of Ethernet header and CRC). A jumbo MTU in the config must not stop the run.
+    let dir = TestDir::new("tap-mtu");
+    let iface = format!("icmtu{}", std::process::id() % 100_000);
+    let path = write_config(
+        &dir,
+        &format!(
+            "[dataplane]\n{}\n[[port]]\nname = \"t\"\ndevargs = \"net_tap0,iface={iface}\"\nmtu = 9100\n[[port]]\nname = \"n\"\ndevargs = \"net_null0\"\nmtu = 1500\n",
+            dir.eal_toml()
+        ),
+    );
+    let out = run_ironclos(
+        &["run", "--config", &path, "--duration", "0.3"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "port t: the device takes an MTU of at most 1504: using 1504, not the configured 9100"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("port n:"), "{}", out.stderr);
+}
+
+#[test]
+fn every_example_runs_on_its_tap_devices() {
+    // The examples are what an engineer starts from: each must run as README says, on the
+    // TAP devices it names (their MTU capped at 1504, with the note above), and stop cleanly.
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    for (name, ports) in [("leaf.toml", 5), ("spine.toml", 4), ("srv6.toml", 3)] {
+        let path = examples.join(name);
+        let out = run_ironclos(
+            &[
+                "run",
+                "--config",
+                path.to_str().unwrap(),
+                "--duration",
+                "0.5",
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status, Some(0), "{name}: {}", out.stderr);
+        assert!(
+            out.stdout
+                .contains(&format!("ironclos ready: {ports} ports")),
+            "{name}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stderr
+                .contains("the device takes an MTU of at most 1504"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{name}: {}", out.stderr);
     }
 }
 

@@ -883,6 +883,21 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     assert!(!routes(&s).contains(&"10.98.0.0/16".to_owned()));
     s.wait_tx_growth("p5");
 
+    // ---- a reader that stops early (`ctl show ports | head -1`) is no crash ----
+    let mut child = Command::new(bin())
+        .args(["ctl", "--socket"])
+        .arg(&socket)
+        .args(["show", "ports"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
     // ---- metrics: valid exposition that agrees with ctl ----
     let rx_before = s.port("p2")["rx_packets"].as_u64().unwrap();
     let rx_bytes_before = s.port("p2")["rx_bytes"].as_u64().unwrap();

@@ -4,12 +4,28 @@ use clap::{Parser, Subcommand};
 use control::config::{Config, RunOptions};
 use control::server::ControlServer;
 use control::{pcap, report, tracegen};
+use dataplane::dpdk::MtuOutcome;
 use dataplane::engine::{self, EngineEvent, EngineHooks, ForwardingMode, PortInfo, StopCause};
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// `print!` without its panic when stdout's reader went away (`ironclos ctl show routes |
+/// head`): what the reader did not want is dropped.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `println!` likewise.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
 
 /// Exit status for a bad command line or config (clap uses 2 too).
 const EXIT_CONFIG: u8 = 2;
@@ -531,6 +547,19 @@ impl EngineHooks for ConsoleHooks {
         if let Some(server) = &mut self.server {
             server.ready(ports);
         }
+        for port in ports {
+            match port.mtu {
+                Some(MtuOutcome::Limited { asked, max }) => eprintln!(
+                    "ironclos: port {}: the device takes an MTU of at most {max}: using {max}, not the configured {asked}",
+                    port.name
+                ),
+                Some(MtuOutcome::Unsupported { asked }) => eprintln!(
+                    "ironclos: port {}: the device cannot change its MTU: the configured {asked} is not applied",
+                    port.name
+                ),
+                Some(MtuOutcome::Set(_)) | None => {}
+            }
+        }
         let described: Vec<String> = ports
             .iter()
             .map(|p| {
@@ -542,7 +571,7 @@ impl EngineHooks for ConsoleHooks {
                 )
             })
             .collect();
-        println!(
+        outln!(
             "ironclos ready: {} ports: {}",
             ports.len(),
             described.join(", ")
@@ -556,7 +585,7 @@ impl EngineHooks for ConsoleHooks {
                 if let Some(server) = &mut self.server {
                     server.link_changed(port, *status);
                 }
-                println!(
+                outln!(
                     "link {port}: {} ({} Mb/s)",
                     if status.up { "up" } else { "down" },
                     status.speed_mbps
@@ -665,7 +694,7 @@ fn reload(socket: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
     };
     match client.call("reload", Map::new()) {
         Ok(result) => {
-            print!("{}", control::ctl::to_text("reload", &result));
+            out!("{}", control::ctl::to_text("reload", &result));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -687,7 +716,7 @@ fn ctl(args: CtlArgs) -> ExitCode {
     if let CtlCommand::Raw { line } = &args.command {
         return match client.raw(line) {
             Ok(reply) => {
-                println!("{reply}");
+                outln!("{reply}");
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -706,12 +735,12 @@ fn ctl(args: CtlArgs) -> ExitCode {
     match client.call(cmd, request) {
         Ok(result) => {
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&result).expect("JSON values serialise")
                 );
             } else {
-                print!("{}", control::ctl::to_text(cmd, &result));
+                out!("{}", control::ctl::to_text(cmd, &result));
             }
             ExitCode::SUCCESS
         }
@@ -979,15 +1008,18 @@ fn check_config(path: &Path) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    println!("{}: ok", path.display());
-    println!(
+    outln!("{}: ok", path.display());
+    outln!(
         "switch {} mode {}",
         config.name,
         format!("{:?}", config.mode).to_lowercase()
     );
-    println!(
+    outln!(
         "lcores: main {} (control), workers {:?}; burst {}; mbufs {}",
-        config.main_lcore, config.worker_lcores, config.burst, config.mbufs
+        config.main_lcore,
+        config.worker_lcores,
+        config.burst,
+        config.mbufs
     );
     // A config with route files can describe a million routes: write them in one buffer, and
     // stop quietly if the reader goes away (`| head`).
@@ -1001,7 +1033,7 @@ fn check_config(path: &Path) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     drop(out);
-    println!("EAL: {}", config.eal_args(&[]).join(" "));
+    outln!("EAL: {}", config.eal_args(&[]).join(" "));
     ExitCode::SUCCESS
 }
 
@@ -1046,10 +1078,10 @@ fn run(
         }
     };
     if let Some(socket) = &config.control.socket {
-        println!("control socket: {}", socket.display());
+        outln!("control socket: {}", socket.display());
     }
     if let Some(addr) = config.control.metrics {
-        println!("metrics: http://{addr}/metrics");
+        outln!("metrics: http://{addr}/metrics");
     }
     let mut hooks = ConsoleHooks { server };
     let run_report = match engine::run_with_schedule(&engine_config, &events, &mut hooks) {
@@ -1059,14 +1091,14 @@ fn run(
             return ExitCode::from(EXIT_RUNTIME);
         }
     };
-    print!("{}", report::to_text(&run_report));
+    out!("{}", report::to_text(&run_report));
     let group_names: Vec<String> = config
         .group_balances()
         .into_iter()
         .map(|(n, _)| n)
         .collect();
     let group_members = config.group_member_labels();
-    print!(
+    out!(
         "{}",
         report::groups_text(&run_report, &group_names, &group_members)
     );
@@ -1199,7 +1231,7 @@ fn demo(dir: Option<PathBuf>) -> ExitCode {
         eprintln!("ironclos: cannot write the demo config: {e}");
         return ExitCode::from(EXIT_RUNTIME);
     }
-    println!(
+    outln!(
         "demo: replaying {} + {} packets through io mode ({})",
         inputs[0].len(),
         inputs[1].len(),
@@ -1230,7 +1262,7 @@ fn demo(dir: Option<PathBuf>) -> ExitCode {
                     .zip(&inputs[input])
                     .all(|(o, i)| o.data == i.data)
         });
-        println!(
+        outln!(
             "demo: p{input} -> p{output}: {} of {} packets, {}",
             out.as_ref().map_or(0, Vec::len),
             inputs[input].len(),

@@ -21,7 +21,7 @@ pub use hints::{advise_huge_pages, prefetch};
 pub use lcore::{LaunchError, current_lcore, launch_on_lcore, tsc, tsc_hz, wait_all_workers};
 pub use mbuf::{MAX_BURST, Mbuf, MbufBurst, PacketMut, PacketRef};
 pub use mempool::Mempool;
-pub use port::{LinkStatus, Port, PortConfig, PortStats, RxQueue, TxQueue};
+pub use port::{LinkStatus, MtuOutcome, Port, PortConfig, PortStats, RxQueue, TxQueue};
 pub use signal::{StopSignal, install_stop_signal_handlers};
 
 use std::ffi::CStr;

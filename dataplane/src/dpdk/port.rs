@@ -45,6 +45,17 @@ pub struct LinkStatus {
     pub speed_mbps: u32,
 }
 
+/// What became of the MTU a port's config asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MtuOutcome {
+    /// Set as asked.
+    Set(u16),
+    /// The device takes at most `max` (a TAP device: 1500): set to that instead of `asked`.
+    Limited { asked: u16, max: u16 },
+    /// The device cannot change its MTU: left as it was.
+    Unsupported { asked: u16 },
+}
+
 /// Counters kept by the PMD (hardware counters on real NICs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PortStats {
@@ -146,13 +157,14 @@ impl Port {
         &self.shared.label
     }
 
-    /// Configures queues (descriptor counts clamped to what the device allows), MTU and
-    /// link-state interrupts, then starts the port.
+    /// Configures queues (descriptor counts clamped to what the device allows), MTU (clamped
+    /// likewise: what became of it is returned) and link-state interrupts, then starts the
+    /// port.
     pub fn configure_and_start(
         &mut self,
         config: &PortConfig,
         pool: &Mempool,
-    ) -> Result<(), DpdkError> {
+    ) -> Result<Option<MtuOutcome>, DpdkError> {
         let id = self.shared.id;
         let label = self.shared.label.clone();
         let mut info = dpdk_sys::rte_eth_dev_info::default();
@@ -218,13 +230,25 @@ impl Port {
                 return Err(DpdkError::new("rte_eth_tx_queue_setup", label, ret));
             }
         }
-        if let Some(mtu) = config.mtu {
-            // SAFETY: plain call on a configured port.
-            let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id, mtu) };
-            if ret != 0 && ret != -libc::ENOTSUP {
-                return Err(DpdkError::new("rte_eth_dev_set_mtu", label, ret));
+        let mtu = match config.mtu {
+            None => None,
+            Some(asked) => {
+                // Asking for more than the device takes fails: ask for what it takes.
+                let mtu =
+                    asked.min(largest_mtu(info.max_mtu, info.max_rx_pktlen).max(info.min_mtu));
+                // SAFETY: plain call on a configured port.
+                let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id, mtu) };
+                if ret == -libc::ENOTSUP {
+                    Some(MtuOutcome::Unsupported { asked })
+                } else if ret != 0 {
+                    return Err(DpdkError::new("rte_eth_dev_set_mtu", label, ret));
+                } else if mtu < asked {
+                    Some(MtuOutcome::Limited { asked, max: mtu })
+                } else {
+                    Some(MtuOutcome::Set(mtu))
+                }
             }
-        }
+        };
         if supports_lsc {
             // SAFETY: the callback is a plain function with a static lifetime and ignores
             // its argument.
@@ -249,7 +273,7 @@ impl Port {
         }
         self.rx_taken = vec![false; usize::from(config.rx_queues)];
         self.tx_taken = vec![false; usize::from(config.tx_queues)];
-        Ok(())
+        Ok(mtu)
     }
 
     /// Hands out RX queue `queue`, once. DPDK queues are single-threaded, so the handle is
@@ -329,6 +353,21 @@ impl Port {
     }
 }
 
+/// The largest MTU `rte_eth_dev_set_mtu` accepts, by ethdev's rule (22.11,
+/// `eth_dev_validate_mtu`): at most `max_mtu`, and the frame (MTU plus the device's overhead)
+/// at most `max_rx_pktlen`. The overhead is `max_rx_pktlen - max_mtu` when the device states
+/// a `max_mtu` below it, else Ethernet's header and CRC (18 bytes). A TAP device (1522-byte
+/// frames, no `max_mtu`) takes 1504.
+fn largest_mtu(max_mtu: u16, max_rx_pktlen: u32) -> u16 {
+    let overhead = if max_mtu != u16::MAX && max_rx_pktlen > u32::from(max_mtu) {
+        max_rx_pktlen - u32::from(max_mtu)
+    } else {
+        18
+    };
+    let by_frame = max_rx_pktlen.saturating_sub(overhead);
+    u16::try_from(by_frame).map_or(max_mtu, |f| f.min(max_mtu))
+}
+
 fn find_port_id(device: &str) -> Option<u16> {
     let name = CString::new(device).ok()?;
     let mut id: u16 = 0;
@@ -405,5 +444,22 @@ impl TxQueue {
         let freed = burst.len();
         burst.clear();
         (sent, freed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::largest_mtu;
+
+    #[test]
+    fn the_largest_mtu_follows_ethdevs_rule() {
+        // TAP: 1522-byte frames (VLAN-tagged 1500), no max_mtu stated: 1522 - 18.
+        assert_eq!(largest_mtu(u16::MAX, 1522), 1504);
+        // A NIC stating both: its max_mtu, the overhead being the difference.
+        assert_eq!(largest_mtu(9600, 9628), 9600);
+        // A max_mtu above what the frame length allows with 18 bytes of overhead.
+        assert_eq!(largest_mtu(9600, 9000), 9000 - 18);
+        // Frames longer than any u16 MTU: max_mtu decides.
+        assert_eq!(largest_mtu(u16::MAX, 100_000), u16::MAX);
     }
 }

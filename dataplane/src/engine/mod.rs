@@ -13,8 +13,8 @@ use crate::counters::{
     CounterSnapshot, DropReason, IcmpErrorCounts, ObjectSnapshot, Srv6Counters, WorkerCounters,
 };
 use crate::dpdk::{
-    self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, Port, PortConfig, PortStats,
-    StopSignal,
+    self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, MtuOutcome, Port,
+    PortConfig, PortStats, StopSignal,
 };
 use crate::qos::{QosEvent, TC_COUNT, TmCounters};
 use crate::tables::flowlet::{BalanceCounters, BalanceSpec, FlowletMove};
@@ -113,6 +113,8 @@ pub struct PortInfo {
     pub dpdk_port_id: u16,
     pub mac: [u8; 6],
     pub link: LinkStatus,
+    /// What became of the port's configured MTU (`None`: none configured).
+    pub mtu: Option<MtuOutcome>,
 }
 
 /// One port's counters at the end of a run.
@@ -378,23 +380,28 @@ fn run_with_eal(
         promiscuous: true,
     };
     let mut ports = Vec::with_capacity(config.ports.len());
+    let mut mtus = Vec::with_capacity(config.ports.len());
     for spec in &config.ports {
         let port_error = |error| EngineError::Port {
             port: spec.name.clone(),
             error,
         };
         let mut port = Port::probe(&spec.name, &spec.devargs).map_err(port_error)?;
-        port.configure_and_start(&port_config(spec), &pool)
+        let mtu = port
+            .configure_and_start(&port_config(spec), &pool)
             .map_err(port_error)?;
         ports.push(port);
+        mtus.push(mtu);
     }
     let infos: Vec<PortInfo> = ports
         .iter()
-        .map(|port| PortInfo {
+        .zip(mtus)
+        .map(|(port, mtu)| PortInfo {
             name: port.label().to_owned(),
             dpdk_port_id: port.id(),
             mac: port.mac(),
             link: port.link(),
+            mtu,
         })
         .collect();
 
