@@ -115,6 +115,24 @@ fn s(v: &Value) -> String {
     }
 }
 
+/// A SID's or policy's drops: `reason=count` for each reason that dropped any, or 0.
+fn drops_by_reason(drops: &Value) -> String {
+    let nonzero: Vec<String> = drops
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, n)| n.as_u64().is_some_and(|n| n > 0))
+                .map(|(reason, n)| format!("{reason}={n}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if nonzero.is_empty() {
+        "0".to_owned()
+    } else {
+        nonzero.join(",")
+    }
+}
+
 fn rows(v: &Value) -> &[Value] {
     v.as_array().map_or(&[], Vec::as_slice)
 }
@@ -378,7 +396,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
         }
         "show_srv6" => {
             let mut out = table(
-                &["SID", "BEHAVIOR", "VRF", "PACKETS", "BYTES"],
+                &["SID", "BEHAVIOR", "VRF", "PACKETS", "BYTES", "DROPS"],
                 rows(&result["sids"])
                     .iter()
                     .map(|x| {
@@ -388,12 +406,13 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                             s(&x["vrf"]),
                             s(&x["packets"]),
                             s(&x["bytes"]),
+                            drops_by_reason(&x["drops"]),
                         ]
                     })
                     .collect(),
             );
             out.push_str(&table(
-                &["POLICY", "MODE", "SEGMENTS", "PACKETS", "BYTES"],
+                &["POLICY", "MODE", "SEGMENTS", "PACKETS", "BYTES", "DROPS"],
                 rows(&result["policies"])
                     .iter()
                     .map(|x| {
@@ -404,6 +423,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                             segs.join(","),
                             s(&x["packets"]),
                             s(&x["bytes"]),
+                            drops_by_reason(&x["drops"]),
                         ]
                     })
                     .collect(),
@@ -456,5 +476,43 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
             s(&result["mode"])
         ),
         _ => format!("{result}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_text;
+    use serde_json::json;
+
+    #[test]
+    fn srv6_tables_give_each_sids_and_policys_drops_by_reason() {
+        let text = to_text(
+            "show_srv6",
+            &json!({
+                "sids": [
+                    {"prefix": "fcbb:bb00:100::/48", "behavior": "uN", "vrf": "default",
+                     "packets": 9, "bytes": 900, "drops": {"srv6_hop_limit": 2, "srv6_bad_srh": 0}},
+                    {"prefix": "2001:db8:5::1/128", "behavior": "End", "vrf": "default",
+                     "packets": 0, "bytes": 0, "drops": {}}
+                ],
+                "policies": [
+                    {"name": "p", "mode": "encaps", "segments": ["fc00::1", "fc00::2"],
+                     "packets": 1, "bytes": 100, "drops": {"no_route": 1}}
+                ]
+            }),
+        );
+        let lines: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(lines[0].last(), Some(&"DROPS"));
+        assert_eq!(lines[1].last(), Some(&"srv6_hop_limit=2"), "{text}");
+        assert_eq!(lines[2].last(), Some(&"0"), "{text}");
+        let policy = lines
+            .iter()
+            .find(|l| l.first() == Some(&"p"))
+            .expect("policy row");
+        assert_eq!(policy[2], "fc00::1,fc00::2");
+        assert_eq!(policy.last(), Some(&"no_route=1"), "{text}");
     }
 }
