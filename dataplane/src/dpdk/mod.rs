@@ -51,8 +51,13 @@ impl DpdkError {
         Self::new(operation, subject, errno)
     }
 
-    /// DPDK's text for the errno (covers both libc and DPDK-specific codes).
+    /// DPDK's text for the errno (covers both libc and DPDK-specific codes). Some failures
+    /// set no errno (rte_eal_init's "Cannot init config" when another process holds the
+    /// file prefix): their reason is in DPDK's own log lines, not in "Success".
     pub fn reason(&self) -> String {
+        if self.errno == 0 {
+            return "DPDK gave no error code; its log lines above say why".to_owned();
+        }
         // SAFETY: rte_strerror returns a pointer to a static or thread-local NUL-terminated
         // string that stays valid until the next call on this thread; we copy it at once.
         let text = unsafe { CStr::from_ptr(dpdk_sys::rte_strerror(self.errno)) };
@@ -84,3 +89,16 @@ impl fmt::Display for DpdkError {
 }
 
 impl std::error::Error for DpdkError {}
+
+#[cfg(test)]
+mod tests {
+    use super::DpdkError;
+
+    #[test]
+    fn a_failure_without_an_error_code_points_at_dpdks_log_not_at_success() {
+        let e = DpdkError::new("rte_eal_init", "the EAL arguments", 0);
+        let text = e.to_string();
+        assert!(!text.contains("Success"), "{text}");
+        assert!(text.contains("log lines above"), "{text}");
+    }
+}
