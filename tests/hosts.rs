@@ -1,8 +1,10 @@
 //! End to end with real Linux hosts: network namespaces on veth pairs, the switch side of each
 //! pair attached with net_af_packet (DESIGN.md: link state works there, unlike a TAP moved
 //! into a namespace). Hosts ping through ironclos and move 10 MB over TCP, routed between
-//! VLANs, from a routed port to a VLAN, and bridged within one; the bytes are compared; `ping -t 1` and a ping without a
-//! route get the switch's ICMP errors. Needs root (CI runs as root).
+//! VLANs, from a routed port to a VLAN, and bridged within one, over IPv4 and (routed) IPv6,
+//! neighbours found by ARP and Neighbor Discovery both ways; the bytes are compared; `ping -t
+//! 1` and a ping without a route get the switch's ICMP and ICMPv6 errors. Needs root (CI runs
+//! as root).
 
 mod common;
 
@@ -22,12 +24,25 @@ impl Hosts {
         self.0.veth(host)
     }
 
-    fn add(&mut self, host: &str, address: &str, gateway: &str) {
+    /// A host with an IPv4 address and, when `v6` is given, an IPv6 one (address, gateway),
+    /// each with a default route to the switch.
+    fn add(&mut self, host: &str, address: &str, gateway: &str, v6: Option<(&str, &str)>) {
         self.0.create(host);
         self.0
             .must(host, &["ip", "addr", "add", address, "dev", "eth0"]);
         self.0
             .must(host, &["ip", "route", "add", "default", "via", gateway]);
+        if let Some((address, gateway)) = v6 {
+            // No duplicate address detection: the address is usable at once.
+            self.0.must(
+                host,
+                &["ip", "-6", "addr", "add", address, "dev", "eth0", "nodad"],
+            );
+            self.0.must(
+                host,
+                &["ip", "-6", "route", "add", "default", "via", gateway],
+            );
+        }
         self.0.attach(host);
     }
 }
@@ -44,10 +59,25 @@ fn hosts_ping_and_move_10_mb_through_the_leaf_routed_and_bridged() {
     let dir = TestDir::new("hosts");
     let tag = format!("ih{}", std::process::id() % 100_000);
     let mut hosts = Hosts::new(&tag);
-    hosts.add("h1", "10.0.10.2/24", "10.0.10.1");
-    hosts.add("h3", "10.0.10.3/24", "10.0.10.1");
-    hosts.add("h2", "10.0.20.2/24", "10.0.20.1");
-    hosts.add("h4", "10.0.30.2/24", "10.0.30.1");
+    hosts.add(
+        "h1",
+        "10.0.10.2/24",
+        "10.0.10.1",
+        Some(("2001:db8:10::2/64", "2001:db8:10::1")),
+    );
+    hosts.add("h3", "10.0.10.3/24", "10.0.10.1", None);
+    hosts.add(
+        "h2",
+        "10.0.20.2/24",
+        "10.0.20.1",
+        Some(("2001:db8:20::2/64", "2001:db8:20::1")),
+    );
+    hosts.add(
+        "h4",
+        "10.0.30.2/24",
+        "10.0.30.1",
+        Some(("2001:db8:30::2/64", "2001:db8:30::1")),
+    );
     let config = format!(
         r#"[switch]
 name = "{tag}"
@@ -59,9 +89,11 @@ worker_lcores = [1]
 [[vlan]]
 id = 10
 ipv4 = ["10.0.10.1/24"]
+ipv6 = ["2001:db8:10::1/64"]
 [[vlan]]
 id = 20
 ipv4 = ["10.0.20.1/24"]
+ipv6 = ["2001:db8:20::1/64"]
 [[port]]
 name = "h1"
 devargs = "net_af_packet0,iface={h1}"
@@ -78,6 +110,7 @@ vlan = {{ mode = "access", id = 20 }}
 name = "h4"
 devargs = "net_af_packet3,iface={h4}"
 ipv4 = ["10.0.30.1/24"]
+ipv6 = ["2001:db8:30::1/64"]
 "#,
         eal = dir.eal_toml(),
         h1 = hosts.veth("h1"),
@@ -99,20 +132,37 @@ ipv4 = ["10.0.30.1/24"]
     ping(&hosts, "h1", "10.0.10.1");
     ping(&hosts, "h4", "10.0.10.2");
     ping(&hosts, "h1", "10.0.30.2");
+    // IPv6: the hosts find their gateway by Neighbor Solicitation and the switch finds them
+    // the same way (no static neighbours).
+    let ping6 = |from: &str, to: &str| netns::ping(&hosts.0, from, &["ping", "-6"], to);
+    ping6("h1", "2001:db8:10::1");
+    ping6("h1", "2001:db8:20::2");
+    ping6("h2", "2001:db8:10::2");
+    ping6("h4", "2001:db8:10::2");
+    ping6("h1", "2001:db8:30::2");
 
     // The switch is a router hop: TTL 1 toward another VLAN gets Time Exceeded, a
     // destination without a route gets net unreachable, both from h1's gateway address.
-    for (to, expected) in [
-        ("10.0.20.2", "Time to live exceeded"),
-        ("192.0.2.1", "Destination Net Unreachable"),
+    for (to, from, expected) in [
+        ("10.0.20.2", "10.0.10.1", "Time to live exceeded"),
+        ("192.0.2.1", "10.0.10.1", "Destination Net Unreachable"),
+        (
+            "2001:db8:20::2",
+            "2001:db8:10::1",
+            "Time exceeded: Hop limit",
+        ),
+        (
+            "2001:db8:99::1",
+            "2001:db8:10::1",
+            "Destination unreachable: No route",
+        ),
     ] {
         let out = hosts
             .0
             .exec("h1", &["ping", "-n", "-c", "1", "-W", "2", "-t", "1", to]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
-            !out.status.success()
-                && text.contains(&format!("From 10.0.10.1 icmp_seq=1 {expected}")),
+            !out.status.success() && text.contains(&format!("From {from} icmp_seq=1 {expected}")),
             "h1 ping -t 1 {to}: {text}"
         );
     }
@@ -126,6 +176,7 @@ ipv4 = ["10.0.30.1/24"]
         ("routed", "h1", "h2", "10.0.20.2"),
         ("from the routed port", "h4", "h1", "10.0.10.2"),
         ("bridged", "h3", "h1", "10.0.10.2"),
+        ("routed over IPv6", "h2", "h1", "2001:db8:10::2"),
     ] {
         let received = netns::tcp_transfer(&hosts.0, &dir, from, to, to_ip, &payload);
         assert!(
