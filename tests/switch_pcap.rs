@@ -942,3 +942,59 @@ config = "v2.toml"
         "the batch's route never applied"
     );
 }
+
+#[test]
+fn jumbo_frames_route_when_the_ports_mtu_allows_them_and_are_counted_when_not() {
+    // IPv6 from A (p0, VLAN 10) to 2001:db8:b::7, routed out of p4 to spine 1: a 4000-byte
+    // frame and the largest MTU 9000 allows untagged (14 + 9000 bytes).
+    let frame = |len: usize| {
+        ethernet(
+            ROUTER,
+            HOST_A,
+            None,
+            0x86dd,
+            &ipv6_udp(
+                "2001:db8:10::5".parse().unwrap(),
+                "2001:db8:b::7".parse().unwrap(),
+                64,
+                1,
+                2,
+                &vec![0x5a; len - 14 - 40 - 8],
+            ),
+        )
+    };
+    let routed = |f: &[u8]| {
+        let mut out = f.to_vec();
+        out[0..6].copy_from_slice(&SPINE1);
+        out[6..12].copy_from_slice(&ROUTER);
+        out[14 + 7] = 63;
+        out
+    };
+    let jumbo = [frame(4000), frame(9014)];
+    let run = |name: &str, mtu: bool| {
+        let dir = TestDir::new(name);
+        let mut trace = Trace::new();
+        for f in &jumbo {
+            trace.send(0, f.clone());
+        }
+        trace.write(&dir);
+        let mut config = leaf_config(&dir);
+        if mtu {
+            for port in ["p0", "p4"] {
+                let name = format!("name = \"{port}\"\n");
+                config = config.replace(&name, &format!("{name}mtu = 9000\n"));
+            }
+        }
+        let (_, stats) = replay(&dir, &config);
+        (outputs(&dir)[4].clone(), drops(&stats))
+    };
+    // With MTU 9000 on both ports the mbufs hold such frames: both leave, rewritten.
+    let (out, dropped) = run("sw-jumbo", true);
+    assert_eq!(out, jumbo.iter().map(|f| routed(f)).collect::<Vec<_>>());
+    assert_eq!(dropped["multi_segment"], 0);
+    // Without an MTU the mbufs hold 2048-byte frames: longer ones arrive chained and are
+    // dropped as such, counted.
+    let (out, dropped) = run("sw-jumbo-no-mtu", false);
+    assert!(out.is_empty());
+    assert_eq!(dropped["multi_segment"], 2);
+}

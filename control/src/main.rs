@@ -1014,12 +1014,19 @@ fn check_config(path: &Path) -> ExitCode {
         config.name,
         format!("{:?}", config.mode).to_lowercase()
     );
+    let largest_mtu = config.ports.iter().filter_map(|p| p.mtu).max().unwrap_or(0);
     outln!(
-        "lcores: main {} (control), workers {:?}; burst {}; mbufs {}",
+        "lcores: main {} (control), workers {:?}; burst {}; mbufs {} of {} bytes{}",
         config.main_lcore,
         config.worker_lcores,
         config.burst,
-        config.mbufs
+        config.mbufs,
+        control::config::defaults::MBUF_DATA_ROOM.max(engine::mbuf_room_for_mtu(largest_mtu)),
+        if largest_mtu > 0 {
+            format!(" (for MTU {largest_mtu}; less if the devices take less)")
+        } else {
+            String::new()
+        }
     );
     // A config with route files can describe a million routes: write them in one buffer, and
     // stop quietly if the reader goes away (`| head`).

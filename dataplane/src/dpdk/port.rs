@@ -157,6 +157,28 @@ impl Port {
         &self.shared.label
     }
 
+    /// The device's facts (limits, flags).
+    fn info(&self) -> Result<dpdk_sys::rte_eth_dev_info, DpdkError> {
+        let mut info = dpdk_sys::rte_eth_dev_info::default();
+        // SAFETY: `info` is a valid out-parameter; id is a probed port.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_info_get(self.shared.id, &mut info) };
+        if ret != 0 {
+            return Err(DpdkError::new(
+                "rte_eth_dev_info_get",
+                self.shared.label.clone(),
+                ret,
+            ));
+        }
+        Ok(info)
+    }
+
+    /// The MTU the port will have when `asked` is configured: `asked`, or the device's
+    /// largest when it takes less (what `configure_and_start` sets).
+    pub fn mtu_for(&self, asked: u16) -> Result<u16, DpdkError> {
+        let info = self.info()?;
+        Ok(asked.min(largest_mtu(info.max_mtu, info.max_rx_pktlen).max(info.min_mtu)))
+    }
+
     /// Configures queues (descriptor counts clamped to what the device allows), MTU (clamped
     /// likewise: what became of it is returned) and link-state interrupts, then starts the
     /// port.
@@ -167,12 +189,7 @@ impl Port {
     ) -> Result<Option<MtuOutcome>, DpdkError> {
         let id = self.shared.id;
         let label = self.shared.label.clone();
-        let mut info = dpdk_sys::rte_eth_dev_info::default();
-        // SAFETY: `info` is a valid out-parameter; id is a probed port.
-        let ret = unsafe { dpdk_sys::rte_eth_dev_info_get(id, &mut info) };
-        if ret != 0 {
-            return Err(DpdkError::new("rte_eth_dev_info_get", label, ret));
-        }
+        let info = self.info()?;
         // SAFETY: dev_flags points into the device's data, valid while the port exists.
         let supports_lsc = unsafe {
             !info.dev_flags.is_null() && (*info.dev_flags & dpdk_sys::RTE_ETH_DEV_INTR_LSC) != 0
@@ -234,8 +251,7 @@ impl Port {
             None => None,
             Some(asked) => {
                 // Asking for more than the device takes fails: ask for what it takes.
-                let mtu =
-                    asked.min(largest_mtu(info.max_mtu, info.max_rx_pktlen).max(info.min_mtu));
+                let mtu = self.mtu_for(asked)?;
                 // SAFETY: plain call on a configured port.
                 let ret = unsafe { dpdk_sys::rte_eth_dev_set_mtu(id, mtu) };
                 if ret == -libc::ENOTSUP {

@@ -355,20 +355,41 @@ pub fn run_with_schedule(
     result
 }
 
+/// The mbuf data room a frame of `mtu` bytes of L3 needs: DPDK's 128-byte headroom, the
+/// Ethernet header and two VLAN tags (22 bytes). The engine sizes its mbufs for the largest
+/// MTU the ports take (never below `EngineConfig::mbuf_data_room`).
+pub fn mbuf_room_for_mtu(mtu: u16) -> u16 {
+    mtu.saturating_add(128 + 22)
+}
+
 fn run_with_eal(
     config: &EngineConfig,
     schedule: &[ScheduledEvent],
     hooks: &mut dyn EngineHooks,
 ) -> Result<RunReport, EngineError> {
     let stop = dpdk::install_stop_signal_handlers();
-    let pool = Arc::new(
-        Mempool::new(
-            "ironclos_mbufs",
-            config.mbufs,
-            config.mbuf_cache,
-            config.mbuf_data_room,
-        )
-        .map_err(EngineError::Mempool)?,
+    // Declared before the ports so that, on every return, the ports (whose rings hold its
+    // mbufs) are closed before the pool is freed; created once the ports' MTUs are known.
+    let pool: Arc<Mempool>;
+    let mut ports = Vec::with_capacity(config.ports.len());
+    let mut largest_mtu = 0;
+    for spec in &config.ports {
+        let port_error = |error| EngineError::Port {
+            port: spec.name.clone(),
+            error,
+        };
+        let port = Port::probe(&spec.name, &spec.devargs).map_err(port_error)?;
+        if let Some(asked) = spec.mtu {
+            largest_mtu = largest_mtu.max(port.mtu_for(asked).map_err(port_error)?);
+        }
+        ports.push(port);
+    }
+    // Every frame a port's MTU allows must arrive in one mbuf: the pipeline reads a frame
+    // from one contiguous buffer and drops chained ones (`multi_segment`).
+    let data_room = config.mbuf_data_room.max(mbuf_room_for_mtu(largest_mtu));
+    pool = Arc::new(
+        Mempool::new("ironclos_mbufs", config.mbufs, config.mbuf_cache, data_room)
+            .map_err(EngineError::Mempool)?,
     );
     let workers = config.worker_lcores.len();
     let port_config = |spec: &PortSpec| PortConfig {
@@ -379,18 +400,14 @@ fn run_with_eal(
         mtu: spec.mtu,
         promiscuous: true,
     };
-    let mut ports = Vec::with_capacity(config.ports.len());
     let mut mtus = Vec::with_capacity(config.ports.len());
-    for spec in &config.ports {
-        let port_error = |error| EngineError::Port {
-            port: spec.name.clone(),
-            error,
-        };
-        let mut port = Port::probe(&spec.name, &spec.devargs).map_err(port_error)?;
+    for (spec, port) in config.ports.iter().zip(&mut ports) {
         let mtu = port
             .configure_and_start(&port_config(spec), &pool)
-            .map_err(port_error)?;
-        ports.push(port);
+            .map_err(|error| EngineError::Port {
+                port: spec.name.clone(),
+                error,
+            })?;
         mtus.push(mtu);
     }
     let infos: Vec<PortInfo> = ports

@@ -208,7 +208,8 @@ pub enum EncapMode {
 /// units, two per segment (RFC 8754 section 2), so 127 is the format's own limit. The
 /// headend has no smaller one: it grows a frame into the mbuf's headroom or, when that is
 /// short, moves it toward the tailroom, so what counts is the whole mbuf buffer (2176 bytes
-/// by default, see `control::config::defaults::MBUF_DATA_ROOM`). A frame whose
+/// by default, see `control::config::defaults::MBUF_DATA_ROOM`; more when a port's MTU needs
+/// it, `engine::mbuf_room_for_mtu`). A frame whose
 /// encapsulation (plus a VLAN tag pushed on egress) does not fit it is dropped as
 /// `no_headroom`; with 127 segments a minimum IPv4 packet still fits.
 pub const MAX_SRH_SEGMENTS: usize = 127;
