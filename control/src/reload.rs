@@ -2,11 +2,11 @@
 //! as it is now, as one batch of run-time updates (applied atomically, like any `update`).
 //!
 //! What can change without a restart: routes, static neighbours, ECMP groups (added, removed,
-//! their members, weights and balancing), static MACs, ECN thresholds, SRv6 policies (added, removed,
-//! their paths), local SIDs (added, removed, changed), VLANs without an L3 interface (added,
-//! removed) and L2 ports' VLANs. Anything else that differs (ports, routed ports, VLAN
-//! interfaces, interfaces, VRFs, other QoS settings, `[dataplane]`,
-//! `[control]`) is refused with the list of what needs a restart, and nothing is applied.
+//! their members, weights and balancing), static MACs, ECN thresholds, SRv6 policies (added,
+//! removed, their paths), local SIDs (added, removed, changed), VLANs without an L3 interface
+//! (added, removed) and L2 ports' VLANs. Anything else that differs (ports, routed ports, VLAN
+//! interfaces, interfaces, VRFs, other QoS settings, `[dataplane]`, `[control]`) is refused
+//! with the list of what needs a restart, and nothing is applied.
 //!
 //! Groups and policies are matched by name and SIDs by VRF and prefix; their slots in the
 //! running switch come from the server's names (`Names`), so objects `ctl` created or deleted
