@@ -928,6 +928,8 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         sample(&samples, "ironclos_port_admin_up", ("port", "p3")),
         1.0
     );
+    // p5's speed_gbps = 100: the traffic manager's line rate, whatever the null device says.
+    assert_eq!(s.port("p5")["line_rate_mbps"], 100_000);
     let speed = s.port("p5")["speed_mbps"].as_f64().unwrap();
     assert_eq!(
         sample(&samples, "ironclos_port_speed_mbps", ("port", "p5")),

@@ -173,6 +173,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                 "LINK",
                 "ADMIN",
                 "SPEED",
+                "LINE_RATE",
                 "RX_PACKETS",
                 "TX_PACKETS",
                 "RX_BYTES",
@@ -188,6 +189,10 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                         s(&p["link"]),
                         s(&p["admin"]),
                         format!("{}M", s(&p["speed_mbps"])),
+                        match p["line_rate_mbps"].as_u64() {
+                            Some(m) => format!("{m}M"),
+                            None => "-".to_owned(),
+                        },
                         s(&p["rx_packets"]),
                         s(&p["tx_packets"]),
                         s(&p["rx_bytes"]),

@@ -1096,11 +1096,22 @@ impl ControlServer {
                         .as_ref()
                         .map(|h| h.devices.port(i))
                         .unwrap_or_default();
+                    // The rate the traffic manager sends at (the config's speed_gbps), which a
+                    // virtual device's own link speed need not match.
+                    let line_rate_mbps =
+                        self.names
+                            .spec
+                            .as_ref()
+                            .and_then(|s| match s.qos.ports.get(i)?.speed {
+                                dataplane::qos::PortSpeed::Gbps(g) => Some(u64::from(g) * 1000),
+                                dataplane::qos::PortSpeed::Unlimited => None,
+                            });
                     json!({
                         "name": name,
                         "index": i,
                         "link": if link.up { "up" } else { "down" },
                         "speed_mbps": link.speed_mbps,
+                        "line_rate_mbps": line_rate_mbps,
                         "admin": if admin_up { "up" } else { "down" },
                         "forwarding": link.up && admin_up,
                         "rx_packets": rx,
