@@ -126,7 +126,7 @@ pub fn balance_spec(
         if n < 1 || n as u64 > MAX_TABLE_SIZE as u64 || !(n as u64).is_power_of_two() {
             return Err((
                 BalanceKey::FlowletTableSize,
-                format!("{n} is not a power of two in 1..={MAX_TABLE_SIZE}"),
+                format!("{n}: must be a power of two in 1..={MAX_TABLE_SIZE}"),
             ));
         }
         spec.table_size = n as usize;

@@ -889,7 +889,7 @@ behavior = "uN"
             ),
             (
                 r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.0","dev":"p0"}],"mode":"flowlet","flowlet_table_size":1000}"#,
-                "`flowlet_table_size`: 1000 is not a power of two",
+                "`flowlet_table_size`: 1000: must be a power of two",
             ),
         ] {
             let e = err(&n, line);
