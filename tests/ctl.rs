@@ -1395,6 +1395,11 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         s.refused(&args, expected);
     }
     assert_eq!(s.sids(), Vec::<Value>::new(), "nothing was added");
+    // An End.DT4 shows the VRF it looks the inner packet up in.
+    s.ok(&["sid", "add", "2001:db8:77::1", "--behavior", "End.DT4"]);
+    assert_eq!(s.sids()[0]["adjacency"], "vrf default");
+    s.ok(&["sid", "del", "2001:db8:77::1"]);
+    assert_eq!(s.sids(), Vec::<Value>::new());
 
     // uN: S is shifted to fcbb:bb00:200:: and routed out of p1, counted by the SID.
     s.ok(&["sid", "add", "fcbb:bb00:100::/48", "--behavior", "uN"]);
@@ -1438,6 +1443,11 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
     ]);
     s.wait_tx_growth("p2");
     s.assert_tx_stopped("p1");
+    assert_eq!(s.sids()[0]["adjacency"], "2001:db8:ff::2 dev p2");
+    assert!(
+        s.ok(&["show", "srv6"]).contains("2001:db8:ff::2 dev p2"),
+        "the table shows where the uA sends"
+    );
     let dump = s.json(&["table_dump", "my_sid"]);
     assert_eq!(dump[0]["action"], "ua", "{dump}");
     assert_eq!(dump[0]["params"][0], "1", "psp: {dump}");

@@ -401,7 +401,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
         }
         "show_srv6" => {
             let mut out = table(
-                &["SID", "BEHAVIOR", "VRF", "PACKETS", "BYTES", "DROPS"],
+                &["SID", "BEHAVIOR", "VRF", "TO", "PACKETS", "BYTES", "DROPS"],
                 rows(&result["sids"])
                     .iter()
                     .map(|x| {
@@ -409,6 +409,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                             s(&x["prefix"]),
                             s(&x["behavior"]),
                             s(&x["vrf"]),
+                            s(&x["adjacency"]),
                             s(&x["packets"]),
                             s(&x["bytes"]),
                             drops_by_reason(&x["drops"]),
@@ -498,7 +499,10 @@ mod tests {
                     {"prefix": "fcbb:bb00:100::/48", "behavior": "uN", "vrf": "default",
                      "packets": 9, "bytes": 900, "drops": {"srv6_hop_limit": 2, "srv6_bad_srh": 0}},
                     {"prefix": "2001:db8:5::1/128", "behavior": "End", "vrf": "default",
-                     "packets": 0, "bytes": 0, "drops": {}}
+                     "packets": 0, "bytes": 0, "drops": {}},
+                    {"prefix": "fcbb:bb00:e049::/48", "behavior": "uA", "vrf": "default",
+                     "adjacency": "2001:db8:ff:: dev eth49", "packets": 0, "bytes": 0,
+                     "drops": {}}
                 ],
                 "policies": [
                     {"name": "p", "mode": "encaps", "segments": ["fc00::1", "fc00::2"],
@@ -513,6 +517,8 @@ mod tests {
         assert_eq!(lines[0].last(), Some(&"DROPS"));
         assert_eq!(lines[1].last(), Some(&"srv6_hop_limit=2"), "{text}");
         assert_eq!(lines[2].last(), Some(&"0"), "{text}");
+        assert_eq!(lines[2][3], "-", "End has no adjacency: {text}");
+        assert_eq!(lines[3][3..6], ["2001:db8:ff::", "dev", "eth49"], "{text}");
         let policy = lines
             .iter()
             .find(|l| l.first() == Some(&"p"))

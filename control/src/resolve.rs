@@ -128,6 +128,20 @@ impl Names {
             }
             _ => {}
         }
+        match update {
+            Update::AddSid { slot, via, .. } => match via {
+                Some(via) => {
+                    self.sid_vias.insert(*slot, *via);
+                }
+                None => {
+                    self.sid_vias.remove(slot);
+                }
+            },
+            Update::DelSid { slot, .. } => {
+                self.sid_vias.remove(slot);
+            }
+            _ => {}
+        }
         let Some(spec) = &mut self.spec else { return };
         match update {
             Update::AddSid { slot, spec: s, .. } => put(&mut spec.srv6.sids, *slot, (**s).clone()),

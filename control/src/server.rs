@@ -53,6 +53,9 @@ pub struct Names {
     /// L3 interfaces: a routed port's name, or `vlanN`.
     pub interfaces: Vec<String>,
     pub spec: Option<SwitchSpec>,
+    /// The neighbour (interface, address) of each End.X/uA SID added at run time with
+    /// `via`, by SID slot: the worker makes it a nexthop whose id the server does not learn.
+    pub sid_vias: HashMap<u32, (u16, IpAddr)>,
 }
 
 impl Names {
@@ -78,6 +81,7 @@ impl Names {
             groups: config.group_names().to_vec(),
             interfaces,
             spec,
+            sid_vias: HashMap::new(),
         }
     }
 
@@ -1231,11 +1235,46 @@ impl ControlServer {
                     (SidBehavior::EndDt6 { .. }, _) => "End.DT6".to_owned(),
                     (SidBehavior::EndDt46 { .. }, _) => "End.DT46".to_owned(),
                 };
+                // Where an End.X / uA sends (a group, or a neighbour and its interface), or
+                // where an End.DT* looks the inner packet up.
+                let adjacency = match sid.behavior {
+                    SidBehavior::EndDt4 { vrf }
+                    | SidBehavior::EndDt6 { vrf }
+                    | SidBehavior::EndDt46 { vrf } => {
+                        Some(format!("vrf {}", self.names.vrf_name(vrf)))
+                    }
+                    SidBehavior::EndX {
+                        target: RouteTarget::Group(g),
+                    } => Some(format!("group {}", self.names.group_name(g))),
+                    SidBehavior::EndX {
+                        target: RouteTarget::Nexthop(id),
+                    } => {
+                        let neighbour = self
+                            .names
+                            .sid_vias
+                            .get(&(i as u32))
+                            .copied()
+                            .or_else(|| spec.nexthops.get(id as usize).map(|n| (n.interface, n.ip)))
+                            .or_else(|| {
+                                self.nexthops_cache
+                                    .get(id as usize)
+                                    .map(|n| (n.interface, n.ip))
+                            });
+                        Some(neighbour.map_or_else(
+                            || format!("nexthop {id}"),
+                            |(interface, ip)| {
+                                format!("{ip} dev {}", self.names.dev_name(interface))
+                            },
+                        ))
+                    }
+                    _ => None,
+                };
                 json!({
                     "name": sid.name,
                     "prefix": format!("{}/{}", sid.prefix, sid.len),
                     "vrf": self.names.vrf_name(sid.vrf),
                     "behavior": behavior,
+                    "adjacency": adjacency,
                     "packets": packets,
                     "bytes": bytes,
                     "drops": drops,
