@@ -136,6 +136,34 @@ fn payload(tag: u8) -> Vec<u8> {
     vec![tag; 46]
 }
 
+/// IPv6 UDP from host A (2001:db8:10::5, on p0) to 2001:db8:b::7, which the leaf routes out of
+/// p4 to spine 1.
+fn v6_a_to_b(payload: &[u8]) -> Vec<u8> {
+    ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x86dd,
+        &ipv6_udp(
+            "2001:db8:10::5".parse().unwrap(),
+            "2001:db8:b::7".parse().unwrap(),
+            64,
+            1,
+            2,
+            payload,
+        ),
+    )
+}
+
+/// What the leaf makes of `v6_a_to_b`: spine 1's MAC, the router's, hop limit 63.
+fn v6_routed_to_spine1(frame: &[u8]) -> Vec<u8> {
+    let mut out = frame.to_vec();
+    out[0..6].copy_from_slice(&SPINE1);
+    out[6..12].copy_from_slice(&ROUTER);
+    out[14 + 7] = 63;
+    out
+}
+
 fn drops(stats: &serde_json::Value) -> HashMap<String, u64> {
     stats["drops"]
         .as_object()
@@ -206,20 +234,7 @@ fn ipv4_and_ipv6_routing_rewrite_byte_by_byte_and_count_drops() {
         0x0800,
         &ipv4_udp(a_ip, Ipv4Addr::new(10, 1, 2, 3), 64, 1000, 4791, &[7; 18]),
     );
-    let v6 = ethernet(
-        ROUTER,
-        HOST_A,
-        None,
-        0x86dd,
-        &ipv6_udp(
-            "2001:db8:10::5".parse().unwrap(),
-            "2001:db8:b::7".parse().unwrap(),
-            64,
-            1,
-            2,
-            &[9; 8],
-        ),
-    );
+    let v6 = v6_a_to_b(&[9; 8]);
     let expired = ethernet(
         ROUTER,
         HOST_A,
@@ -287,10 +302,7 @@ fn ipv4_and_ipv6_routing_rewrite_byte_by_byte_and_count_drops() {
         uplink_frames.iter().any(|f| expected_v4.contains(f)),
         "IPv4 frame rewritten exactly: {uplink_frames:?}"
     );
-    let mut expected_v6 = v6.clone();
-    expected_v6[0..6].copy_from_slice(&SPINE1);
-    expected_v6[6..12].copy_from_slice(&ROUTER);
-    expected_v6[14 + 7] = 63;
+    let expected_v6 = v6_routed_to_spine1(&v6);
     assert!(
         out[4].contains(&expected_v6),
         "IPv6 frame on p4 with hop limit 63"
@@ -947,29 +959,7 @@ config = "v2.toml"
 fn jumbo_frames_route_when_the_ports_mtu_allows_them_and_are_counted_when_not() {
     // IPv6 from A (p0, VLAN 10) to 2001:db8:b::7, routed out of p4 to spine 1: a 4000-byte
     // frame and the largest MTU 9000 allows untagged (14 + 9000 bytes).
-    let frame = |len: usize| {
-        ethernet(
-            ROUTER,
-            HOST_A,
-            None,
-            0x86dd,
-            &ipv6_udp(
-                "2001:db8:10::5".parse().unwrap(),
-                "2001:db8:b::7".parse().unwrap(),
-                64,
-                1,
-                2,
-                &vec![0x5a; len - 14 - 40 - 8],
-            ),
-        )
-    };
-    let routed = |f: &[u8]| {
-        let mut out = f.to_vec();
-        out[0..6].copy_from_slice(&SPINE1);
-        out[6..12].copy_from_slice(&ROUTER);
-        out[14 + 7] = 63;
-        out
-    };
+    let frame = |len: usize| v6_a_to_b(&vec![0x5a; len - 14 - 40 - 8]);
     let jumbo = [frame(4000), frame(9014)];
     let run = |name: &str, mtu: bool| {
         let dir = TestDir::new(name);
@@ -990,7 +980,13 @@ fn jumbo_frames_route_when_the_ports_mtu_allows_them_and_are_counted_when_not() 
     };
     // With MTU 9000 on both ports the mbufs hold such frames: both leave, rewritten.
     let (out, dropped) = run("sw-jumbo", true);
-    assert_eq!(out, jumbo.iter().map(|f| routed(f)).collect::<Vec<_>>());
+    assert_eq!(
+        out,
+        jumbo
+            .iter()
+            .map(|f| v6_routed_to_spine1(f))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(dropped["multi_segment"], 0);
     // Without an MTU the mbufs hold 2048-byte frames: longer ones arrive chained and are
     // dropped as such, counted.
