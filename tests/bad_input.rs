@@ -84,7 +84,26 @@ fn a_good_config_checks_without_dpdk() {
             stdout.contains("port 0 a = net_null0 (io peer: b)"),
             "{args:?}: {stdout}"
         );
+        // No MTU: mbufs of the default 2048 bytes of frame plus 128 of headroom.
+        assert!(stdout.contains("mbufs 16383 of 2176 bytes\n"), "{stdout}");
     }
+    // With an MTU the mbufs hold its largest frame: 9000 + Ethernet 14 + two tags 8 + 128.
+    let jumbo = write_config(
+        &dir,
+        &format!(
+            "[dataplane]\n{}\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\nmtu = 9000\n",
+            dir.eal_toml()
+        ),
+    );
+    let out = ironclos()
+        .args(["check-config", &jumbo])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("mbufs 16383 of 9150 bytes (for MTU 9000;"),
+        "{stdout}"
+    );
     // Both at once is ambiguous: a usage error.
     let out = ironclos()
         .args(["check-config", &path, "--config", &path])

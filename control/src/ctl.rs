@@ -491,6 +491,42 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_ports_table_gives_line_rate_bytes_and_device_drops() {
+        let text = to_text(
+            "show_ports",
+            &json!([{"name": "eth1", "link": "up", "admin": "up", "speed_mbps": 10000,
+                     "line_rate_mbps": 100000, "rx_packets": 5, "tx_packets": 4,
+                     "rx_bytes": 300, "tx_bytes": 240, "rx_missed": 7, "rx_nombuf": 1}]),
+        );
+        let lines: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            lines[0],
+            [
+                "PORT",
+                "LINK",
+                "ADMIN",
+                "SPEED",
+                "LINE_RATE",
+                "RX_PACKETS",
+                "TX_PACKETS",
+                "RX_BYTES",
+                "TX_BYTES",
+                "RX_MISSED",
+                "RX_NOMBUF"
+            ]
+        );
+        assert_eq!(
+            lines[1],
+            [
+                "eth1", "up", "up", "10000M", "100000M", "5", "4", "300", "240", "7", "1"
+            ]
+        );
+    }
+
+    #[test]
     fn srv6_tables_give_each_sids_and_policys_drops_by_reason() {
         let text = to_text(
             "show_srv6",
