@@ -18,7 +18,11 @@
  *   RX/TX bursts and the poll-mode engine are DPDK, also outside P4. So are
  *   link state (flood copies skip ports that are down, ECMP members behind a
  *   down port leave their groups), MAC aging and the rate limit on
- *   neighbour-resolution requests: the control plane does them here.
+ *   neighbour-resolution requests: the control plane does them here. So is
+ *   the egress MTU check (Rust: `Forwarder::exceeds_mtu`, drop reason
+ *   `mtu_exceeded` with ICMP Fragmentation Needed / Packet Too Big) and IPv4
+ *   fragmentation (dataplane/src/fragment.rs): fragments are new packets
+ *   and the errors are built on the CPU, neither described here.
  *
  * What this program describes:
  *   - the parser: Ethernet, one or two 802.1Q/802.1ad tags (TPID 0x8100 or

@@ -924,6 +924,13 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     );
     let nr = sample(&samples, "ironclos_drops_total", ("reason", "no_route")) as u64;
     assert!((drops_before..=drops_after).contains(&nr));
+    // 60-byte frames never need fragmenting: the family is there, at zero.
+    for kind in ["packets", "fragments"] {
+        assert_eq!(
+            sample(&samples, "ironclos_fragmentation_total", ("kind", kind)),
+            0.0
+        );
+    }
     assert_eq!(
         sample(&samples, "ironclos_port_admin_up", ("port", "p3")),
         1.0

@@ -994,3 +994,150 @@ fn jumbo_frames_route_when_the_ports_mtu_allows_them_and_are_counted_when_not() 
     assert!(out.is_empty());
     assert_eq!(dropped["multi_segment"], 2);
 }
+
+/// `frame` (an ICMP or ICMPv6 error built by `icmpv4_error` / `icmpv6_error`, untagged) with
+/// its message's code and second word set and its checksum computed again.
+fn with_code_and_word(mut frame: Vec<u8>, code: u8, word: u32) -> Vec<u8> {
+    let ipv6 = frame[12..14] == [0x86, 0xdd];
+    let at = 14 + if ipv6 { 40 } else { 20 };
+    frame[at + 1] = code;
+    frame[at + 4..at + 8].copy_from_slice(&word.to_be_bytes());
+    frame[at + 2..at + 4].fill(0);
+    let mut summed = Vec::new();
+    if ipv6 {
+        summed.extend_from_slice(&frame[14 + 8..14 + 40]);
+        summed.extend_from_slice(&((frame.len() - at) as u32).to_be_bytes());
+        summed.extend_from_slice(&[0, 0, 0, 58]);
+    }
+    summed.extend_from_slice(&frame[at..]);
+    let c = frames::checksum(&summed);
+    frame[at + 2..at + 4].copy_from_slice(&c.to_be_bytes());
+    frame
+}
+
+#[test]
+fn packets_longer_than_the_egress_mtu_are_fragmented_or_answered_with_packet_too_big() {
+    let dir = TestDir::new("sw-mtu");
+    let mut trace = Trace::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    // From A (p0, MTU 9000) to the spines (p4 and p5, MTU 1400), `len` bytes of IP.
+    let v4 = |len: usize, df: bool| {
+        let mut ip = ipv4_udp(
+            a_ip,
+            Ipv4Addr::new(10, 1, 2, 3),
+            64,
+            1000,
+            4791,
+            &vec![0x77; len - 28],
+        );
+        if !df {
+            ip[6] = 0;
+            ip[10..12].fill(0);
+            let c = frames::checksum(&ip[..20]);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        ethernet(ROUTER, HOST_A, None, 0x0800, &ip)
+    };
+    let df_long = v4(1600, true);
+    let long = v4(1600, false);
+    let at_mtu = v4(1400, false);
+    let v6_long = v6_a_to_b(&vec![0x66; 1500 - 48]);
+    for frame in [&df_long, &long, &at_mtu, &v6_long] {
+        trace.send(0, frame.clone());
+    }
+    trace.write(&dir);
+    let mut config = format!("{}{}", leaf_config(&dir), HOSTS_AS_NEIGHBORS);
+    for (port, mtu) in [("p0", 9000), ("p4", 1400), ("p5", 1400)] {
+        let name = format!("name = \"{port}\"\n");
+        config = config.replace(&name, &format!("{name}mtu = {mtu}\n"));
+    }
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+
+    // A hears Fragmentation Needed with the next-hop MTU (RFC 1191) about the DF packet and
+    // Packet Too Big with the MTU (RFC 4443 3.2) about the IPv6 one, from VLAN 10's
+    // addresses, quoting as much as each family's error may hold.
+    let ip6_len = 40 + usize::from(u16::from_be_bytes([v6_long[18], v6_long[19]]));
+    assert_eq!(
+        out[0],
+        vec![
+            with_code_and_word(
+                icmpv4_error(HOST_A, None, gateway, a_ip, 3, &df_long[14..14 + 548]),
+                4,
+                1400
+            ),
+            with_code_and_word(
+                icmpv6_error(
+                    HOST_A,
+                    gateway6,
+                    a6,
+                    2,
+                    &v6_long[14..14 + (1280 - 48).min(ip6_len)]
+                ),
+                0,
+                1400
+            ),
+        ]
+    );
+    // The packet that may be fragmented leaves in two fragments (RFC 791: (1400 - 20) / 8 * 8
+    // = 1376 data bytes, then the other 204), each routed: TTL 63, its own length, flags,
+    // offset and checksum; the one that fits leaves whole.
+    let fragment = |data: std::ops::Range<usize>, more: bool| {
+        let ip = &long[14..];
+        let mut header = ip[..20].to_vec();
+        header[2..4].copy_from_slice(&((20 + data.len()) as u16).to_be_bytes());
+        let flags = if more { 0x2000u16 } else { 0 } | (data.start / 8) as u16;
+        header[6..8].copy_from_slice(&flags.to_be_bytes());
+        header[8] = 63;
+        header[10..12].fill(0);
+        let c = frames::checksum(&header);
+        header[10..12].copy_from_slice(&c.to_be_bytes());
+        header.extend_from_slice(&ip[20 + data.start..20 + data.end]);
+        header
+    };
+    let mut expected = vec![
+        fragment(0..1376, true),
+        fragment(1376..1580, false),
+        routed_v4(&at_mtu, 14, SPINE1, ROUTER)[14..].to_vec(),
+    ];
+    let mut sent = Vec::new();
+    for (port, spine) in [(4, SPINE1), (5, SPINE2)] {
+        for frame in &out[port] {
+            assert_eq!(
+                frame[..12],
+                [spine, ROUTER].concat(),
+                "p{port} goes to its spine"
+            );
+            assert_eq!(frame[12..14], [0x08, 0x00]);
+            sent.push(frame[14..].to_vec());
+        }
+    }
+    expected.sort();
+    sent.sort();
+    assert_eq!(sent, expected);
+    let fragments_on = |port: usize| {
+        out[port]
+            .iter()
+            .filter(|f| f[14 + 6] & 0x20 != 0 || f[14 + 7] != 0)
+            .count()
+    };
+    assert!(
+        fragments_on(4) == 2 || fragments_on(5) == 2,
+        "both fragments take one uplink"
+    );
+
+    let drops = drops(&stats);
+    assert_eq!(drops["mtu_exceeded"], 2);
+    assert_eq!(drops.values().sum::<u64>(), 2);
+    assert_eq!(
+        stats["icmp_errors"],
+        serde_json::json!({"built": 2, "suppressed": 0, "not_sent": 0})
+    );
+    assert_eq!(
+        stats["fragmentation"],
+        serde_json::json!({"packets": 1, "fragments": 2})
+    );
+}

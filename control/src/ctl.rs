@@ -289,6 +289,14 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                     lines.push(vec![format!("(icmp errors {what})"), s(n)]);
                 }
             }
+            // Not drops either: packets cut to fit an egress MTU.
+            if let Some(cut) = result["fragmentation"].as_object()
+                && cut.values().any(|n| n.as_u64() != Some(0))
+            {
+                for (what, n) in cut {
+                    lines.push(vec![format!("(fragmentation {what})"), s(n)]);
+                }
+            }
             table(&["REASON", "PACKETS"], lines)
         }
         "show_routes" => {

@@ -430,6 +430,20 @@ pub fn render(input: &MetricsInput) -> String {
             );
         }
     }
+    f.header(
+        "ironclos_fragmentation_total",
+        "counter",
+        "IPv4 packets cut into fragments for an egress MTU (kind packets) and the fragments made.",
+    );
+    if let Some(cut) = input.drops.get("fragmentation").and_then(Value::as_object) {
+        for (kind, n) in cut {
+            f.sample(
+                "ironclos_fragmentation_total",
+                &[("kind", kind)],
+                n.as_f64().unwrap_or(0.0),
+            );
+        }
+    }
     for (kind, list) in [("sid", "sids"), ("policy", "policies")] {
         let objects = input.srv6.get(list).map_or(&[][..], items);
         for (field, unit) in [("packets", "packets"), ("bytes", "bytes")] {

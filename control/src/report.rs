@@ -82,6 +82,10 @@ pub fn to_json(report: &RunReport) -> Value {
             "suppressed": report.icmp_errors.suppressed,
             "not_sent": report.icmp_errors.not_sent,
         },
+        "fragmentation": {
+            "packets": report.fragmentation.packets,
+            "fragments": report.fragmentation.fragments,
+        },
         "qos_events_lost": report.qos_events_lost,
         "replay_stalled": report.replay_stalled,
     })
@@ -242,6 +246,14 @@ pub fn to_text(report: &RunReport) -> String {
             out,
             "icmp errors: {} built, {} suppressed (RFC rules, rate limit), {} not sent",
             e.built, e.suppressed, e.not_sent
+        );
+    }
+    let f = &report.fragmentation;
+    if *f != Default::default() {
+        let _ = writeln!(
+            out,
+            "fragmentation: {} IPv4 packets longer than their egress MTU cut into {} fragments",
+            f.packets, f.fragments
         );
     }
     for (kind, objects) in [

@@ -1192,6 +1192,7 @@ impl ControlServer {
             reasons.insert(reason.as_str().to_owned(), json!(n));
         }
         let icmp = snap.as_ref().map(|s| s.icmp_errors).unwrap_or_default();
+        let fragmentation = snap.as_ref().map(|s| s.fragmentation).unwrap_or_default();
         json!({
             "total": total,
             "reasons": reasons,
@@ -1199,6 +1200,10 @@ impl ControlServer {
                 "built": icmp.built,
                 "suppressed": icmp.suppressed,
                 "not_sent": icmp.not_sent,
+            },
+            "fragmentation": {
+                "packets": fragmentation.packets,
+                "fragments": fragmentation.fragments,
             },
         })
     }

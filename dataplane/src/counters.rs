@@ -41,6 +41,10 @@ pub enum DropReason {
     TtlExpired,
     /// No route to the destination in the VRF.
     NoRoute,
+    /// Longer than the MTU of the interface it would leave by, and not to be fragmented
+    /// (IPv6, or IPv4 with Don't Fragment): answered with ICMP Fragmentation Needed or
+    /// ICMPv6 Packet Too Big.
+    MtuExceeded,
     /// Matched a null route.
     Blackhole,
     /// The nexthop's MAC is not known yet (resolution was requested).
@@ -93,7 +97,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 37] = [
+    pub const ALL: [DropReason; 38] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -110,6 +114,7 @@ impl DropReason {
         DropReason::NotIp,
         DropReason::TtlExpired,
         DropReason::NoRoute,
+        DropReason::MtuExceeded,
         DropReason::Blackhole,
         DropReason::NeighborUnresolved,
         DropReason::LinkLocal,
@@ -153,6 +158,7 @@ impl DropReason {
             DropReason::NotIp => "not_ip",
             DropReason::TtlExpired => "ttl_expired",
             DropReason::NoRoute => "no_route",
+            DropReason::MtuExceeded => "mtu_exceeded",
             DropReason::Blackhole => "blackhole",
             DropReason::NeighborUnresolved => "neighbor_unresolved",
             DropReason::LinkLocal => "link_local",
@@ -228,6 +234,9 @@ pub struct WorkerCounters {
     pub icmp_errors_built: Counter,
     pub icmp_errors_suppressed: Counter,
     pub icmp_errors_not_sent: Counter,
+    /// IPv4 packets cut into fragments for an egress MTU, and the fragments made.
+    pub fragmented: Counter,
+    pub fragments: Counter,
 }
 
 impl WorkerCounters {
@@ -240,6 +249,8 @@ impl WorkerCounters {
             icmp_errors_built: Counter::default(),
             icmp_errors_suppressed: Counter::default(),
             icmp_errors_not_sent: Counter::default(),
+            fragmented: Counter::default(),
+            fragments: Counter::default(),
         }
     }
 
@@ -280,6 +291,15 @@ pub struct CounterSnapshot {
     pub punted: u64,
     pub generated: u64,
     pub icmp_errors: IcmpErrorCounts,
+    pub fragmentation: FragmentationCounts,
+}
+
+/// IPv4 packets longer than their egress interface's MTU, without Don't Fragment, that the
+/// switch cut into fragments (RFC 791), and the fragments it made (each then routed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FragmentationCounts {
+    pub packets: u64,
+    pub fragments: u64,
 }
 
 /// ICMP and ICMPv6 errors about dropped packets (SRv6 endpoint errors, TTL / hop limit
@@ -341,6 +361,10 @@ impl CounterSnapshot {
                     .iter()
                     .map(|w| w.as_ref().icmp_errors_not_sent.get())
                     .sum(),
+            },
+            fragmentation: FragmentationCounts {
+                packets: workers.iter().map(|w| w.as_ref().fragmented.get()).sum(),
+                fragments: workers.iter().map(|w| w.as_ref().fragments.get()).sum(),
             },
         }
     }

@@ -9,6 +9,7 @@ pub mod ctl;
 #[allow(unsafe_code)]
 pub mod dpdk;
 pub mod engine;
+pub mod fragment;
 pub mod pipeline;
 pub mod qos;
 pub mod slowpath;

@@ -181,7 +181,7 @@ impl SlowPath {
             offending,
             dst,
             src,
-            (error.msg_type, error.code, error.pointer),
+            (error.msg_type, error.code, u32::from(error.pointer)),
         )
     }
 
@@ -214,7 +214,35 @@ impl SlowPath {
         error: crate::pipeline::RouterError,
         now: Picos,
     ) -> Option<Vec<u8>> {
-        match self.build_router_error(frame, error, now) {
+        debug_assert!(
+            error.kind != crate::pipeline::RouterErrorKind::PacketTooBig,
+            "Packet Too Big names an MTU: packet_too_big"
+        );
+        self.count_router_error(frame, error, 0, now)
+    }
+
+    /// [`Self::router_error`] for `RouterErrorKind::PacketTooBig`: ICMP Fragmentation Needed
+    /// (type 3 code 4) carrying `next_hop_mtu` (RFC 1191), or ICMPv6 Packet Too Big carrying
+    /// it (RFC 4443 3.2), from the ingress interface to the packet's source, under the same
+    /// rules and rate limit as the other router errors.
+    pub fn packet_too_big(
+        &mut self,
+        frame: &[u8],
+        error: crate::pipeline::RouterError,
+        next_hop_mtu: u16,
+        now: Picos,
+    ) -> Option<Vec<u8>> {
+        self.count_router_error(frame, error, next_hop_mtu, now)
+    }
+
+    fn count_router_error(
+        &mut self,
+        frame: &[u8],
+        error: crate::pipeline::RouterError,
+        mtu: u16,
+        now: Picos,
+    ) -> Option<Vec<u8>> {
+        match self.build_router_error(frame, error, mtu, now) {
             Ok(built) => {
                 self.icmp_errors_built += 1;
                 Some(built)
@@ -234,6 +262,7 @@ impl SlowPath {
         &mut self,
         frame: &[u8],
         error: crate::pipeline::RouterError,
+        mtu: u16,
         now: Picos,
     ) -> Result<Vec<u8>, NotBuilt> {
         let iface = self
@@ -256,8 +285,14 @@ impl SlowPath {
                 if !self.take_error_token(now) {
                     return Err(NotBuilt::Suppressed);
                 }
-                emit_icmpv4_error(self.router_mac, offending, source, src, error.kind.icmpv4())
-                    .ok_or(NotBuilt::Suppressed)
+                emit_icmpv4_error(
+                    self.router_mac,
+                    offending,
+                    source,
+                    src,
+                    error.kind.icmpv4(mtu),
+                )
+                .ok_or(NotBuilt::Suppressed)
             }
             EtherType::IPV6 => {
                 let (offending, src, _) = ipv6_error_allowed(frame).ok_or(NotBuilt::Suppressed)?;
@@ -283,8 +318,8 @@ impl SlowPath {
                 if !self.take_error_token(now) {
                     return Err(NotBuilt::Suppressed);
                 }
-                let (msg_type, code) = error.kind.icmpv6();
-                emit_icmpv6_error(self.router_mac, offending, source, src, (msg_type, code, 0))
+                let message = error.kind.icmpv6(mtu);
+                emit_icmpv6_error(self.router_mac, offending, source, src, message)
                     .ok_or(NotBuilt::Suppressed)
             }
             _ => Err(NotBuilt::Suppressed),
@@ -970,14 +1005,15 @@ fn ipv6_error_allowed(frame: &[u8]) -> Option<(&[u8], Ipv6Addr, Ipv6Addr)> {
 }
 
 /// An untagged Ethernet frame (both MACs `mac`: the forwarder rewrites them) carrying the
-/// ICMPv6 error `(type, code, pointer)` from `src` to `dst`, hop limit 64, traffic class 0,
-/// quoting as much of `offending` as fits the IPv6 minimum MTU.
+/// ICMPv6 error `(type, code, second word)` (the word: Parameter Problem's pointer, Packet
+/// Too Big's MTU) from `src` to `dst`, hop limit 64, traffic class 0, quoting as much of
+/// `offending` as fits the IPv6 minimum MTU.
 fn emit_icmpv6_error(
     mac: EthernetAddress,
     offending: &[u8],
     src: Ipv6Addr,
     dst: Ipv6Addr,
-    (msg_type, code, pointer): (u8, u8, u16),
+    (msg_type, code, word): (u8, u8, u32),
 ) -> Option<Vec<u8>> {
     let quoted = offending
         .len()
@@ -1003,7 +1039,7 @@ fn emit_icmpv6_error(
     .emit(&mut buf[ethernet::HEADER_LEN..])
     .ok()?;
     let at = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
-    buf[at + 4..at + 8].copy_from_slice(&u32::from(pointer).to_be_bytes());
+    buf[at + 4..at + 8].copy_from_slice(&word.to_be_bytes());
     buf[at + icmpv6::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
     let mut message = Icmpv6Packet::new_checked(&mut buf[at..]).ok()?;
     message.set_msg_type(msg_type);
@@ -1012,15 +1048,16 @@ fn emit_icmpv6_error(
     Some(buf)
 }
 
-/// An untagged Ethernet frame (both MACs `mac`) carrying the ICMP error `(type, code)` from
-/// `src` to `dst` (TTL 64, DSCP CS6, DF, identification 0), quoting `offending` up to a
-/// 576-byte datagram (RFC 1812 4.3.2.3; RFC 792 asks for the header and 8 bytes at least).
+/// An untagged Ethernet frame (both MACs `mac`) carrying the ICMP error `(type, code, second
+/// word)` (the word: the next-hop MTU of Fragmentation Needed, else zero) from `src` to `dst`
+/// (TTL 64, DSCP CS6, DF, identification 0), quoting `offending` up to a 576-byte datagram
+/// (RFC 1812 4.3.2.3; RFC 792 asks for the header and 8 bytes at least).
 fn emit_icmpv4_error(
     mac: EthernetAddress,
     offending: &[u8],
     src: Ipv4Addr,
     dst: Ipv4Addr,
-    (msg_type, code): (u8, u8),
+    (msg_type, code, word): (u8, u8, u32),
 ) -> Option<Vec<u8>> {
     let quoted = offending
         .len()
@@ -1048,6 +1085,7 @@ fn emit_icmpv4_error(
     }
     .emit(&mut buf[ethernet::HEADER_LEN..])
     .ok()?;
+    buf[at + 4..at + 8].copy_from_slice(&word.to_be_bytes());
     buf[at + icmpv4::HEADER_LEN..].copy_from_slice(&offending[..quoted]);
     let mut message = Icmpv4Packet::new_checked(&mut buf[at..]).ok()?;
     message.set_msg_type(msg_type);

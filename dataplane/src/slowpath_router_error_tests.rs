@@ -535,3 +535,44 @@ fn malformed_or_mutated_frames_never_panic() {
         }
     }
 }
+
+/// `expected` with its ICMP message's second word (bytes 4..8 after the IP header) set to
+/// `word` and the ICMP checksum fixed up by the reference sum (over the pseudo-header for
+/// ICMPv6).
+fn with_second_word(mut expected: Vec<u8>, word: u32, ipv6: bool) -> Vec<u8> {
+    let at = 14 + if ipv6 { 40 } else { 20 };
+    expected[at + 4..at + 8].copy_from_slice(&word.to_be_bytes());
+    expected[at + 2..at + 4].fill(0);
+    let mut summed = Vec::new();
+    if ipv6 {
+        summed.extend_from_slice(&expected[14 + 8..14 + 40]);
+        summed.extend_from_slice(&((expected.len() - at) as u32).to_be_bytes());
+        summed.extend_from_slice(&[0, 0, 0, 58]);
+    }
+    summed.extend_from_slice(&expected[at..]);
+    let c = !ref_sum(&summed);
+    expected[at + 2..at + 4].copy_from_slice(&c.to_be_bytes());
+    expected
+}
+
+#[test]
+fn packet_too_big_carries_the_next_hop_mtu_in_both_families() {
+    let mut sp = SlowPath::new(&spec());
+    let too_big = error(RouterErrorKind::PacketTooBig, 0);
+    // RFC 1191: type 3 code 4, next-hop MTU in the low 16 bits of the second word.
+    let offending = ipv4("10.0.10.5", "198.51.100.7", 64, UDP, 0x4000, &payload(1480));
+    let got = sp
+        .packet_too_big(&frame(R, None, 0x0800, &offending), too_big, 1400, 0)
+        .expect("an error");
+    let want = expected_v4("10.0.10.1", "10.0.10.5", 3, 4, &offending);
+    assert_eq!(got, with_second_word(want, 1400, false));
+    assert_eq!(u16::from_be_bytes([got[34 + 6], got[34 + 7]]), 1400);
+    // RFC 4443 3.2: type 2 code 0, the MTU in the second word.
+    let offending = ipv6("2001:db8:10::5", "2001:db8:b::7", 64, UDP, &payload(1460));
+    let got = sp
+        .packet_too_big(&frame(R, None, 0x86dd, &offending), too_big, 1280, 0)
+        .expect("an error");
+    let want = expected_v6("2001:db8:10::1", "2001:db8:10::5", 2, 0, &offending);
+    assert_eq!(got, with_second_word(want, 1280, true));
+    assert_eq!(counts(&sp), (2, 0, 0));
+}

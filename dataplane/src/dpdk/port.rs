@@ -45,6 +45,9 @@ pub struct LinkStatus {
     pub speed_mbps: u32,
 }
 
+/// Ethernet's MTU, ethdev's default for a device configured without one.
+pub const DEFAULT_MTU: u16 = 1500;
+
 /// What became of the MTU a port's config asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MtuOutcome {
@@ -54,6 +57,19 @@ pub enum MtuOutcome {
     Limited { asked: u16, max: u16 },
     /// The device cannot change its MTU: left as it was.
     Unsupported { asked: u16 },
+}
+
+impl MtuOutcome {
+    /// The MTU the switch routes to the port with: what the device took, or, where it could
+    /// not change its MTU (a virtual device such as `net_pcap`, which carries any length),
+    /// the configured one.
+    pub fn routing_mtu(self) -> u16 {
+        match self {
+            MtuOutcome::Set(mtu) => mtu,
+            MtuOutcome::Limited { max, .. } => max,
+            MtuOutcome::Unsupported { asked } => asked,
+        }
+    }
 }
 
 /// Counters kept by the PMD (hardware counters on real NICs).
@@ -325,6 +341,19 @@ impl Port {
         // SAFETY: valid out-pointer; on failure addr stays zero.
         unsafe { dpdk_sys::rte_eth_macaddr_get(self.shared.id, &mut addr) };
         addr.addr_bytes
+    }
+
+    /// The MTU the device has now (L3 bytes; ethdev's 1500 unless one was set), or 1500
+    /// when the device cannot tell.
+    pub fn mtu(&self) -> u16 {
+        let mut mtu: u16 = 0;
+        // SAFETY: valid out-pointer to a u16 the call writes on success only.
+        let ret = unsafe { dpdk_sys::rte_eth_dev_get_mtu(self.shared.id, &mut mtu) };
+        if ret == 0 && mtu != 0 {
+            mtu
+        } else {
+            DEFAULT_MTU
+        }
     }
 
     /// Link state without waiting for autonegotiation.

@@ -10,7 +10,8 @@ mod switch;
 pub use control::{AdminState, ControlHandle, DeviceCounters};
 
 use crate::counters::{
-    CounterSnapshot, DropReason, IcmpErrorCounts, ObjectSnapshot, Srv6Counters, WorkerCounters,
+    CounterSnapshot, DropReason, FragmentationCounts, IcmpErrorCounts, ObjectSnapshot,
+    Srv6Counters, WorkerCounters,
 };
 use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, MtuOutcome, Port,
@@ -198,6 +199,8 @@ pub struct RunReport {
     pub generated: u64,
     /// ICMP and ICMPv6 errors about dropped packets: built, suppressed, not sent.
     pub icmp_errors: IcmpErrorCounts,
+    /// IPv4 packets fragmented for an egress MTU, and the fragments made.
+    pub fragmentation: FragmentationCounts,
     /// `[port][tc]` queue counters (switch mode; empty in io mode).
     pub queues: Vec<[QueueSnapshot; TC_COUNT]>,
     /// Watermark crossings and ECN onsets, oldest first (when the spec asked for them).
@@ -473,9 +476,17 @@ fn run_with_eal(
                     ports.len()
                 )));
             }
+            // Routed packets are held to each port's MTU: the configured one as the device
+            // took it, else the device's own (ethdev's default 1500).
+            let port_mtus: Vec<u16> = infos
+                .iter()
+                .zip(&ports)
+                .map(|(info, port)| info.mtu.map_or_else(|| port.mtu(), MtuOutcome::routing_mtu))
+                .collect();
             let job = switch::SwitchWorker::new(
                 spec,
                 &mut ports,
+                &port_mtus,
                 Arc::clone(&counters[0]),
                 Arc::clone(&shared),
                 Arc::clone(&pool),
@@ -566,6 +577,7 @@ fn run_with_eal(
         punted: snapshot.punted,
         generated: snapshot.generated,
         icmp_errors: snapshot.icmp_errors,
+        fragmentation: snapshot.fragmentation,
         queues: if matches!(config.mode, ForwardingMode::Switch(_)) {
             queue_counters
                 .queues

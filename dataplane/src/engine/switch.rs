@@ -18,7 +18,7 @@ use crate::dpdk::{self, Mbuf, MbufBurst, Mempool, Port, RxQueue, StopSignal, TxQ
 use crate::pipeline::spec::SwitchSpec;
 use crate::pipeline::{
     ControlRequest, ExpressLane, Forwarder, ForwarderError, Frame, Icmpv6Error, LANE_OTHER,
-    RouterError, TagOp, Verdict,
+    RouterError, RouterErrorKind, TagOp, Verdict,
 };
 use crate::qos::pfc;
 use crate::qos::{
@@ -176,6 +176,7 @@ impl SwitchWorker {
     pub(crate) fn new(
         spec: &SwitchSpec,
         ports: &mut [Port],
+        port_mtus: &[u16],
         counters: Arc<WorkerCounters>,
         shared: Arc<WorkerShared>,
         pool: Arc<Mempool>,
@@ -187,6 +188,7 @@ impl SwitchWorker {
     ) -> Result<SwitchWorker, ForwarderError> {
         schedule.sort_by_key(|e| std::cmp::Reverse(e.at));
         let mut forwarder = Forwarder::new(spec)?;
+        forwarder.set_port_mtus(port_mtus);
         attach_egress_load(&mut forwarder, spec, &queue_counters);
         for (index, up) in shared.link_up.iter().enumerate() {
             forwarder.set_port_up(index as u16, up.load(Ordering::Relaxed));
@@ -613,6 +615,36 @@ impl SwitchWorker {
                 self.counters.drop_packets(reason, 1);
                 self.send_router_error(&mbuf, error, now);
             }
+            Verdict::Fragment { mtu } => self.fragment(mbuf, in_port, mtu, now),
+        }
+    }
+
+    /// Cuts an IPv4 packet too long for its way out into fragments of at most `mtu` bytes and
+    /// takes each through the pipeline as if it had arrived so (TTL, route, SRv6 policy,
+    /// class, counters all as for any frame). A fragment whose own way out is too small
+    /// again (another member of an ECMP group, say) is dropped: fragmenting never recurses.
+    /// What cannot be cut (a malformed header, no mbuf) is counted as `mtu_exceeded`.
+    #[cold]
+    #[inline(never)]
+    fn fragment(&mut self, mbuf: Mbuf, in_port: u16, mtu: u16, now: Picos) {
+        let fragments = crate::fragment::fragment_ipv4_frame(mbuf.packet().data(), mtu);
+        drop(mbuf);
+        let Some(fragments) = fragments else {
+            self.counters.drop_packets(DropReason::MtuExceeded, 1);
+            return;
+        };
+        self.counters.fragmented.add(1);
+        for bytes in fragments {
+            let Some(mut piece) = Mbuf::from_bytes(&self.pool, &bytes) else {
+                self.counters.drop_packets(DropReason::MtuExceeded, 1);
+                continue;
+            };
+            self.counters.fragments.add(1);
+            let tc = qos::classify(piece.packet().data(), &self.port_qos[usize::from(in_port)]);
+            match self.process_resizable(&mut piece, in_port, now) {
+                Verdict::Fragment { .. } => self.counters.drop_packets(DropReason::MtuExceeded, 1),
+                verdict => self.act_on(verdict, piece, in_port, tc, now),
+            }
         }
     }
 
@@ -685,7 +717,14 @@ impl SwitchWorker {
     #[cold]
     #[inline(never)]
     fn send_router_error(&mut self, mbuf: &Mbuf, error: RouterError, now: Picos) {
-        let built = self.slow.router_error(mbuf.packet().data(), error, now);
+        let packet = mbuf.packet();
+        let frame = packet.data();
+        let built = if error.kind == RouterErrorKind::PacketTooBig {
+            let mtu = self.forwarder.too_big_mtu();
+            self.slow.packet_too_big(frame, error, mtu, now)
+        } else {
+            self.slow.router_error(frame, error, now)
+        };
         if let Some(bytes) = built {
             let ipv4 = bytes.get(12..14) == Some(&[0x08, 0x00][..]);
             self.route_and_send_error(&bytes, ipv4, error.vrf, now);

@@ -27,6 +27,8 @@ const IP_PROTO_ICMPV6: u8 = 58;
 const ICMPV6_NEIGHBOR_SOLICIT: u8 = 135;
 const ICMPV6_NEIGHBOR_ADVERT: u8 = 136;
 const ARP_OP_REQUEST: u16 = 1;
+/// Don't Fragment, in the IPv4 header's byte 6.
+const IPV4_DONT_FRAGMENT: u8 = 0x40;
 
 mod srv6;
 // Reuse of the previous bridged frame's decision for frames with the same L2 header.
@@ -135,7 +137,18 @@ struct Interface {
     attachment: Attachment,
     ipv4: Vec<Ipv4Addr>,
     ipv6: Vec<Ipv6Addr>,
+    /// The largest IP packet that leaves by this interface: its port's MTU, or for a VLAN
+    /// interface the smallest MTU of the VLAN's ports (a routed packet may leave by any of
+    /// them). `NO_MTU_LIMIT` until the engine gives the ports' MTUs (`set_port_mtus`).
+    mtu: u16,
 }
+
+/// `Interface::mtu` before any port MTU is known: nothing a frame holds exceeds it.
+const NO_MTU_LIMIT: u16 = u16::MAX;
+
+/// The smallest MTU an IPv4 packet is fragmented for (RFC 791: every router forwards 68-byte
+/// datagrams; a 60-byte header leaves 8 bytes of data per fragment).
+const IPV4_MIN_FRAGMENT_MTU: u16 = 68;
 
 #[derive(Debug, Clone, Copy)]
 struct Nexthop {
@@ -263,6 +276,14 @@ pub struct Forwarder {
     bridge_memo: bridge_memo::BridgeMemo,
     /// The verdict behind `route_lane`'s last `LANE_OTHER`.
     lane_verdict: Verdict,
+    /// The longest frame the express lane takes: an untagged Ethernet header and the smallest
+    /// interface MTU, so that no express frame can exceed the MTU of where it leaves (longer
+    /// frames take the full pipeline, which checks each against its egress interface).
+    lane_max_frame: usize,
+    /// The MTU behind the last `RouterErrorKind::PacketTooBig` verdict (`too_big_mtu`).
+    too_big_mtu: u16,
+    /// Each port's MTU as its device took it (`set_port_mtus`); empty until then.
+    port_mtus: Vec<u16>,
     /// Frames that reused the bridging memo (tests check the memo is exercised).
     #[cfg(test)]
     pub(crate) bridge_memo_hits: std::cell::Cell<u64>,
@@ -380,6 +401,9 @@ impl Forwarder {
             dst_cache: Box::new([DstCacheEntry::default(); DST_CACHE_SLOTS]),
             bridge_memo: Default::default(),
             lane_verdict: Verdict::Drop(DropReason::NoRoute),
+            lane_max_frame: usize::MAX,
+            too_big_mtu: NO_MTU_LIMIT,
+            port_mtus: Vec::new(),
             #[cfg(test)]
             bridge_memo_hits: Default::default(),
             mac_aging: spec.mac_aging,
@@ -424,6 +448,7 @@ impl Forwarder {
                 attachment: iface.attachment,
                 ipv4: iface.ipv4.iter().map(|(a, _)| *a).collect(),
                 ipv6: iface.ipv6.iter().map(|(a, _)| *a).collect(),
+                mtu: NO_MTU_LIMIT,
             });
         }
         for (id, nh) in spec.nexthops.iter().enumerate() {
@@ -599,6 +624,85 @@ impl Forwarder {
         {
             nh.set_mac(None, router_mac);
         }
+    }
+
+    /// The ports' MTUs (the largest IP packet each sends, by port number), as the devices
+    /// took them at start: routed packets longer than their egress interface's MTU are
+    /// fragmented (IPv4 without Don't Fragment) or dropped with an ICMP Fragmentation Needed
+    /// or ICMPv6 Packet Too Big. Until this is called no MTU limits routing.
+    pub fn set_port_mtus(&mut self, mtus: &[u16]) {
+        self.port_mtus = mtus.to_vec();
+        self.refresh_interface_mtus();
+    }
+
+    /// Each interface's MTU from its port's, or the smallest of its VLAN's ports' (run again
+    /// when VLAN membership changes), and the express lane's longest frame from the smallest.
+    pub(super) fn refresh_interface_mtus(&mut self) {
+        if self.port_mtus.is_empty() {
+            return;
+        }
+        let port_mtu = |port: &u16| {
+            self.port_mtus
+                .get(usize::from(*port))
+                .copied()
+                .unwrap_or(NO_MTU_LIMIT)
+        };
+        let mut smallest = NO_MTU_LIMIT;
+        for iface in &mut self.interfaces {
+            iface.mtu = match iface.attachment {
+                Attachment::Port(port) => port_mtu(&port),
+                Attachment::Vlan(vlan) => self.vlans[usize::from(vlan)]
+                    .members
+                    .iter()
+                    .map(port_mtu)
+                    .min()
+                    .unwrap_or(NO_MTU_LIMIT),
+            };
+            smallest = smallest.min(iface.mtu);
+        }
+        self.lane_max_frame = lane::LANE_L3 + usize::from(smallest);
+    }
+
+    /// The MTU of the interface the last `RouterErrorKind::PacketTooBig` verdict's packet
+    /// would have left by (the engine puts it in the ICMP error).
+    pub fn too_big_mtu(&self) -> u16 {
+        self.too_big_mtu
+    }
+
+    /// What becomes of a routed packet longer than `out_iface`'s MTU: fragments (IPv4 that
+    /// may be fragmented), else a drop with Fragmentation Needed / Packet Too Big to the
+    /// source from `in_iface` in `vrf`. `overhead` bytes are added to the packet on its way
+    /// out (an SRv6 encapsulation): the MTU the source is told is less by as much.
+    #[cold]
+    #[inline(never)]
+    fn exceeds_mtu(
+        &mut self,
+        out_iface: u16,
+        overhead: usize,
+        may_fragment: bool,
+        in_iface: u16,
+        vrf: u16,
+    ) -> Verdict {
+        let mtu = self.interfaces[usize::from(out_iface)].mtu;
+        let mtu = u16::try_from(usize::from(mtu).saturating_sub(overhead)).unwrap_or(0);
+        if may_fragment && mtu >= IPV4_MIN_FRAGMENT_MTU {
+            return Verdict::Fragment { mtu };
+        }
+        self.too_big_mtu = mtu;
+        Verdict::DropWithRouterError {
+            reason: DropReason::MtuExceeded,
+            error: RouterError {
+                kind: RouterErrorKind::PacketTooBig,
+                interface: in_iface,
+                vrf,
+            },
+        }
+    }
+
+    /// Whether a packet of `len` bytes (from its IP header) exceeds `out_iface`'s MTU.
+    #[inline(always)]
+    fn exceeds_mtu_of(&self, out_iface: u16, len: usize) -> bool {
+        len > usize::from(self.interfaces[usize::from(out_iface)].mtu)
     }
 
     /// Link state of a port: ECMP members behind a routed port leave their groups at once
@@ -1031,6 +1135,10 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
+        if self.exceeds_mtu_of(out_iface, total_len) {
+            let may_fragment = ip[6] & IPV4_DONT_FRAGMENT == 0;
+            return self.exceeds_mtu(out_iface, 0, may_fragment, in_iface, vrf);
+        }
         forwarded(self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now))
     }
 
@@ -1070,7 +1178,8 @@ impl Forwarder {
         if ip[0] >> 4 != 6 {
             return Verdict::Drop(DropReason::BadIpv6Header);
         }
-        if 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > ip.len() {
+        let packet_len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+        if packet_len > ip.len() {
             return Verdict::Drop(DropReason::Truncated);
         }
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
@@ -1106,6 +1215,9 @@ impl Forwarder {
             Ok(found) => found,
             Err(reason) => return Verdict::Drop(reason),
         };
+        if self.exceeds_mtu_of(out_iface, packet_len) {
+            return self.exceeds_mtu(out_iface, 0, false, in_iface, vrf);
+        }
         forwarded(self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now))
     }
 
@@ -1140,6 +1252,9 @@ impl Forwarder {
         };
         let hash = flow_hash(&key, self.flow_hash_seed);
         match self.resolve_target(target, || IpAddr::V4(dst), || hash, now) {
+            Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, frame.len() - 14) => {
+                Verdict::Drop(DropReason::MtuExceeded)
+            }
             Ok((out_iface, dst_mac)) => {
                 forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
             }

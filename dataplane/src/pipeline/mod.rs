@@ -81,6 +81,13 @@ pub enum Verdict {
         reason: DropReason,
         error: RouterError,
     },
+    /// An IPv4 packet without Don't Fragment, longer than the MTU of the interface it is
+    /// routed out of: the engine cuts it into fragments of at most `mtu` bytes (RFC 791,
+    /// RFC 1812 4.2.2.7) and routes each as if it had arrived so. The frame is left as it
+    /// arrived.
+    Fragment {
+        mtu: u16,
+    },
 }
 
 /// The ICMP errors a router sends about packets it cannot forward.
@@ -92,6 +99,11 @@ pub enum RouterErrorKind {
     /// No route to the destination: ICMP type 3 code 0 (net unreachable), ICMPv6 type 1
     /// code 0 (no route to destination).
     NoRoute,
+    /// Longer than the MTU of the interface it would leave by: ICMP type 3 code 4
+    /// (fragmentation needed and DF set, with the next-hop MTU, RFC 1191), ICMPv6 type 2
+    /// code 0 (Packet Too Big with the MTU, RFC 4443 3.2). The MTU is not in the verdict
+    /// (which would no longer fit two registers): `Forwarder::too_big_mtu` keeps it.
+    PacketTooBig,
 }
 
 /// A router's ICMP or ICMPv6 error (the family is the dropped packet's): what to send, the L3
@@ -105,19 +117,22 @@ pub struct RouterError {
 }
 
 impl RouterErrorKind {
-    /// ICMP (IPv4) type and code.
-    pub fn icmpv4(self) -> (u8, u8) {
+    /// ICMP (IPv4) type and code, and the message's second word (the next-hop MTU, in its
+    /// low 16 bits, for Packet Too Big; else zero) when the next hop's MTU is `mtu`.
+    pub fn icmpv4(self, mtu: u16) -> (u8, u8, u32) {
         match self {
-            RouterErrorKind::TimeExceeded => (11, 0),
-            RouterErrorKind::NoRoute => (3, 0),
+            RouterErrorKind::TimeExceeded => (11, 0, 0),
+            RouterErrorKind::NoRoute => (3, 0, 0),
+            RouterErrorKind::PacketTooBig => (3, 4, u32::from(mtu)),
         }
     }
 
-    /// ICMPv6 type and code.
-    pub fn icmpv6(self) -> (u8, u8) {
+    /// ICMPv6 type and code, and the message's second word (the MTU for Packet Too Big).
+    pub fn icmpv6(self, mtu: u16) -> (u8, u8, u32) {
         match self {
-            RouterErrorKind::TimeExceeded => (3, 0),
-            RouterErrorKind::NoRoute => (1, 0),
+            RouterErrorKind::TimeExceeded => (3, 0, 0),
+            RouterErrorKind::NoRoute => (1, 0, 0),
+            RouterErrorKind::PacketTooBig => (2, 0, u32::from(mtu)),
         }
     }
 }

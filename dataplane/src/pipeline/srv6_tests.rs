@@ -1062,3 +1062,117 @@ fn mutated_and_truncated_srv6_frames_never_panic() {
 
 #[path = "srv6_ctl_tests.rs"]
 mod srv6_ctl_tests;
+
+/// SRv6 against egress MTUs: the headend answers for what its encapsulation adds; endpoints
+/// answer like any router about the packet they send; decapsulated packets are dropped
+/// silently (like their other routing errors).
+mod mtu {
+    use super::*;
+
+    /// Port 1 (toward nh1 and the policies' first SID) has MTU 1500, the others 9000.
+    fn forwarder_with_mtus(mtus: [u16; 3]) -> Forwarder {
+        let mut f = forwarder();
+        f.set_port_mtus(&mtus);
+        f
+    }
+
+    /// IPv4 UDP from 10.0.0.9 to `dst`, `len` bytes from the IP header on.
+    fn ipv4_of_len(dst: [u8; 4], len: usize, df: bool) -> Vec<u8> {
+        let mut ip = ipv4(dst, 30, 0);
+        ip.resize(len, 0x33);
+        ip[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        ip[6] = if df { 0x40 } else { 0 };
+        ip[10..12].fill(0);
+        let c = checksum(&ip[..20]);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        ip
+    }
+
+    fn too_big(interface: u16, vrf: u16) -> Verdict {
+        Verdict::DropWithRouterError {
+            reason: DropReason::MtuExceeded,
+            error: RouterError {
+                kind: RouterErrorKind::PacketTooBig,
+                interface,
+                vrf,
+            },
+        }
+    }
+
+    #[test]
+    fn the_headend_tells_the_source_the_mtu_less_its_encapsulation() {
+        let mut f = forwarder_with_mtus([9000, 1500, 9000]);
+        // Policy 0 (10.20/16), H.Encaps with two SIDs: 40 + 8 + 32 = 80 bytes added.
+        let fits = eth(&ipv4_of_len([10, 20, 1, 1], 1420, true), 0x0800);
+        assert_eq!(run(&mut f, &fits, 2).0, forward(1));
+        let long = eth(&ipv4_of_len([10, 20, 1, 1], 1421, true), 0x0800);
+        let (verdict, out) = run(&mut f, &long, 2);
+        assert_eq!(verdict, too_big(2, 1));
+        assert_eq!(f.too_big_mtu(), 1420);
+        assert_eq!(out, long, "the inner packet is quoted as it arrived");
+        let may_fragment = eth(&ipv4_of_len([10, 20, 1, 1], 1421, false), 0x0800);
+        let (verdict, out) = run(&mut f, &may_fragment, 2);
+        assert_eq!(verdict, Verdict::Fragment { mtu: 1420 });
+        assert_eq!(out, may_fragment);
+        // Policy 2 (2001:db8:21::/48), H.Encaps.Red with one SID: 40 bytes, no SRH.
+        let inner = |len: usize| {
+            let payload = vec![9; len - 40];
+            eth(
+                &ipv6("2001:db8:7::1", "2001:db8:21::5", 30, UDP, &payload),
+                0x86dd,
+            )
+        };
+        assert_eq!(run(&mut f, &inner(1460), 2).0, forward(1));
+        assert_eq!(run(&mut f, &inner(1461), 2).0, too_big(2, 1));
+        assert_eq!(f.too_big_mtu(), 1460);
+        // The policy counts the drop by its reason.
+        let dropped = f.srv6_counters().policies[0].snapshot().drops;
+        assert!(
+            dropped.contains(&(DropReason::MtuExceeded, 1)),
+            "{dropped:?}"
+        );
+    }
+
+    #[test]
+    fn an_endpoint_answers_about_the_packet_it_would_send() {
+        let mut f = forwarder_with_mtus([9000, 1500, 9000]);
+        // End at 2001:db8:5::1 sends on to 2001:db8:b::8, behind port 1.
+        let packet = |len: usize| {
+            let mut payload = srh(
+                UDP,
+                2,
+                2,
+                &["2001:db8:b::9", "2001:db8:b::8", "2001:db8:5::1"],
+            );
+            payload.resize(len - 40, 0x44);
+            eth(
+                &ipv6("2001:db8:1::2", "2001:db8:5::1", 64, 43, &payload),
+                0x86dd,
+            )
+        };
+        assert_eq!(run(&mut f, &packet(1500), 0).0, forward(1));
+        let (verdict, out) = run(&mut f, &packet(1501), 0);
+        assert_eq!(verdict, too_big(0, 0));
+        assert_eq!(f.too_big_mtu(), 1500);
+        // As Linux's seg6local End does, the error quotes the packet as the End left it.
+        assert_eq!(&out[L3 + 24..L3 + 40], &v6("2001:db8:b::8").octets());
+    }
+
+    #[test]
+    fn decapsulated_packets_too_long_for_the_tenant_side_are_dropped_silently() {
+        let mut f = forwarder_with_mtus([9000, 9000, 1280]);
+        // End.DT4 into VRF 1, where 10.9/16 leaves by port 2 (MTU 1280).
+        for df in [true, false] {
+            let inner = ipv4_of_len([10, 9, 1, 1], 1281, df);
+            let frame = eth(
+                &ipv6("2001:db8:1::2", "2001:db8:5::10", 64, 4, &inner),
+                0x86dd,
+            );
+            assert_eq!(
+                run(&mut f, &frame, 0).0,
+                Verdict::Drop(DropReason::MtuExceeded),
+                "df {df}"
+            );
+        }
+    }
+}

@@ -2545,3 +2545,6 @@ fn the_lane_takes_routed_ports_only() {
     lane.clear();
     assert_eq!(lane.express(), 0);
 }
+
+// Egress MTUs: fragmentation, Fragmentation Needed and Packet Too Big.
+mod mtu;

@@ -778,6 +778,8 @@ impl Forwarder {
         };
         self.ports[usize::from(port)].mode = mode;
         self.macs.flush_port(port);
+        // A VLAN interface's MTU is its ports' smallest.
+        self.refresh_interface_mtus();
     }
 
     /// A route (`prefix/len in VRF v`) that will point at `target` once the batch's route

@@ -193,13 +193,17 @@ enum Screened {
 
 /// Pass 1 for one frame received on a routed port: whether it passes every check the
 /// pipeline makes before it looks its route up (`Forwarder::process_frame` to `route_ipv4` or
-/// `route_ipv6`), with its destination. To the router MAC, untagged, a unicast source MAC;
+/// `route_ipv6`), with its destination. At most `max_len` bytes (no MTU on the way out can be
+/// exceeded: `Forwarder::lane_max_frame`), to the router MAC, untagged, a unicast source MAC;
 /// then `express_ipv4_destination` or `express_ipv6_destination`.
 #[inline(always)]
-fn screen(frame: &[u8], router_mac: u64) -> Screened {
+fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
     let Some(ethernet) = frame.first_chunk::<LANE_L3>() else {
         return Screened::Not;
     };
+    if frame.len() > max_len {
+        return Screened::Not;
+    }
     let to_router = u64::from_le_bytes(*ethernet.first_chunk().expect("8 bytes"))
         & 0xffff_ffff_ffff
         == router_mac;
@@ -371,9 +375,10 @@ impl Forwarder {
         };
         let fib = fib.lookups();
         let router_mac = mac_word(self.router_mac);
+        let max_len = self.lane_max_frame;
         let (mut ipv4, mut ipv6) = (0u64, 0u64);
         for (index, frame) in frames.iter().enumerate() {
-            match screen(frame, router_mac) {
+            match screen(frame, router_mac, max_len) {
                 Screened::Ipv4(destination, dscp) => {
                     fib.prefetch(destination);
                     lane.destination[index] = destination;

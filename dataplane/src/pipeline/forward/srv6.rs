@@ -639,8 +639,10 @@ impl Forwarder {
         // The inner packet belongs to the tenant VRF `table` while the ingress interface (the
         // error's source) is in the underlay, and the frame no longer holds the packet that
         // arrived: an error could neither be quoted nor sourced truthfully. Silent drop.
+        // Fragments would be routed as arrived, in the underlay: the same reasons.
         match verdict {
             Verdict::DropWithRouterError { reason, .. } => Verdict::Drop(reason),
+            Verdict::Fragment { .. } => Verdict::Drop(DropReason::MtuExceeded),
             other => other,
         }
     }
@@ -684,7 +686,13 @@ impl Forwarder {
             };
         }
         let hash = outer_hash(ip, self.flow_hash_seed);
+        let packet_len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
         match self.resolve_target(target, || dst.into(), || hash, now) {
+            // The packet as this node sends it is quoted (as Linux's seg6local does): the
+            // step has changed it already.
+            Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, packet_len) => {
+                self.exceeds_mtu(out_iface, 0, false, in_iface, vrf)
+            }
             Ok((out_iface, dst_mac)) => {
                 super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
             }
@@ -762,9 +770,35 @@ impl Forwarder {
                 super::flow_hash_ipv6(ip, self.flow_hash_seed),
             )
         };
+        let may_fragment =
+            inner_protocol == protocol::IPV4 && ip[6] & super::IPV4_DONT_FRAGMENT == 0;
         let outer_len = 40 + srh_len;
         let Ok(payload_len) = u16::try_from(srh_len + inner_len) else {
             return Verdict::Drop(DropReason::NoHeadroom);
+        };
+        // Where the encapsulated packet goes is found before the packet changes, so that a
+        // packet too big for that interface is answered with itself quoted.
+        let dst = Ipv6Addr::from(first_segment);
+        let target = match self.fib6[usize::from(outer_vrf)].lookup(dst) {
+            Some(value) => route_value::decode(value),
+            None => return Verdict::Drop(DropReason::NoRoute),
+        };
+        let egress = if matches!(target, RouteTarget::Local) {
+            None
+        } else {
+            match self.resolve_target(target, || dst.into(), || hash, now) {
+                Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, outer_len + inner_len) => {
+                    return self.exceeds_mtu(
+                        out_iface,
+                        outer_len,
+                        may_fragment,
+                        in_iface,
+                        ingress_vrf,
+                    );
+                }
+                Ok(found) => Some(found),
+                Err(reason) => return Verdict::Drop(reason),
+            }
         };
         // Ethernet padding does not enter the tunnel (and is not moved if the frame must be).
         frame.truncate(l3 + inner_len);
@@ -806,26 +840,18 @@ impl Forwarder {
             outer[40..].copy_from_slice(srh_bytes);
             outer[40] = inner_protocol;
         }
-        let dst = Ipv6Addr::from(first_segment);
-        let target = match self.fib6[usize::from(outer_vrf)].lookup(dst) {
-            Some(value) => route_value::decode(value),
-            None => return Verdict::Drop(DropReason::NoRoute),
-        };
-        if matches!(target, RouteTarget::Local) {
-            // The first segment is one of this switch's SIDs: process it right here.
-            if let Some(sid) = self.srv6.lookup_sid(outer_vrf, dst) {
-                return self.srv6_endpoint(frame, l3, tagged, in_iface, outer_vrf, sid, now);
-            }
-            return Verdict::Punt {
-                reason: PuntReason::Local,
-                interface: in_iface,
-            };
-        }
-        match self.resolve_target(target, || dst.into(), || hash, now) {
-            Ok((out_iface, dst_mac)) => {
+        match egress {
+            Some((out_iface, dst_mac)) => {
                 super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
             }
-            Err(reason) => Verdict::Drop(reason),
+            // The first segment is one of this switch's SIDs: process it right here.
+            None => match self.srv6.lookup_sid(outer_vrf, dst) {
+                Some(sid) => self.srv6_endpoint(frame, l3, tagged, in_iface, outer_vrf, sid, now),
+                None => Verdict::Punt {
+                    reason: PuntReason::Local,
+                    interface: in_iface,
+                },
+            },
         }
     }
 
@@ -852,6 +878,9 @@ impl Forwarder {
         }
         let hash = outer_hash(&frame[14..], self.flow_hash_seed);
         match self.resolve_target(target, || dst.into(), || hash, now) {
+            Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, frame.len() - 14) => {
+                Verdict::Drop(DropReason::MtuExceeded)
+            }
             Ok((out_iface, dst_mac)) => {
                 super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
             }
