@@ -189,3 +189,52 @@ fn several_port_pairs_stay_separate() {
         );
     }
 }
+
+#[test]
+fn frames_longer_than_the_mbufs_are_dropped_and_counted_not_sent_or_crashed_on() {
+    // A pcap (written here: its snaplen is 262144, beyond what control::pcap writes) with
+    // two 60-byte frames around a 4000-byte one, which arrives as a chain of mbufs, and a
+    // 70000-byte one, past the 16 bits in which net_pcap keeps a chain's length: io mode
+    // sent the first truncated and crashed in the pcap PMD's TX on the second.
+    let dir = TestDir::new("io-chained");
+    let frame = |len: usize, tag: u8| {
+        let mut data = vec![tag; len];
+        data[0..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+        data
+    };
+    let frames = [frame(60, 1), frame(4000, 2), frame(70_000, 3), frame(60, 4)];
+    let mut file = Vec::new();
+    for word in [0xa1b2_c3d4u32] {
+        file.extend_from_slice(&word.to_le_bytes());
+    }
+    file.extend_from_slice(&2u16.to_le_bytes());
+    file.extend_from_slice(&4u16.to_le_bytes());
+    for word in [0u32, 0, 262_144, 1] {
+        file.extend_from_slice(&word.to_le_bytes());
+    }
+    for (i, data) in frames.iter().enumerate() {
+        let len = data.len() as u32;
+        for word in [1_000_000u32, i as u32, len, len] {
+            file.extend_from_slice(&word.to_le_bytes());
+        }
+        file.extend_from_slice(data);
+    }
+    std::fs::write(dir.file("in0.pcap"), &file).unwrap();
+    let cfg = config(
+        &dir,
+        &[
+            pcap_port(&dir, 0, Some("in0.pcap"), "out0.pcap"),
+            pcap_port(&dir, 1, None, "out1.pcap"),
+        ],
+    );
+    let (_, stats) = replay(&dir, &cfg);
+    let out: Vec<Vec<u8>> = dir
+        .read_pcap("out1.pcap")
+        .into_iter()
+        .map(|p| p.data)
+        .collect();
+    assert_eq!(out, vec![frames[0].clone(), frames[3].clone()]);
+    assert_eq!(u64_at(&stats, "/drops/multi_segment"), 2);
+    assert_eq!(u64_at(port_stats(&stats, "p0"), "/rx_packets"), 4);
+    assert_eq!(u64_at(port_stats(&stats, "p1"), "/tx_packets"), 2);
+}

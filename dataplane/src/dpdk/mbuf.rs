@@ -405,6 +405,31 @@ impl MbufBurst {
         unsafe { std::slice::from_raw_parts(scratch.as_ptr().cast::<&'a [u8]>(), len) }
     }
 
+    /// Frees every packet of more than one segment, keeping the others in order; returns how
+    /// many it freed. A device hands over a frame longer than its mbufs as a chain (`net_pcap`
+    /// builds an inconsistent one past 65535 bytes, which its own TX then reads out of
+    /// bounds): io mode, which forwards without looking, keeps to whole frames like the
+    /// switch pipeline.
+    #[inline]
+    pub fn drop_chained(&mut self) -> usize {
+        let len = self.len.min(MAX_BURST);
+        let mut kept = 0;
+        for index in 0..len {
+            let raw = self.mbufs[index];
+            // SAFETY: slots below `len` hold owned, live mbufs (see `drain`).
+            if unsafe { (*raw).nb_segs } == 1 {
+                self.mbufs[kept] = raw;
+                kept += 1;
+            } else {
+                // SAFETY: the burst owns this mbuf and forgets it here (`len` is cut below
+                // and `kept` never reaches past it again), so it is freed exactly once.
+                unsafe { dpdk_sys::rte_pktmbuf_free(raw) };
+            }
+        }
+        self.len = kept;
+        len - kept
+    }
+
     /// Views packet `index` mutably.
     #[inline]
     pub fn get_mut(&mut self, index: usize) -> Option<PacketMut<'_>> {

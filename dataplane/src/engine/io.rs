@@ -81,6 +81,11 @@ impl IoWorker {
                     }
                     rx_counters.last_rx_timestamp.set(ts);
                 }
+                let chained = burst.drop_chained();
+                if chained > 0 {
+                    self.counters
+                        .drop_packets(DropReason::MultiSegment, chained as u64);
+                }
                 let (sent, freed) = lane.tx.tx_burst_or_free(&mut burst);
                 self.counters
                     .port(lane.tx_index)
