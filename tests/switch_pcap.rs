@@ -1141,3 +1141,58 @@ fn packets_longer_than_the_egress_mtu_are_fragmented_or_answered_with_packet_too
         serde_json::json!({"packets": 1, "fragments": 2})
     );
 }
+
+#[test]
+fn a_replay_that_runs_out_of_mbufs_says_it_stalled() {
+    // 3000 frames at one instant into a 400G port, flooded to a 10G one, with 1023 mbufs:
+    // the 10G port's queue holds the frames in mbufs until the pool runs dry, so the input
+    // cannot be read to its end, and the run must say so (exit 3, stop cause
+    // `replay_stalled`), not that the inputs were exhausted.
+    let dir = TestDir::new("sw-stall");
+    let frame = ethernet(HOST_B, HOST_A, None, 0x0800, &[0x11; 1000]);
+    let packets: Vec<PcapPacket> = (0..3000)
+        .map(|_| PcapPacket {
+            timestamp_ns: 1_000_000_000,
+            data: frame.clone(),
+        })
+        .collect();
+    dir.write_pcap("in0.pcap", &packets);
+    dir.write_pcap("in1.pcap", &[]);
+    let mut config = format!(
+        "[switch]\nname = \"stall\"\nrouter_mac = \"02:00:00:00:01:00\"\n[dataplane]\n\
+         mode = \"switch\"\nmbufs = 1023\n{}\n[[vlan]]\nid = 10\n",
+        dir.eal_toml()
+    );
+    for (i, speed) in [400, 10].into_iter().enumerate() {
+        config.push_str(&format!(
+            "\n[[port]]\nname = \"p{i}\"\nspeed_gbps = {speed}\n\
+             devargs = \"net_pcap{i},rx_pcap={},tx_pcap={}\"\nvlan = {{ mode = \"access\", id = 10 }}\n",
+            dir.file(&format!("in{i}.pcap")).display(),
+            dir.file(&format!("out{i}.pcap")).display()
+        ));
+    }
+    let config_path = dir.file("ironclos.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let stats_path = dir.file("stats.json");
+    let out = common::run_ironclos(
+        &[
+            "run",
+            "--config",
+            config_path.to_str().unwrap(),
+            "--exit-when-idle",
+            "--stats-json",
+            stats_path.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(out.status, Some(3), "{}\n{}", out.stdout, out.stderr);
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
+    assert_eq!(stats["replay_stalled"], true);
+    assert_eq!(stats["stop_cause"], "replay_stalled");
+    assert!(
+        out.stdout.contains("stopped (replay_stalled)"),
+        "{}",
+        out.stdout
+    );
+}

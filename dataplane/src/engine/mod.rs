@@ -89,6 +89,9 @@ pub enum StopCause {
     Signal,
     Duration,
     InputsExhausted,
+    /// A replay's workers stopped because no frame could move (the mbufs ran out with the
+    /// inputs not read to their end): `RunReport::replay_stalled`.
+    ReplayStalled,
 }
 
 impl StopCause {
@@ -97,6 +100,7 @@ impl StopCause {
             StopCause::Signal => "signal",
             StopCause::Duration => "duration",
             StopCause::InputsExhausted => "inputs_exhausted",
+            StopCause::ReplayStalled => "replay_stalled",
         }
     }
 }
@@ -640,6 +644,10 @@ fn control_loop(
             return StopCause::Signal;
         }
         if shared.running.load(Ordering::Acquire) == 0 {
+            // Acquire above: a worker sets the stall flag before it stops running.
+            if shared.replay_stalled.load(Ordering::Relaxed) {
+                return StopCause::ReplayStalled;
+            }
             return StopCause::InputsExhausted;
         }
         if config
