@@ -1063,6 +1063,28 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     );
     s.assert_tx_stopped("p6");
 
+    // ---- clients that connect and never send cannot lock the socket ----
+    let idle: Vec<UnixStream> = (0..32)
+        .map(|_| UnixStream::connect(&socket).expect("connect"))
+        .collect();
+    s.refused(&["show", "ports"], "busy: 32 connections are open already");
+    std::thread::sleep(Duration::from_millis(10_500));
+    // Idle past 10 s: the longest-idle one makes room and is told why.
+    s.ok(&["show", "ports"]);
+    let told: Vec<String> = idle
+        .into_iter()
+        .filter_map(|stream| {
+            stream
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let mut line = String::new();
+            BufReader::new(stream).read_line(&mut line).ok()?;
+            (!line.is_empty()).then_some(line)
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].contains("idle for 10 s"), "{}", told[0]);
+
     // ---- stop: U lost nothing through all of the above ----
     let out = s.stop();
     assert_eq!(

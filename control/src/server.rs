@@ -27,8 +27,13 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Connections served at once; more are told so and closed.
+/// Connections served at once; more are told so and closed, unless one of those open has
+/// been idle for `IDLE_EVICTION` (then it makes room).
 const MAX_CONNECTIONS: usize = 32;
+/// How long a connection may sit without a request, with nothing in flight, before a new
+/// client may take its place when every slot is taken (clients that connect and never send
+/// would otherwise lock everyone out).
+const IDLE_EVICTION: Duration = Duration::from_secs(10);
 /// Reply bytes queued for one connection beyond which its next requests wait.
 const MAX_OUTPUT: usize = 64 << 20;
 /// Bytes read from one connection per tick (a big request takes several ticks).
@@ -226,6 +231,16 @@ struct Conn {
     waiting: bool,
     /// Close once the output is written.
     closing: bool,
+    /// When the connection last sent bytes.
+    last_request: Instant,
+}
+
+impl Conn {
+    /// Idle since `last_request`: nothing to answer, nothing with the worker, nothing unread.
+    fn idle_since(&self) -> Option<Instant> {
+        (!self.waiting && !self.closing && self.input.is_empty() && self.output.is_empty())
+            .then_some(self.last_request)
+    }
 }
 
 /// The API socket, the metrics listener and the state both read.
@@ -428,13 +443,10 @@ impl ControlServer {
     }
 
     fn accept(&mut self) {
-        let Some((listener, _)) = &self.listener else {
-            return;
-        };
         loop {
-            let stream = match listener.accept() {
-                Ok((s, _)) => s,
-                Err(_) => return,
+            let stream = match self.listener.as_ref().map(|(l, _)| l.accept()) {
+                Some(Ok((s, _))) => s,
+                _ => return,
             };
             let refuse = |mut s: UnixStream, why: String| {
                 let _ = s.set_nonblocking(true);
@@ -461,10 +473,13 @@ impl ControlServer {
                 }
             }
             let live = self.conns.iter().filter(|c| c.is_some()).count();
-            if live >= MAX_CONNECTIONS {
+            if live >= MAX_CONNECTIONS && !self.evict_idle() {
                 refuse(
                     stream,
-                    format!("busy: {MAX_CONNECTIONS} connections are open already"),
+                    format!(
+                        "busy: {MAX_CONNECTIONS} connections are open already, none idle for {} s",
+                        IDLE_EVICTION.as_secs()
+                    ),
                 );
                 continue;
             }
@@ -477,12 +492,39 @@ impl ControlServer {
                 output: Vec::new(),
                 waiting: false,
                 closing: false,
+                last_request: Instant::now(),
             };
             match self.conns.iter().position(Option::is_none) {
                 Some(free) => self.conns[free] = Some(conn),
                 None => self.conns.push(Some(conn)),
             }
         }
+    }
+
+    /// Closes the connection idle the longest, if one has been for `IDLE_EVICTION`, telling
+    /// it why; whether one was.
+    fn evict_idle(&mut self) -> bool {
+        let now = Instant::now();
+        let oldest = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.as_ref()?.idle_since()?)))
+            .filter(|&(_, since)| now.duration_since(since) >= IDLE_EVICTION)
+            .min_by_key(|&(_, since)| since);
+        let Some((index, since)) = oldest else {
+            return false;
+        };
+        let why = format!(
+            "closing: idle for {} s while every connection slot is taken",
+            now.duration_since(since).as_secs()
+        );
+        if let Some(mut conn) = self.conns[index].take() {
+            let _ = conn
+                .stream
+                .write_all((api::error_line(&Value::Null, &why) + "\n").as_bytes());
+        }
+        true
     }
 
     fn read_and_serve(&mut self, index: usize) {
@@ -506,6 +548,7 @@ impl ControlServer {
                     Ok(n) => {
                         read += n;
                         conn.input.extend_from_slice(&buf[..n]);
+                        conn.last_request = Instant::now();
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
