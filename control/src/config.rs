@@ -196,7 +196,7 @@ struct RawDataplane {
     rx_descriptors: Option<Spanned<u32>>,
     tx_descriptors: Option<Spanned<u32>>,
     #[serde(default)]
-    eal: Option<Spanned<Vec<String>>>,
+    eal: Option<Spanned<Vec<Spanned<String>>>>,
     /// Switch mode: the shared packet buffer.
     buffer: Option<Spanned<RawSize>>,
     /// Switch mode: seed of the ECN/RED random source.
@@ -355,6 +355,8 @@ pub mod limits {
 /// The largest burst the engine moves (dataplane::dpdk::MAX_BURST).
 pub const MAX_BURST: u32 = dataplane::dpdk::MAX_BURST as u32;
 pub const MAX_PORTS: usize = 32;
+/// lcore ids are below this (DPDK's RTE_MAX_LCORE).
+pub const MAX_LCORES: u32 = 128;
 
 /// One port, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -405,6 +407,58 @@ pub struct RunOptions {
 
 /// EAL options ironclos sets from the config; giving them in `eal` would contradict it.
 const EAL_OPTIONS_FROM_CONFIG: [&str; 5] = ["-l", "-c", "--lcores", "--main-lcore", "--vdev"];
+
+/// The EAL's short options that take no argument, so that more may follow them in one word
+/// (`-vl0-1` is `-v -l 0-1`).
+const EAL_FLAGS_WITHOUT_ARGUMENT: [char; 2] = ['h', 'v'];
+
+/// The option of `EAL_OPTIONS_FROM_CONFIG` an EAL argument gives, in any form getopt takes:
+/// `-l`, `-l0-1` (joined), `-vl0-1` (after flags), `--vdev`, `--vdev=net_null0`, and the
+/// abbreviations of a long option (`--vd`: DPDK parses with getopt_long, which takes any
+/// unambiguous prefix; an ambiguous one is an error there anyway).
+pub fn eal_option_from_config(arg: &str) -> Option<&'static str> {
+    if let Some(long) = arg.strip_prefix("--") {
+        let name = long.split_once('=').map_or(long, |(name, _)| name);
+        if name.is_empty() {
+            return None; // `--` ends the options
+        }
+        EAL_OPTIONS_FROM_CONFIG.iter().copied().find(|option| {
+            option
+                .strip_prefix("--")
+                .is_some_and(|o| o.starts_with(name))
+        })
+    } else if let Some(short) = arg.strip_prefix('-') {
+        let option = short
+            .chars()
+            .find(|c| !EAL_FLAGS_WITHOUT_ARGUMENT.contains(c))?;
+        EAL_OPTIONS_FROM_CONFIG
+            .iter()
+            .copied()
+            .find(|o| o.len() == 2 && o.ends_with(option))
+    } else {
+        None
+    }
+}
+
+/// Checks EAL arguments (the config's `eal`, or those given after `--`) for options ironclos
+/// sets itself; the error names the argument and what sets its option.
+pub fn check_eal_arg(arg: &str) -> Result<(), String> {
+    let Some(option) = eal_option_from_config(arg) else {
+        return Ok(());
+    };
+    let from = match option {
+        "--vdev" => "from the [[port]] devargs (a port's devargs may be any vdev)",
+        "--main-lcore" => "from dataplane.main_lcore",
+        _ => "from dataplane.main_lcore and dataplane.worker_lcores",
+    };
+    if arg == option {
+        Err(format!("`{arg}` is set by ironclos {from}; remove it"))
+    } else {
+        Err(format!(
+            "`{arg}` gives `{option}`, which is set by ironclos {from}; remove it"
+        ))
+    }
+}
 
 impl Config {
     /// Reads and validates a config file.
@@ -461,12 +515,36 @@ impl Config {
 
         let dp = &raw.dataplane;
         let mode = dp.mode.as_ref().map_or(Mode::Io, |m| *m.get_ref());
-        let main_lcore = dp
-            .main_lcore
-            .as_ref()
-            .map_or(defaults::MAIN_LCORE, |v| *v.get_ref());
+        let main_lcore = match &dp.main_lcore {
+            None => defaults::MAIN_LCORE,
+            Some(v) if *v.get_ref() >= MAX_LCORES => {
+                return Err(at(
+                    v.span(),
+                    "dataplane.main_lcore",
+                    format!(
+                        "lcore {} is out of range: lcore ids must be below {MAX_LCORES} (RTE_MAX_LCORE)",
+                        v.get_ref()
+                    ),
+                ));
+            }
+            Some(v) => *v.get_ref(),
+        };
         let worker_lcores = match &dp.worker_lcores {
-            None => defaults::WORKER_LCORES.to_vec(),
+            None => {
+                if let Some(v) = &dp.main_lcore
+                    && defaults::WORKER_LCORES.contains(&main_lcore)
+                {
+                    return Err(at(
+                        v.span(),
+                        "dataplane.main_lcore",
+                        format!(
+                            "lcore {main_lcore} is also the worker lcore (dataplane.worker_lcores defaults to {:?}); choose another main lcore or set worker_lcores",
+                            defaults::WORKER_LCORES
+                        ),
+                    ));
+                }
+                defaults::WORKER_LCORES.to_vec()
+            }
             Some(list) => {
                 let lcores = list.get_ref().clone();
                 let field = "dataplane.worker_lcores";
@@ -492,11 +570,11 @@ impl Config {
                 if sorted.len() != lcores.len() {
                     return Err(at(list.span(), field, "lists an lcore twice".to_owned()));
                 }
-                if lcores.iter().any(|&l| l >= 128) {
+                if lcores.iter().any(|&l| l >= MAX_LCORES) {
                     return Err(at(
                         list.span(),
                         field,
-                        "lcore ids must be below 128 (RTE_MAX_LCORE)".to_owned(),
+                        format!("lcore ids must be below {MAX_LCORES} (RTE_MAX_LCORE)"),
                     ));
                 }
                 lcores
@@ -544,25 +622,13 @@ impl Config {
             16384,
         )? as u16;
 
-        let eal = match &dp.eal {
-            None => Vec::new(),
-            Some(list) => {
-                if let Some(bad) = list
-                    .get_ref()
-                    .iter()
-                    .find(|a| EAL_OPTIONS_FROM_CONFIG.contains(&a.as_str()))
-                {
-                    return Err(at(
-                        list.span(),
-                        "dataplane.eal",
-                        format!(
-                            "`{bad}` is set by ironclos from dataplane.main_lcore/worker_lcores and [[port]] devargs; remove it"
-                        ),
-                    ));
-                }
-                list.get_ref().clone()
+        let mut eal = Vec::new();
+        for (index, arg) in dp.eal.iter().flat_map(|l| l.get_ref()).enumerate() {
+            if let Err(problem) = check_eal_arg(arg.get_ref()) {
+                return Err(at(arg.span(), &format!("dataplane.eal[{index}]"), problem));
             }
-        };
+            eal.push(arg.get_ref().clone());
+        }
 
         if raw.ports.is_empty() {
             return Err(ConfigError {
@@ -1789,6 +1855,11 @@ impl<'a> SwitchBuilder<'a> {
                         .map(|&(a, l)| (IpAddr::V4(a), l))
                         .chain(other.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
                     for (a, l) in theirs {
+                        // Link-local subnets are per link: fe80::/64 on two interfaces are
+                        // two different subnets.
+                        if is_link_local_subnet(a, l) && is_link_local_subnet(addr, len) {
+                            continue;
+                        }
                         if overlaps(a, l, addr, len) {
                             return Err(self.loc.at(
                                 text.span(),
@@ -2678,9 +2749,9 @@ impl SwitchBuilder<'_> {
             let (mut psp, mut usp) = (false, false);
             if let Some(flavors) = &sid.flavors {
                 for flavor in flavors.get_ref() {
-                    match flavor.get_ref().to_ascii_lowercase().as_str() {
-                        "psp" => psp = true,
-                        "usp" => usp = true,
+                    let (seen, name) = match flavor.get_ref().to_ascii_lowercase().as_str() {
+                        "psp" => (&mut psp, "psp"),
+                        "usp" => (&mut usp, "usp"),
                         other => {
                             return Err(loc.at(
                                 flavor.span(),
@@ -2688,7 +2759,15 @@ impl SwitchBuilder<'_> {
                                 format!("`{other}` is not a flavour; use \"psp\" and/or \"usp\""),
                             ));
                         }
+                    };
+                    if *seen {
+                        return Err(loc.at(
+                            flavor.span(),
+                            &field("flavors"),
+                            format!("flavour `{name}` is listed twice"),
+                        ));
                     }
+                    *seen = true;
                 }
             }
             let behavior = match kind {
@@ -2766,6 +2845,9 @@ impl SwitchBuilder<'_> {
             });
         }
 
+        // Policy names, which routes and `ctl` refer to, with the policy each names and
+        // whether the name was written (or is the default, the prefix).
+        let mut policy_names: HashMap<String, (usize, bool)> = HashMap::new();
         for (index, raw_policy) in raw.get_ref().policy.iter().enumerate() {
             let base = format!("srv6.policy[{index}]");
             let field = |key: &'static str| format!("{base}.{key}");
@@ -2854,6 +2936,37 @@ impl SwitchBuilder<'_> {
                             self.route_origin_label(first)
                         ),
                     ));
+                }
+            }
+            match policy_names.entry(name.clone()) {
+                Entry::Vacant(slot) => {
+                    slot.insert((index, policy.name.is_some()));
+                }
+                Entry::Occupied(first) => {
+                    let (first, first_written) = *first.get();
+                    let also = if first_written {
+                        format!("srv6.policy[{first}]")
+                    } else {
+                        format!(
+                            "srv6.policy[{first}], which has no `name` and is named by its prefix"
+                        )
+                    };
+                    return Err(match &policy.name {
+                        Some(written) => loc.at(
+                            written.span(),
+                            &field("name"),
+                            format!(
+                                "policy name `{name}` is used twice (also {also}); routes and `ironclos ctl` refer to policies by name, so names must be unique"
+                            ),
+                        ),
+                        None => loc.at(
+                            policy.prefix.span(),
+                            &field("name"),
+                            format!(
+                                "this policy has no `name`, so it is named by its prefix, but `{name}` is already the name of {also}; add a unique `name`"
+                            ),
+                        ),
+                    });
                 }
             }
             self.routes.push(RouteSpec {
@@ -3159,6 +3272,15 @@ fn masked(addr: IpAddr, len: u8) -> IpAddr {
     }
 }
 
+/// Whether a subnet is inside fe80::/10, the IPv6 link-local unicast prefix: its addresses
+/// are only meaningful on their link.
+fn is_link_local_subnet(addr: IpAddr, len: u8) -> bool {
+    match addr {
+        IpAddr::V6(a) => len >= 10 && a.segments()[0] & 0xffc0 == 0xfe80,
+        IpAddr::V4(_) => false,
+    }
+}
+
 /// Whether two subnets share an address (one contains the other).
 fn overlaps(a: IpAddr, a_len: u8, b: IpAddr, b_len: u8) -> bool {
     if a.is_ipv4() != b.is_ipv4() {
@@ -3268,6 +3390,37 @@ mtu = 9100
                 2,
                 "`-l` is set by ironclos",
             ),
+            (
+                "[dataplane]\nmain_lcore = 128\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "dataplane.main_lcore",
+                2,
+                "lcore 128 is out of range: lcore ids must be below 128",
+            ),
+            (
+                // worker_lcores defaults to [1].
+                "[dataplane]\nmain_lcore = 1\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "dataplane.main_lcore",
+                2,
+                "lcore 1 is also the worker lcore",
+            ),
+            (
+                "[dataplane]\neal = [\"--no-huge\", \"-l0-3\"]\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "dataplane.eal[1]",
+                2,
+                "`-l0-3` gives `-l`, which is set by ironclos",
+            ),
+            (
+                "[dataplane]\neal = [\"--main-lcore=1\"]\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "dataplane.eal[0]",
+                2,
+                "`--main-lcore=1` gives `--main-lcore`",
+            ),
+            (
+                "[dataplane]\neal = [\"--vdev=net_null0\"]\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "dataplane.eal[0]",
+                2,
+                "`--vdev=net_null0` gives `--vdev`, which is set by ironclos from the [[port]] devargs",
+            ),
             ("[switch]\nname = \"leaf1\"\n", "port", 1, "no [[port]]"),
             ("[dataplane\n", "dataplane", 1, ""),
             (
@@ -3296,6 +3449,54 @@ mtu = 9100
             );
             let shown = error.to_string();
             assert!(shown.starts_with(&format!("test.toml:{line}:")), "{shown}");
+        }
+    }
+
+    #[test]
+    fn eal_options_ironclos_sets_are_found_in_every_form_getopt_takes() {
+        for (arg, option) in [
+            ("-l", "-l"),
+            ("-l0-1", "-l"),
+            ("-c", "-c"),
+            ("-c0x3", "-c"),
+            ("-vl0-1", "-l"),
+            ("-hc3", "-c"),
+            ("--lcores", "--lcores"),
+            ("--lcores=0@0,1@1", "--lcores"),
+            ("--lcore", "--lcores"),
+            ("--main-lcore", "--main-lcore"),
+            ("--main-lcore=1", "--main-lcore"),
+            ("--main=1", "--main-lcore"),
+            ("--vdev", "--vdev"),
+            ("--vdev=net_null0", "--vdev"),
+            ("--vd=net_null0", "--vdev"),
+        ] {
+            assert_eq!(eal_option_from_config(arg), Some(option), "{arg}");
+            assert!(check_eal_arg(arg).is_err(), "{arg}");
+        }
+        for arg in [
+            "--no-huge",
+            "-m",
+            "512",
+            "--no-pci",
+            "-n4",
+            "-a",
+            "0000:3b:00.0",
+            "--log-level=8",
+            "--log-level",
+            "lib.eal:debug",
+            "--legacy-mem",
+            "--file-prefix=x",
+            "--in-memory",
+            "--match-allocations",
+            "--vfio-intr=msix",
+            "-v",
+            "--",
+            "-",
+            "net_null0",
+        ] {
+            assert_eq!(eal_option_from_config(arg), None, "{arg}");
+            assert_eq!(check_eal_arg(arg), Ok(()), "{arg}");
         }
     }
 
@@ -3414,6 +3615,40 @@ ipv4 = ["10.0.10.1/24"]
         assert_eq!(spec.flow_hash_seed, 0);
         assert_eq!(spec.ecmp_buckets, 256);
         assert!(spec.routes.is_empty() && spec.nexthops.is_empty());
+    }
+
+    #[test]
+    fn link_local_subnets_of_different_interfaces_do_not_overlap() {
+        // Link-local subnets are per link: the same fe80::/64, even the same address, on two
+        // routed ports and a VLAN interface, and a neighbour reached through each.
+        let text = format!(
+            "{BASE}[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv6 = [\"fe80::1/64\", \"2001:db8:1::1/64\"]\n[[port]]\nname = \"y\"\ndevargs = \"net_null3\"\nipv6 = [\"fe80::1/64\"]\n[[vlan]]\nid = 20\nipv6 = [\"fe80::2/64\"]\n[[route]]\nprefix = \"2001:db8:99::/48\"\nvia = \"fe80::9\"\nport = \"y\"\n[[route]]\nprefix = \"2001:db8:98::/48\"\nvia = \"fe80::9\"\nvlan = 20\n"
+        );
+        let spec = spec_of(&text);
+        let link_local: Vec<_> = spec
+            .interfaces
+            .iter()
+            .flat_map(|i| i.ipv6.iter())
+            .filter(|(a, _)| a.segments()[0] == 0xfe80)
+            .collect();
+        assert_eq!(
+            link_local,
+            [
+                &(v6("fe80::1"), 64),
+                &(v6("fe80::1"), 64),
+                &(v6("fe80::2"), 64)
+            ]
+        );
+        assert_eq!(spec.nexthops.len(), 2);
+        Forwarder::new(&spec).unwrap_or_else(|e| panic!("{e}"));
+        // A global subnet still may not overlap one of another interface.
+        let error = error_of(&format!(
+            "{text}[[port]]\nname = \"z\"\ndevargs = \"net_null4\"\nipv6 = [\"2001:db8:1::2/64\"]\n"
+        ));
+        assert!(
+            error.message.contains("overlaps 2001:db8:1::1/64"),
+            "{error}"
+        );
     }
 
     /// (text appended to BASE, field, line within the appended text, message part).
@@ -3619,6 +3854,13 @@ ipv4 = ["10.0.10.1/24"]
             "port[2].ipv4[1]",
             4,
             "overlaps 10.1.1.1/24 of this interface",
+        ),
+        (
+            // Link-local subnets of different links may repeat, but not on one link.
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv6 = [\"fe80::1/64\", \"fe80::2/64\"]\n",
+            "port[2].ipv6[1]",
+            4,
+            "fe80::2/64 overlaps fe80::1/64 of this interface",
         ),
         (
             // The SVI is made after the routed ports, so it is the one that overlaps.
@@ -5282,6 +5524,7 @@ hop_limit = 200
     fn srv6_errors_name_line_and_field() {
         let sid = "[[srv6.sid]]\nprefix = \"fcbb:bb00:100::/48\"\n";
         let policy = "[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\n";
+        let encaps = "mode = \"encaps\"\nsegments = [\"fc::1\"]\n";
         let cases: Vec<(String, &str, usize, &str)> = vec![
             (
                 format!("{sid}behavior = \"End.Y\"\n"),
@@ -5324,6 +5567,12 @@ hop_limit = 200
                 "srv6.sid[0].flavors",
                 4,
                 "not a flavour",
+            ),
+            (
+                format!("{sid}behavior = \"End\"\nflavors = [\"psp\", \"usp\", \"PSP\"]\n"),
+                "srv6.sid[0].flavors",
+                4,
+                "flavour `psp` is listed twice",
             ),
             (
                 format!("{sid}behavior = \"End.DT4\"\nflavors = [\"psp\"]\n"),
@@ -5398,6 +5647,41 @@ hop_limit = 200
                 5,
                 "already routed by route[0]",
             ),
+            (
+                format!(
+                    "[[srv6.policy]]\nname = \"a\"\nprefix = \"10.20.0.0/16\"\n{encaps}[[srv6.policy]]\nname = \"a\"\nprefix = \"10.21.0.0/16\"\n{encaps}"
+                ),
+                "srv6.policy[1].name",
+                7,
+                "policy name `a` is used twice (also srv6.policy[0])",
+            ),
+            (
+                // An explicit name equal to another policy's default name, its prefix.
+                format!(
+                    "{policy}{encaps}[[srv6.policy]]\nname = \"10.20.0.0/16\"\nprefix = \"10.21.0.0/16\"\n{encaps}"
+                ),
+                "srv6.policy[1].name",
+                6,
+                "policy name `10.20.0.0/16` is used twice (also srv6.policy[0], which has no `name` and is named by its prefix)",
+            ),
+            (
+                // A default name equal to another policy's explicit name.
+                format!(
+                    "[[srv6.policy]]\nname = \"10.21.0.0/16\"\nprefix = \"10.20.0.0/16\"\n{encaps}[[srv6.policy]]\nprefix = \"10.21.0.0/16\"\n{encaps}"
+                ),
+                "srv6.policy[1].name",
+                7,
+                "named by its prefix, but `10.21.0.0/16` is already the name of srv6.policy[0]; add a unique `name`",
+            ),
+            (
+                // One prefix in two VRFs is two routes, but both would be named by it.
+                format!(
+                    "[[vrf]]\nname = \"red\"\n{policy}{encaps}[[srv6.policy]]\nvrf = \"red\"\nprefix = \"10.20.0.0/16\"\n{encaps}"
+                ),
+                "srv6.policy[1].name",
+                9,
+                "`10.20.0.0/16` is already the name of srv6.policy[0], which has no `name`",
+            ),
         ];
         for (extra, field, line, message) in &cases {
             let text = format!("{BASE}{extra}");
@@ -5409,6 +5693,16 @@ hop_limit = 200
                 "message for {extra:?}: {error}"
             );
         }
+    }
+
+    #[test]
+    fn srv6_policies_with_distinct_names_may_share_a_prefix_across_vrfs() {
+        let text = format!(
+            "{BASE}[[vrf]]\nname = \"red\"\n[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\nmode = \"encaps\"\nsegments = [\"fc::1\"]\n[[srv6.policy]]\nname = \"red-10.20\"\nvrf = \"red\"\nprefix = \"10.20.0.0/16\"\nmode = \"encaps\"\nsegments = [\"fc::2\"]\n"
+        );
+        let spec = spec_of(&text);
+        let names: Vec<&str> = spec.srv6.policies.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["10.20.0.0/16", "red-10.20"]);
     }
 
     #[test]

@@ -218,7 +218,11 @@ impl QosBuilder<'_> {
         }
         if let Some(list) = &raw.lossless {
             for tc in list.get_ref() {
-                let t = self.tc_number(tc, &format!("{base}.lossless"))?;
+                let field = format!("{base}.lossless");
+                let t = self.tc_number(tc, &field)?;
+                if qos.lossless & (1 << t) != 0 {
+                    return Err(self.err(tc.span(), &field, format!("TC {t} is listed twice")));
+                }
                 qos.lossless |= 1 << t;
             }
         }
@@ -683,7 +687,7 @@ sched = "strict"
 
     #[test]
     fn qos_errors_name_line_and_field() {
-        let cases: [(&str, &str, &str, &str); 9] = [
+        let cases: [(&str, &str, &str, &str); 10] = [
             (
                 "speed_gbps = 33",
                 "",
@@ -707,6 +711,12 @@ sched = "strict"
                 "[qos.q]\nlossless = [8]\n",
                 "qos.q.lossless",
                 "not a traffic class",
+            ),
+            (
+                "qos = \"q\"",
+                "[qos.q]\nlossless = [3, 3]\n",
+                "qos.q.lossless",
+                "TC 3 is listed twice",
             ),
             (
                 "qos = \"q\"",
