@@ -274,3 +274,326 @@ fn sigterm_stops_a_live_switch_and_prints_final_counters() {
         "DPDK runtime dir left behind"
     );
 }
+
+#[test]
+fn gen_trace_refuses_options_it_cannot_honour_and_writes_nothing() {
+    let dir = TestDir::new("gen-trace-bad");
+    let out = dir.file("x.pcap");
+    let out = out.to_str().expect("utf-8");
+    for (args, hint) in [
+        (
+            vec!["--frame-len", "18446744073709551615", "--packets", "1"],
+            "60..=65535",
+        ),
+        (vec!["--frame-len", "70000"], "60..=65535"),
+        (vec!["--frame-len", "10"], "60..=65535"),
+        (vec!["--frame-len", "59"], "60..=65535"),
+        (vec!["--flows", "0"], "--flows"),
+        (
+            vec!["--gap-ns", "18446744073709551615", "--packets", "2"],
+            "--gap-ns 18446744073709551615",
+        ),
+        // No u64 overflow, but past the last second a pcap file can hold.
+        (
+            vec!["--gap-ns", "3000000000000000000", "--packets", "2"],
+            "2106",
+        ),
+    ] {
+        let mut all = vec!["gen-trace", "--out", out];
+        all.extend_from_slice(&args);
+        let result = ironclos().args(&all).output().expect("run");
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(hint), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            !std::path::Path::new(out).exists(),
+            "{args:?} must write nothing"
+        );
+    }
+    // The extremes of the range are written as asked.
+    for len in ["60", "65535"] {
+        let result = ironclos()
+            .args([
+                "gen-trace",
+                "--out",
+                out,
+                "--frame-len",
+                len,
+                "--packets",
+                "3",
+                "--flows",
+                "2",
+            ])
+            .output()
+            .expect("run");
+        assert_eq!(result.status.code(), Some(0), "{len}");
+        let trace = dir.read_pcap("x.pcap");
+        assert_eq!(trace.len(), 3);
+        assert!(trace.iter().all(|p| p.data.len().to_string() == len));
+    }
+    // An output file that cannot be created is named, with nothing else written.
+    let result = ironclos()
+        .args(["gen-trace", "--out", "/nonexistent/dir/x.pcap"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/dir/x.pcap") && stderr.contains("No such file"),
+        "{stderr}"
+    );
+}
+
+/// An io-mode config of two null ports (nothing is ever started by the tests that use it).
+fn io_config(dir: &TestDir) -> String {
+    write_config(
+        dir,
+        &format!(
+            "[dataplane]\n{}\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n[[port]]\nname = \"b\"\ndevargs = \"net_null1\"\n",
+            dir.eal_toml()
+        ),
+    )
+}
+
+#[test]
+fn a_schedule_in_io_mode_is_a_bad_command_line_found_before_dpdk() {
+    let dir = TestDir::new("schedule-io");
+    let path = io_config(&dir);
+    let schedule = dir.file("s.toml");
+    std::fs::write(
+        &schedule,
+        "[[event]]\nat_us = 10\nport = \"a\"\nlink = \"down\"\n",
+    )
+    .unwrap();
+    let out = run_ironclos(
+        &[
+            "run",
+            "--config",
+            &path,
+            "--exit-when-idle",
+            "--schedule",
+            schedule.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--schedule") && out.stderr.contains("mode = \"switch\""),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("ironclos ready"), "{}", out.stdout);
+    assert!(
+        !dir.dpdk_runtime_dir().exists(),
+        "the check comes before DPDK starts"
+    );
+}
+
+#[test]
+fn schedule_errors_name_the_event_and_its_field() {
+    let dir = TestDir::new("schedule-fields");
+    let path = write_config(
+        &dir,
+        &format!(
+            "[switch]\nrouter_mac = \"02:00:00:00:00:01\"\n[dataplane]\nmode = \"switch\"\n{}\n[[port]]\nname = \"up1\"\ndevargs = \"net_null0\"\nipv4 = [\"10.0.0.1/31\"]\n",
+            dir.eal_toml()
+        ),
+    );
+    let schedule = dir.file("s.toml");
+    for (text, expected) in [
+        (
+            "[[event]]\nat_us = -10\nport = \"up1\"\nlink = \"down\"\n",
+            ":2:9: field `event[0].at_us`: invalid value",
+        ),
+        (
+            "[[event]]\nat_us = 1.5\nport = \"up1\"\nlink = \"down\"\n",
+            ":2:9: field `event[0].at_us`: invalid type",
+        ),
+        (
+            "[[event]]\nat_us = 10\nport = \"up1\"\nlink = \"down\"\nfoo = 1\n",
+            ":5:1: field `event[0].foo`: unknown field `foo`",
+        ),
+        ("foo = 1\n", ":1:1: field `foo`: unknown field `foo`"),
+    ] {
+        std::fs::write(&schedule, text).unwrap();
+        let out = run_ironclos(
+            &[
+                "run",
+                "--config",
+                &path,
+                "--exit-when-idle",
+                "--schedule",
+                schedule.to_str().unwrap(),
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status, Some(2), "{text:?}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("{}{expected}", schedule.display())),
+            "{text:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn output_files_that_cannot_be_created_exit_2_before_the_run() {
+    let dir = TestDir::new("unwritable-outputs");
+    let io = io_config(&dir);
+    let switch = dir.file("switch.toml");
+    std::fs::write(
+        &switch,
+        format!(
+            "[switch]\nrouter_mac = \"02:00:00:00:00:01\"\n[dataplane]\nmode = \"switch\"\n{}\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\nipv4 = [\"10.0.0.1/31\"]\n",
+            dir.eal_toml()
+        ),
+    )
+    .unwrap();
+    let in_a_directory = dir.path.to_str().unwrap().to_owned();
+    for (config, option, file, reason) in [
+        (
+            io.as_str(),
+            "--stats-json",
+            "/nonexistent/dir/s.json",
+            "No such file or directory",
+        ),
+        (
+            switch.to_str().unwrap(),
+            "--events",
+            "/nonexistent/dir/ev.jsonl",
+            "No such file or directory",
+        ),
+        (
+            io.as_str(),
+            "--stats-json",
+            in_a_directory.as_str(),
+            "Is a directory",
+        ),
+    ] {
+        let out = run_ironclos(
+            &["run", "--config", config, "--duration", "5", option, file],
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status, Some(2), "{option} {file}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("{option} {file}")) && out.stderr.contains(reason),
+            "{option} {file}: {}",
+            out.stderr
+        );
+        assert!(!out.stdout.contains("ironclos ready"), "{}", out.stdout);
+        assert!(
+            !dir.dpdk_runtime_dir().exists(),
+            "checked before DPDK starts"
+        );
+    }
+    // One file for both would hold neither.
+    let both = dir.file("out.json");
+    let both = both.to_str().unwrap();
+    let out = run_ironclos(
+        &[
+            "run",
+            "--config",
+            switch.to_str().unwrap(),
+            "--duration",
+            "5",
+            "--stats-json",
+            both,
+            "--events",
+            both,
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("the same file"), "{}", out.stderr);
+    assert!(!dir.dpdk_runtime_dir().exists());
+}
+
+#[test]
+fn run_help_describes_what_readme_does() {
+    let help = |args: &[&str]| {
+        let out = ironclos().args(args).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let top = help(&["--help"]);
+    for text in ["rx_nombuf", "replay_stalled", "3 a replay is incomplete"] {
+        assert!(
+            top.contains(text),
+            "`ironclos --help` lacks {text:?}:\n{top}"
+        );
+    }
+    let run = help(&["run", "--help"]);
+    for text in [
+        // --schedule: all three actions.
+        "link = \"down\"",
+        "updates = [...]",
+        "config = \"FILE\"",
+        // --events: every event README lists.
+        "watermark_up",
+        "ecn_marking_start",
+        "pfc_xoff_sent",
+        "pfc_received",
+        "pfc_watchdog_storm",
+        "pfc_watchdog_restored",
+        "flowlet_move",
+        // --exit-when-idle: the statuses other than 0.
+        "or 3 if the replay is incomplete",
+        "or 2 if the switch refused a --schedule event",
+    ] {
+        assert!(
+            run.contains(text),
+            "`ironclos run --help` lacks {text:?}:\n{run}"
+        );
+    }
+    let gen_trace = help(&["gen-trace", "--help"]);
+    assert!(gen_trace.contains("60..=65535"), "{gen_trace}");
+}
+
+#[test]
+fn table_add_without_the_arrow_is_a_bad_command_line_with_a_clean_message() {
+    // Checked before the switch is reached: no socket needed.
+    let out = ironclos()
+        .args([
+            "ctl",
+            "--socket",
+            "/nonexistent/ironclos.sock",
+            "table_add",
+            "ipv4_lpm",
+            "blackhole",
+            "0",
+            "10.9.0.0/16",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "ironclos ctl: table_add needs `=>` between the match fields and the action \
+         parameters (e.g. `table_add ipv4_lpm blackhole 0 10.9.0.0/16 =>`)"
+    );
+}
+
+#[test]
+fn eal_options_ironclos_sets_are_refused_after_the_double_dash_too() {
+    let dir = TestDir::new("eal-after-dashes");
+    let path = io_config(&dir);
+    for arg in ["-l0-1", "--main-lcore=1", "--vdev=net_null9"] {
+        let out = run_ironclos(
+            &["run", "--config", &path, "--exit-when-idle", "--", arg],
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status, Some(2), "{arg}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("EAL arguments after `--`") && out.stderr.contains(arg),
+            "{arg}: {}",
+            out.stderr
+        );
+        assert!(
+            !dir.dpdk_runtime_dir().exists(),
+            "{arg}: before DPDK starts"
+        );
+    }
+}

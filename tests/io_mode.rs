@@ -204,9 +204,7 @@ fn frames_longer_than_the_mbufs_are_dropped_and_counted_not_sent_or_crashed_on()
     };
     let frames = [frame(60, 1), frame(4000, 2), frame(70_000, 3), frame(60, 4)];
     let mut file = Vec::new();
-    for word in [0xa1b2_c3d4u32] {
-        file.extend_from_slice(&word.to_le_bytes());
-    }
+    file.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     file.extend_from_slice(&2u16.to_le_bytes());
     file.extend_from_slice(&4u16.to_le_bytes());
     for word in [0u32, 0, 262_144, 1] {

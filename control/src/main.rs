@@ -41,8 +41,11 @@ const EXIT_REPLAY_INCOMPLETE: u8 = 3;
     about = "A software leaf/spine switch for lossless AI training fabrics, on DPDK",
     long_about = "ironclos forwards Ethernet traffic between DPDK ports (real NICs, or vdevs such as \
 net_pcap, net_tap, net_af_packet, net_null) in poll mode.\n\n\
-Exit status: 0 success; 1 DPDK or a port failed; 2 bad command line or config; \
-3 a replay lost packets to mbuf exhaustion (raise dataplane.mbufs)."
+Exit status: 0 success; 1 DPDK or a port failed (the message names the port); 2 bad command \
+line or config (the message names the file, line and field); 3 a replay is incomplete: packets \
+were lost because the mbuf pool ran dry (rx_nombuf > 0), or every free mbuf was held in egress \
+queues waiting for later arrivals (replay_stalled); raise dataplane.mbufs. `ctl` and `reload`: \
+0 done; 1 the switch refused or cannot be reached; 2 bad command line."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -56,21 +59,34 @@ enum Command {
         /// The TOML config file (see README.md for every field).
         #[arg(long, short)]
         config: PathBuf,
-        /// Stop once every input port is exhausted (end of its pcap file) and exit 0.
+        /// Replay: stop once every input port is exhausted (end of its pcap file). Exits 0, or
+        /// 3 if the replay is incomplete (packets lost to rx_nombuf, or replay_stalled: raise
+        /// dataplane.mbufs), or 2 if the switch refused a --schedule event.
         #[arg(long)]
         exit_when_idle: bool,
         /// Stop after this many seconds (fractions allowed), e.g. for benchmarks.
         #[arg(long, value_parser = parse_seconds)]
         duration: Option<Duration>,
-        /// Write the final counters as JSON to this file.
+        /// Write the final counters as JSON to this file (created before the switch starts:
+        /// one that cannot be created exits 2).
         #[arg(long)]
         stats_json: Option<PathBuf>,
-        /// Replay only: a TOML file of [[event]] at_us/port/link entries that take links down
-        /// and up at given trace times (see README).
+        /// Replays in switch mode only (with --exit-when-idle): a TOML file of [[event]]s
+        /// applied at trace times, each with `at_us` (trace time in microseconds) and exactly
+        /// one action: `port` with `link = "down"` or `"up"`; `updates = [...]`, a batch of
+        /// the control API's updates applied all or nothing; or `config = "FILE"`, the
+        /// difference to another config file applied as `ironclos reload` would (relative to
+        /// the schedule file). An event the switch refuses ends the run with status 2. See
+        /// README, "Commands".
         #[arg(long)]
         schedule: Option<PathBuf>,
-        /// Switch mode: write the QoS event log here as JSON lines (queue watermark
-        /// crossings, ECN marking start/stop per port and TC, in the run's time).
+        /// Switch mode: write the event log here as JSON lines, in the run's time (virtual
+        /// time in a replay) in picoseconds: queue watermark crossings
+        /// (watermark_up/watermark_down), ECN marking start/stop per port and TC
+        /// (ecn_marking_start/ecn_marking_stop), PFC events (pfc_xoff_sent, pfc_xon_sent,
+        /// pfc_received, pfc_watchdog_storm, pfc_watchdog_restored) and flowlet moves of ECMP
+        /// groups (flowlet_move), merged in time order. Created before the switch starts: one
+        /// that cannot be created exits 2.
         #[arg(long)]
         events: Option<PathBuf>,
         /// Extra EAL arguments, after `--`.
@@ -92,19 +108,21 @@ enum Command {
     },
     /// Write a synthetic IPv4/UDP trace (valid headers and checksums) as a pcap file.
     GenTrace {
-        /// Output pcap file.
+        /// Output pcap file (created, or truncated; nothing is written if an option is bad).
         #[arg(long)]
         out: PathBuf,
-        /// Distinct flows (5-tuples), visited round-robin.
-        #[arg(long, default_value_t = 1)]
+        /// Distinct flows (5-tuples), visited round-robin; at least 1.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         flows: u32,
         /// Number of packets.
         #[arg(long, default_value_t = 1000)]
         packets: u32,
-        /// Frame length without FCS (60 = a 64-byte frame on the wire).
-        #[arg(long, default_value_t = 60)]
-        frame_len: usize,
-        /// Time between packets in nanoseconds.
+        /// Frame length in bytes without FCS, 60..=65535: 60 is the shortest Ethernet frame
+        /// (64 bytes on the wire), 65535 the pcap file's snaplen.
+        #[arg(long, default_value_t = 60, value_parser = parse_frame_len)]
+        frame_len: u16,
+        /// Time between packets in nanoseconds. The first packet is at 1700000000 s
+        /// (2023-11-14); the last must fall before the end of pcap's clock (2106-02-07).
         #[arg(long, default_value_t = 1000)]
         gap_ns: u64,
     },
@@ -525,6 +543,28 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// `gen-trace --frame-len`: `tracegen::MIN_FRAME_LEN..=MAX_FRAME_LEN` bytes, however large
+/// the number given.
+fn parse_frame_len(text: &str) -> Result<u16, String> {
+    let range = tracegen::MIN_FRAME_LEN..=tracegen::MAX_FRAME_LEN;
+    let in_range = |len: &u128| usize::try_from(*len).is_ok_and(|len| range.contains(&len));
+    text.trim()
+        .parse::<u128>()
+        .ok()
+        .filter(in_range)
+        .and_then(|len| u16::try_from(len).ok())
+        .ok_or_else(|| {
+            format!(
+                "must be a number of bytes in {}..={} ({} is the shortest Ethernet frame without \
+                 FCS, {} the pcap snaplen)",
+                range.start(),
+                range.end(),
+                range.start(),
+                range.end()
+            )
+        })
+}
+
 /// Prints the ready line and link changes; serves the control socket and metrics.
 struct ConsoleHooks {
     server: Option<ControlServer>,
@@ -607,6 +647,15 @@ fn main() -> ExitCode {
             events,
             eal,
         } => {
+            // The arguments after `--` follow the config's `eal` rule: no option ironclos
+            // sets itself.
+            if let Some(problem) = eal
+                .iter()
+                .find_map(|a| control::config::check_eal_arg(a).err())
+            {
+                eprintln!("ironclos: EAL arguments after `--`: {problem}");
+                return ExitCode::from(2);
+            }
             let options = RunOptions {
                 extra_eal: eal,
                 exit_when_idle,
@@ -638,17 +687,11 @@ fn main() -> ExitCode {
             let spec = tracegen::UdpTraceSpec {
                 flows,
                 packets,
-                frame_len,
+                frame_len: usize::from(frame_len),
                 gap_ns,
                 ..Default::default()
             };
-            match pcap::write_pcap_file(&out, &tracegen::udp_trace(&spec)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("ironclos: cannot write {}: {e}", out.display());
-                    ExitCode::from(EXIT_RUNTIME)
-                }
-            }
+            gen_trace(&out, &spec)
         }
         Command::Demo { dir } => demo(dir),
         Command::Ctl(args) => ctl(args),
@@ -709,11 +752,11 @@ fn ctl(args: CtlArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut client = match connect(&socket) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
     if let CtlCommand::Raw { line } = &args.command {
+        let mut client = match connect(&socket) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
         return match client.raw(line) {
             Ok(reply) => {
                 outln!("{reply}");
@@ -725,12 +768,17 @@ fn ctl(args: CtlArgs) -> ExitCode {
             }
         };
     }
+    // A bad command line is reported as such (exit 2) before the switch is reached.
     let (cmd, request) = match ctl_request(args.command) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ironclos ctl: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
+    };
+    let mut client = match connect(&socket) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     match client.call(cmd, request) {
         Ok(result) => {
@@ -976,8 +1024,11 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
             rest,
         } => {
             let Some(arrow) = rest.iter().position(|a| a == "=>") else {
-                return Err("table_add needs `=>` between the match fields and the                             action parameters (e.g. `table_add ipv4_lpm blackhole 0                             10.9.0.0/16 =>`)"
-                    .to_owned());
+                return Err(
+                    "table_add needs `=>` between the match fields and the action \
+                            parameters (e.g. `table_add ipv4_lpm blackhole 0 10.9.0.0/16 =>`)"
+                        .to_owned(),
+                );
             };
             (
                 "table_add",
@@ -1055,6 +1106,15 @@ fn run(
         Ok(c) => c,
         Err(code) => return code,
     };
+    if let (Some(file), control::config::Mode::Io) = (schedule, config.mode) {
+        eprintln!(
+            "ironclos: --schedule {}: a schedule needs mode = \"switch\" in {} (io mode has no \
+             links or tables to change) and a replay (--exit-when-idle)",
+            file.display(),
+            path.display()
+        );
+        return ExitCode::from(EXIT_CONFIG);
+    }
     let events = match schedule.map(|file| control::schedule::load(file, &config)) {
         None => Vec::new(),
         Some(Ok(events)) => events,
@@ -1077,6 +1137,30 @@ fn run(
             }
         }
     }
+    // The output files are created (or truncated) now, so a path that cannot be written is
+    // a bad command line found before the run, not after it with the counters lost.
+    let mut stats_out = match stats_json.map(|file| create_output("--stats-json", file)) {
+        None => None,
+        Some(Ok(out)) => Some(out),
+        Some(Err(code)) => return code,
+    };
+    let mut events_out = match events_file.map(|file| create_output("--events", file)) {
+        None => None,
+        Some(Ok(out)) => Some(out),
+        Some(Err(code)) => return code,
+    };
+    if let (Some(stats), Some(events)) = (stats_json, events_file) {
+        let same = std::fs::canonicalize(stats)
+            .is_ok_and(|a| std::fs::canonicalize(events).is_ok_and(|b| a == b));
+        if same {
+            eprintln!(
+                "ironclos: --stats-json {} and --events {} are the same file: give two",
+                stats.display(),
+                events.display()
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    }
     let server = match ControlServer::open(&config) {
         Ok(s) => s,
         Err(e) => {
@@ -1095,7 +1179,11 @@ fn run(
         Ok(r) => r,
         Err(e) => {
             eprintln!("ironclos: {e}");
-            return ExitCode::from(EXIT_RUNTIME);
+            // A configuration the engine cannot run is a bad config, not a failed device.
+            return ExitCode::from(match e {
+                engine::EngineError::Config(_) => EXIT_CONFIG,
+                _ => EXIT_RUNTIME,
+            });
         }
     };
     out!("{}", report::to_text(&run_report));
@@ -1109,16 +1197,19 @@ fn run(
         "{}",
         report::groups_text(&run_report, &group_names, &group_members)
     );
-    if let Some(file) = stats_json {
+    if let (Some(file), Some(out)) = (stats_json, &mut stats_out) {
         let mut json = report::to_json(&run_report);
         json["groups"] = report::groups_json(&run_report, &group_names, &group_members);
         let text = serde_json::to_string_pretty(&json).expect("JSON values serialise");
-        if let Err(e) = std::fs::write(file, text + "\n") {
+        if let Err(e) = out
+            .write_all((text + "\n").as_bytes())
+            .and_then(|()| out.flush())
+        {
             eprintln!("ironclos: cannot write {}: {e}", file.display());
             return ExitCode::from(EXIT_RUNTIME);
         }
     }
-    if let Some(file) = events_file {
+    if let (Some(file), Some(out)) = (events_file, &mut events_out) {
         let names: Vec<&str> = run_report
             .ports
             .iter()
@@ -1142,7 +1233,7 @@ fn run(
             text.push_str(&line.to_string());
             text.push('\n');
         }
-        if let Err(e) = std::fs::write(file, text) {
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             eprintln!("ironclos: cannot write {}: {e}", file.display());
             return ExitCode::from(EXIT_RUNTIME);
         }
@@ -1192,6 +1283,57 @@ fn run(
         return ExitCode::from(EXIT_REPLAY_INCOMPLETE);
     }
     ExitCode::SUCCESS
+}
+
+/// Creates (or truncates) an output file named by `option` before the run; one that cannot be
+/// created is a bad command line (exit 2), reported with the path and the system's reason.
+fn create_output(option: &str, file: &Path) -> Result<std::fs::File, ExitCode> {
+    std::fs::File::create(file).map_err(|e| {
+        eprintln!("ironclos: {option} {}: cannot create: {e}", file.display());
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
+/// `gen-trace`: checks the options, then writes the trace. A bad option or an output file
+/// that cannot be created exits 2 with nothing written; a failed write exits 1.
+fn gen_trace(out: &Path, spec: &tracegen::UdpTraceSpec) -> ExitCode {
+    if let Err(e) = spec.check() {
+        eprintln!("ironclos gen-trace: {e}");
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let file = match create_output("--out", out) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    match write_trace(&mut std::io::BufWriter::new(file), spec) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ironclos: cannot write {}: {e}", out.display());
+            ExitCode::from(EXIT_RUNTIME)
+        }
+    }
+}
+
+/// Writes the trace as a pcap file a chunk of packets at a time, so a long trace need not fit
+/// in memory: `pcap::write_pcap` writes the file header, then each chunk's records (written
+/// by it into a buffer whose own file header is left out).
+fn write_trace(out: &mut impl Write, spec: &tracegen::UdpTraceSpec) -> std::io::Result<()> {
+    const CHUNK: u32 = 4096;
+    let mut buffer = Vec::new();
+    pcap::write_pcap(&mut buffer, &[])?;
+    let header_len = buffer.len();
+    out.write_all(&buffer)?;
+    let mut next = 0;
+    while next < spec.packets {
+        let end = next.saturating_add(CHUNK).min(spec.packets);
+        let chunk: Vec<pcap::PcapPacket> =
+            (next..end).map(|k| tracegen::udp_packet(spec, k)).collect();
+        buffer.clear();
+        pcap::write_pcap(&mut buffer, &chunk)?;
+        out.write_all(&buffer[header_len..])?;
+        next = end;
+    }
+    out.flush()
 }
 
 fn demo(dir: Option<PathBuf>) -> ExitCode {

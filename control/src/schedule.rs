@@ -68,6 +68,63 @@ fn located(
     }
 }
 
+/// The field at byte `offset` of the schedule, for errors the TOML reader reports there:
+/// `event[N].key` for a key of the Nth `[[event]]` (counted in the file, from 0), `event[N]`
+/// for its header, a top-level key by its name. The way `config.rs` names a config file's
+/// fields (its helper is private to it); a schedule has only the one array of tables.
+fn field_at(source: &str, offset: usize) -> String {
+    let offset = offset.min(source.len());
+    // A span may start inside a multi-byte character only if the reader is wrong; stay safe.
+    let offset = (0..=offset)
+        .rev()
+        .find(|&o| source.is_char_boundary(o))
+        .unwrap_or(0);
+    let line_start = source[..offset].rfind('\n').map_or(0, |nl| nl + 1);
+    let line_end = source[offset..]
+        .find('\n')
+        .map_or(source.len(), |nl| offset + nl);
+    let line = source[line_start..line_end].trim();
+    let mut table = String::new();
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for header in source[..line_end].lines().map(str::trim) {
+        if let Some(name) = header.strip_prefix("[[").and_then(|h| h.split("]]").next()) {
+            let name = name.trim().to_owned();
+            let count = match counts.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, c)) => {
+                    *c += 1;
+                    *c
+                }
+                None => {
+                    counts.push((name.clone(), 0));
+                    0
+                }
+            };
+            table = format!("{name}[{count}]");
+        } else if let Some(name) = header.strip_prefix('[').and_then(|h| h.split(']').next()) {
+            table = name.trim().to_owned();
+        }
+    }
+    if line.starts_with('[') {
+        return if table.is_empty() {
+            "(top level)".to_owned()
+        } else {
+            table
+        };
+    }
+    let key = line
+        .split('=')
+        .next()
+        .map(str::trim)
+        .unwrap_or("")
+        .trim_matches('"');
+    match (table.is_empty(), key.is_empty()) {
+        (true, true) => "(top level)".to_owned(),
+        (true, false) => key.to_owned(),
+        (false, true) => table,
+        (false, false) => format!("{table}.{key}"),
+    }
+}
+
 /// Reads and validates a schedule against the config's ports; events come back sorted by time.
 pub fn load(path: &Path, config: &Config) -> Result<Vec<ScheduledEvent>, ConfigError> {
     let source = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -92,7 +149,7 @@ pub fn parse(
             path,
             source,
             offset,
-            "event".to_owned(),
+            field_at(source, offset),
             e.message().trim().to_owned(),
         )
     })?;
@@ -298,26 +355,45 @@ mod tests {
             (
                 "[[event]]\nat_us = -1\nport = \"a\"\nlink = \"up\"\n",
                 2,
-                "event",
-                "",
+                "event[0].at_us",
+                "invalid value",
+            ),
+            (
+                "[[event]]\nat_us = 1.5\nport = \"a\"\nlink = \"up\"\n",
+                2,
+                "event[0].at_us",
+                "invalid type",
+            ),
+            (
+                "[[event]]\nat_us = 1\nport = \"a\"\nlink = \"up\"\n\n[[event]]\nat_us = -1\nport = \"a\"\nlink = \"down\"\n",
+                7,
+                "event[1].at_us",
+                "invalid value",
             ),
             (
                 "[[event]]\nat_us = 1\nport = \"a\"\nlink = \"up\"\nextra = 1\n",
                 5,
-                "event",
-                "unknown field",
+                "event[0].extra",
+                "unknown field `extra`",
             ),
+            (
+                "[[event]]\nat_us = 1\nport = \"a\"\nlink = \"up\"\n[[event]]\nat_us = 2\n foo = 1\n",
+                7,
+                "event[1].foo",
+                "unknown field `foo`",
+            ),
+            ("foo = 1\n", 1, "foo", "unknown field `foo`"),
             (
                 "[[event]]\nport = \"a\"\nlink = \"up\"\n",
                 1,
-                "event",
+                "event[0]",
                 "missing field `at_us`",
             ),
         ];
         for (text, line, field, message) in cases {
             let error = parse(Path::new("s.toml"), text, &config()).unwrap_err();
             assert_eq!(error.line, line, "{text:?}: {error}");
-            assert!(error.field.starts_with(field), "{text:?}: {error}");
+            assert_eq!(error.field, field, "{text:?}: {error}");
             assert!(error.message.contains(message), "{text:?}: {error}");
         }
     }

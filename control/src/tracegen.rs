@@ -52,6 +52,55 @@ fn scramble(flow: u32) -> u32 {
 /// Smallest frame that holds Ethernet + IPv4 + UDP headers.
 pub const MIN_UDP_FRAME: usize = 14 + 20 + 8;
 
+/// Shortest frame `ironclos gen-trace` writes: Ethernet's minimum without FCS (a 64-byte frame
+/// on the wire). `udp_frame` itself builds frames down to `MIN_UDP_FRAME`, but shorter than
+/// this they are runts a real link never carries.
+pub const MIN_FRAME_LEN: usize = 60;
+
+/// Longest frame `ironclos gen-trace` writes: the pcap writer's snaplen (the IPv4 total
+/// length, 14 bytes less, fits in its 16 bits).
+pub const MAX_FRAME_LEN: usize = crate::pcap::SNAPLEN as usize;
+
+/// The latest capture time a (classic, 32-bit seconds) pcap file can hold, in nanoseconds
+/// since the epoch: 2106-02-07T06:28:15.999999999Z.
+pub const MAX_PCAP_TIMESTAMP_NS: u64 = u32::MAX as u64 * 1_000_000_000 + 999_999_999;
+
+impl UdpTraceSpec {
+    /// Whether `gen-trace` can write this trace as asked: a frame length in
+    /// `MIN_FRAME_LEN..=MAX_FRAME_LEN`, at least one flow, and a last timestamp
+    /// (`start_ns + (packets - 1) * gap_ns`) that neither overflows nor passes what pcap holds.
+    /// The error names the option (`--frame-len`, `--flows`, `--gap-ns`).
+    pub fn check(&self) -> Result<(), String> {
+        if !(MIN_FRAME_LEN..=MAX_FRAME_LEN).contains(&self.frame_len) {
+            return Err(format!(
+                "--frame-len {}: must be {MIN_FRAME_LEN}..={MAX_FRAME_LEN} bytes ({MIN_FRAME_LEN} is the \
+                 shortest Ethernet frame without FCS, {MAX_FRAME_LEN} the pcap snaplen)",
+                self.frame_len
+            ));
+        }
+        if self.flows == 0 {
+            return Err("--flows 0: must be at least 1".to_owned());
+        }
+        if self.packets > 1 {
+            let steps = u64::from(self.packets - 1);
+            let last = steps
+                .checked_mul(self.gap_ns)
+                .and_then(|span| span.checked_add(self.start_ns))
+                .filter(|&last| last <= MAX_PCAP_TIMESTAMP_NS);
+            if last.is_none() {
+                let max_gap = MAX_PCAP_TIMESTAMP_NS.saturating_sub(self.start_ns) / steps;
+                return Err(format!(
+                    "--gap-ns {}: the last of {} packets would come after the last time a \
+                     pcap file can hold (2106-02-07); for {} packets the gap is at most \
+                     {max_gap} ns",
+                    self.gap_ns, self.packets, self.packets
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Internet checksum (RFC 1071) of `bytes`, folded, not inverted.
 fn ones_complement_sum(bytes: &[u8], mut sum: u32) -> u32 {
     let mut chunks = bytes.chunks_exact(2);
@@ -178,21 +227,30 @@ pub fn udp6_trace(spec: &UdpTraceSpec) -> Vec<PcapPacket> {
     let flows = spec.flows.max(1);
     (0..spec.packets)
         .map(|k| PcapPacket {
-            timestamp_ns: spec.start_ns + u64::from(k) * spec.gap_ns,
+            timestamp_ns: timestamp(spec, k),
             data: udp6_frame(spec, k % flows, k),
         })
         .collect()
 }
 
+/// Packet k's time, start + k * gap (saturating: `UdpTraceSpec::check` refuses specs whose
+/// times do not fit).
+fn timestamp(spec: &UdpTraceSpec, k: u32) -> u64 {
+    spec.start_ns
+        .saturating_add(u64::from(k).saturating_mul(spec.gap_ns))
+}
+
+/// Packet `k` of the trace: it belongs to flow k % flows and is sent at start + k * gap.
+pub fn udp_packet(spec: &UdpTraceSpec, k: u32) -> PcapPacket {
+    PcapPacket {
+        timestamp_ns: timestamp(spec, k),
+        data: udp_frame(spec, k % spec.flows.max(1), k),
+    }
+}
+
 /// The whole trace: packet k belongs to flow k % flows and is sent at start + k * gap.
 pub fn udp_trace(spec: &UdpTraceSpec) -> Vec<PcapPacket> {
-    let flows = spec.flows.max(1);
-    (0..spec.packets)
-        .map(|k| PcapPacket {
-            timestamp_ns: spec.start_ns + u64::from(k) * spec.gap_ns,
-            data: udp_frame(spec, k % flows, k),
-        })
-        .collect()
+    (0..spec.packets).map(|k| udp_packet(spec, k)).collect()
 }
 
 #[cfg(test)]
@@ -306,5 +364,68 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(udp_trace(&spec)[0].data.len(), MIN_UDP_FRAME);
+    }
+
+    #[test]
+    fn check_refuses_what_cannot_be_written_faithfully() {
+        let ok = UdpTraceSpec::default();
+        assert_eq!(ok.check(), Ok(()));
+        fn with(f: impl FnOnce(&mut UdpTraceSpec)) -> Result<(), String> {
+            let mut spec = UdpTraceSpec::default();
+            f(&mut spec);
+            spec.check()
+        }
+        for (spec, option) in [
+            (with(|s| s.frame_len = 10), "--frame-len 10"),
+            (with(|s| s.frame_len = 59), "--frame-len 59"),
+            (with(|s| s.frame_len = 65_536), "--frame-len 65536"),
+            (with(|s| s.frame_len = usize::MAX), "--frame-len"),
+            (with(|s| s.flows = 0), "--flows 0"),
+            (with(|s| s.gap_ns = u64::MAX), "--gap-ns"),
+            // No overflow, but past 2106: the pcap writer could not store it.
+            (with(|s| s.gap_ns = 3_000_000_000_000_000), "--gap-ns"),
+        ] {
+            let error = spec.expect_err(option);
+            assert!(error.starts_with(option), "{error}");
+        }
+        // The extremes that can be written are accepted.
+        assert_eq!(with(|s| s.frame_len = 60), Ok(()));
+        assert_eq!(with(|s| s.frame_len = 65_535), Ok(()));
+        // One packet has no gap after it; the largest gap for two packets ends in 2106.
+        assert_eq!(
+            with(|s| {
+                s.packets = 1;
+                s.gap_ns = u64::MAX;
+            }),
+            Ok(())
+        );
+        let last_gap = MAX_PCAP_TIMESTAMP_NS - UdpTraceSpec::default().start_ns;
+        assert_eq!(
+            with(|s| {
+                s.packets = 2;
+                s.gap_ns = last_gap;
+            }),
+            Ok(())
+        );
+        let error = with(|s| {
+            s.packets = 2;
+            s.gap_ns = last_gap + 1;
+        })
+        .unwrap_err();
+        assert!(error.contains(&format!("at most {last_gap} ns")), "{error}");
+    }
+
+    #[test]
+    fn the_longest_frame_round_trips_through_pcap() {
+        let spec = UdpTraceSpec {
+            frame_len: MAX_FRAME_LEN,
+            packets: 2,
+            ..Default::default()
+        };
+        let mut file = Vec::new();
+        crate::pcap::write_pcap(&mut file, &udp_trace(&spec)).unwrap();
+        let back = crate::pcap::parse_pcap(&file).unwrap();
+        assert_eq!(back[1].data.len(), MAX_FRAME_LEN);
+        assert_eq!(back[1].data, udp_packet(&spec, 1).data);
     }
 }
