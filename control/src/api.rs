@@ -729,7 +729,12 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
     };
     let op = f.string("op")?;
     f.context = format!("updates[{index}] ({op})");
-    let vlan = |f: &Fields| -> Result<u16, String> { Ok(f.u64_in("vlan", 4095)? as u16) };
+    let vlan = |f: &Fields| -> Result<u16, String> {
+        match f.u64_in("vlan", u64::MAX)? {
+            v @ 1..=4094 => Ok(v as u16),
+            v => Err(f.err("vlan", &format!("is {v}; VLAN ids are 1..=4094"))),
+        }
+    };
     Ok(match op.as_str() {
         "add_route" => {
             f.only(&[
@@ -836,7 +841,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             f.only(&["op", "policy", "segments", "mode", "source", "hop_limit"])?;
             let segments = f.strings("segments")?;
             if segments.is_empty() {
-                return Err(f.err("segments", "is missing (a non-empty array of IPv6 SIDs)"));
+                return Err(f.err("segments", "is empty (give a non-empty array of IPv6 SIDs)"));
             }
             UpdateOp::SetPolicy {
                 policy: f.string("policy")?,
@@ -907,7 +912,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
             f.only(&["op", "policy", "segments", "mode", "source", "hop_limit"])?;
             let segments = f.strings("segments")?;
             if segments.is_empty() {
-                return Err(f.err("segments", "is missing (a non-empty array of IPv6 SIDs)"));
+                return Err(f.err("segments", "is empty (give a non-empty array of IPv6 SIDs)"));
             }
             UpdateOp::AddPolicy {
                 policy: f.string("policy")?,
@@ -951,7 +956,13 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                         Ok((mf.string("via")?, mf.string("dev")?, weight))
                     })
                     .collect::<Result<Vec<_>, String>>()?,
-                Some(Value::Array(_)) | None | Some(Value::Null) => {
+                Some(Value::Array(_)) => {
+                    return Err(f.err(
+                        "members",
+                        "is empty (give a non-empty array of {\"via\", \"dev\", \"weight\"})",
+                    ));
+                }
+                None | Some(Value::Null) => {
                     return Err(f.err(
                         "members",
                         "is missing (a non-empty array of {\"via\", \"dev\", \"weight\"})",
@@ -1151,6 +1162,13 @@ mod tests {
             ),
             "{m}"
         );
+        let m = err(r#"{"v":1,"id":4,"cmd":"update","updates":[{"op":"add_mac","vlan":5000,"mac":"02:00:00:00:00:01","port":"eth1"}]}"#).1;
+        assert!(
+            m.contains("field `vlan` is 5000; VLAN ids are 1..=4094"),
+            "{m}"
+        );
+        let m = err(r#"{"v":1,"id":4,"cmd":"update","updates":[{"op":"set_policy","policy":"p","segments":[]}]}"#).1;
+        assert!(m.contains("`segments` is empty"), "{m}");
         let m = err(
             r#"{"v":1,"id":4,"cmd":"update","updates":[{"op":"add_route","prefix":"10.0.0.0/8"}]}"#,
         )

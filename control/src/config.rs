@@ -3077,6 +3077,13 @@ fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
 /// A [[route]] prefix: a network address (no host bits).
 fn route_prefix(text: &str) -> Result<(IpAddr, u8), String> {
     let (addr, len) = parse_prefix(text)?;
+    network_address(addr, len, text)?;
+    Ok((addr, len))
+}
+
+/// That `addr/len` (written `text`) is a network address: a route's prefix, in the config
+/// and in run-time updates alike.
+pub(crate) fn network_address(addr: IpAddr, len: u8, text: &str) -> Result<(), String> {
     let network = masked(addr, len);
     if network != addr {
         return Err(format!(
@@ -3084,7 +3091,7 @@ fn route_prefix(text: &str) -> Result<(IpAddr, u8), String> {
             text.trim()
         ));
     }
-    Ok((addr, len))
+    Ok(())
 }
 
 /// What a route file line may say, for messages.

@@ -297,7 +297,8 @@ fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>
             let target = match (&op.group, &op.via, &op.dev) {
                 (Some(group), None, None) => RouteTarget::Group(names.group(group)?),
                 (None, Some(ip), Some(dev)) => {
-                    via = Some((names.dev(dev)?, parse_ip(ip)?));
+                    let interface = names.dev(dev)?;
+                    via = Some((interface, on_link(names, interface, ip)?));
                     // Resolved by the worker (`via`).
                     RouteTarget::Nexthop(u32::MAX)
                 }
@@ -381,19 +382,71 @@ fn balance(request: &BalanceRequest) -> Result<BalanceSpec, String> {
 }
 
 /// Turns one named update into a dataplane update; for a group it creates, also its name.
+/// A neighbour's address on L3 interface `interface`, as the config requires it: inside one
+/// of the interface's connected subnets (a neighbour elsewhere would never answer ARP or
+/// ND), and not the switch's own address there.
+fn on_link(n: &Names, interface: u16, text: &str) -> Result<IpAddr, String> {
+    let ip = parse_ip(text)?;
+    let Some(iface) = n
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.interfaces.get(usize::from(interface)))
+    else {
+        return Ok(ip);
+    };
+    let subnets: Vec<(IpAddr, u8)> = iface
+        .ipv4
+        .iter()
+        .map(|&(a, l)| (IpAddr::V4(a), l))
+        .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+        .collect();
+    let name = n
+        .interfaces
+        .get(usize::from(interface))
+        .map_or("the interface", String::as_str);
+    if subnets.iter().any(|&(a, _)| a == ip) {
+        return Err(format!("{ip} is this switch's own address on {name}"));
+    }
+    let within = |(a, l): (IpAddr, u8)| match (a, ip) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            l == 0 || (u32::from(a) ^ u32::from(b)) >> (32 - u32::from(l)) == 0
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => {
+            l == 0 || (u128::from(a) ^ u128::from(b)) >> (128 - u32::from(l)) == 0
+        }
+        _ => false,
+    };
+    if !subnets.iter().any(|&s| within(s)) {
+        let list: Vec<String> = subnets.iter().map(|(a, l)| format!("{a}/{l}")).collect();
+        return Err(format!(
+            "{ip} is not in a connected subnet of {name} ({})",
+            list.join(", ")
+        ));
+    }
+    Ok(ip)
+}
+
 pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), String> {
     let Some(spec) = n.spec.as_ref() else {
         return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
     };
     let mut group_name = None;
     let update = match op {
-        UpdateOp::AddRoute { vrf, prefix, to } => {
-            let (prefix, len) = parse_prefix(prefix)?;
+        UpdateOp::AddRoute {
+            vrf,
+            prefix: text,
+            to,
+        } => {
+            let (prefix, len) = parse_prefix(text)?;
+            crate::config::network_address(prefix, len, text)?;
             let target = match to {
-                RouteTo::Via { ip, dev } => Target::Via {
-                    interface: n.dev(dev)?,
-                    ip: parse_ip(ip)?,
-                },
+                RouteTo::Via { ip, dev } => {
+                    let interface = n.dev(dev)?;
+                    Target::Via {
+                        interface,
+                        ip: on_link(n, interface, ip)?,
+                    }
+                }
                 RouteTo::Group(g) => Target::Group(n.group(g)?),
                 RouteTo::Policy(p) => Target::Srv6Policy(n.policy(p)?),
                 RouteTo::Blackhole => Target::Blackhole,
@@ -405,19 +458,23 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
                 target,
             }
         }
-        UpdateOp::DelRoute { vrf, prefix } => {
-            let (prefix, len) = parse_prefix(prefix)?;
+        UpdateOp::DelRoute { vrf, prefix: text } => {
+            let (prefix, len) = parse_prefix(text)?;
+            crate::config::network_address(prefix, len, text)?;
             Update::DelRoute {
                 vrf: n.vrf(vrf.as_deref())?,
                 prefix,
                 len,
             }
         }
-        UpdateOp::AddNeighbor { ip, dev, mac } => Update::AddNeighbor {
-            interface: n.dev(dev)?,
-            ip: parse_ip(ip)?,
-            mac: parse_mac(mac)?,
-        },
+        UpdateOp::AddNeighbor { ip, dev, mac } => {
+            let interface = n.dev(dev)?;
+            Update::AddNeighbor {
+                interface,
+                ip: on_link(n, interface, ip)?,
+                mac: parse_mac(mac)?,
+            }
+        }
         UpdateOp::DelNeighbor { ip, dev } => Update::DelNeighbor {
             interface: n.dev(dev)?,
             ip: parse_ip(ip)?,
@@ -427,12 +484,15 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             ip,
             dev,
             weight,
-        } => Update::AddEcmpMember {
-            group: n.group(group)?,
-            interface: n.dev(dev)?,
-            ip: parse_ip(ip)?,
-            weight: *weight,
-        },
+        } => {
+            let interface = n.dev(dev)?;
+            Update::AddEcmpMember {
+                group: n.group(group)?,
+                interface,
+                ip: on_link(n, interface, ip)?,
+                weight: *weight,
+            }
+        }
         UpdateOp::DelEcmpMember { group, ip, dev } => Update::DelEcmpMember {
             group: n.group(group)?,
             interface: n.dev(dev)?,
@@ -540,7 +600,10 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             check_new_name("ECMP group", group, n.group(group).is_ok())?;
             let members = members
                 .iter()
-                .map(|(ip, dev, weight)| Ok((n.dev(dev)?, parse_ip(ip)?, *weight)))
+                .map(|(ip, dev, weight)| {
+                    let interface = n.dev(dev)?;
+                    Ok((interface, on_link(n, interface, ip)?, *weight))
+                })
                 .collect::<Result<Vec<_>, String>>()?;
             group_name = Some(group.clone());
             Update::AddGroup {
@@ -726,6 +789,52 @@ behavior = "uN"
 
     fn err(n: &Names, line: &str) -> String {
         resolve(n, &op(line)).unwrap_err()
+    }
+
+    #[test]
+    fn routes_and_neighbours_follow_the_configs_rules() {
+        let n = names();
+        for (line, expected) in [
+            (
+                r#"{"op":"add_route","prefix":"10.7.0.1/16","blackhole":true}"#,
+                "host bits set: `10.7.0.1/16` is not a network address; write 10.7.0.0/16",
+            ),
+            (
+                r#"{"op":"del_route","prefix":"10.7.0.1/16"}"#,
+                "host bits set: `10.7.0.1/16`",
+            ),
+            (
+                r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.9.9.9","dev":"p0"}"#,
+                "10.9.9.9 is not in a connected subnet of p0 (10.255.0.1/31, 2001:db8:ff::1/127)",
+            ),
+            (
+                r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.255.0.1","dev":"p0"}"#,
+                "10.255.0.1 is this switch's own address on p0",
+            ),
+            (
+                r#"{"op":"add_neighbor","ip":"10.255.0.0","dev":"p1","mac":"02:00:00:00:00:09"}"#,
+                "10.255.0.0 is not in a connected subnet of p1 (10.255.0.3/31)",
+            ),
+            (
+                r#"{"op":"add_ecmp_member","group":"up","via":"2001:db8:fe::","dev":"p0"}"#,
+                "2001:db8:fe:: is not in a connected subnet of p0",
+            ),
+            (
+                r#"{"op":"add_group","group":"g","members":[{"via":"10.255.0.2","dev":"p0"}]}"#,
+                "10.255.0.2 is not in a connected subnet of p0",
+            ),
+        ] {
+            let error = err(&n, line);
+            assert!(error.contains(expected), "{line}: {error}");
+        }
+        // What the rules allow: the peer on each link, a host route by its bare address.
+        for line in [
+            r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.255.0.0","dev":"p0"}"#,
+            r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"2001:db8:ff::","dev":"p0"}"#,
+            r#"{"op":"add_route","prefix":"10.7.0.9","via":"10.255.0.2","dev":"p1"}"#,
+        ] {
+            assert!(resolve(&n, &op(line)).is_ok(), "{line}");
+        }
     }
 
     #[test]
@@ -1006,6 +1115,14 @@ behavior = "uN"
             parse_request(request)
                 .unwrap_err()
                 .1
+                .contains("`members` is empty")
+        );
+        let request =
+            br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g"}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
                 .contains("`members` is missing")
         );
         let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_group","group":"g","members":[{"via":"1.2.3.4","dev":"p0","port":1}]}]}"#;
@@ -1027,8 +1144,15 @@ behavior = "uN"
         );
         // p1 is routed in this config.
         assert!(updates.unwrap_err().contains("port p1 is routed"));
+        // VLAN ids out of range are refused as the request is read.
+        let request = br#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_vlan","vlan":0}]}"#;
+        assert!(
+            parse_request(request)
+                .unwrap_err()
+                .1
+                .contains("field `vlan` is 0; VLAN ids are 1..=4094")
+        );
         for (line, message) in [
-            (r#"{"op":"add_vlan","vlan":0}"#, "VLAN 0 is not 1..=4094"),
             (r#"{"op":"del_vlan","vlan":20}"#, "VLAN 20 does not exist"),
             (
                 r#"{"op":"set_port_vlan","port":"p0","mode":"access","vlan":20}"#,

@@ -136,10 +136,14 @@ impl Port {
         // SAFETY: c_devargs is a valid NUL-terminated string for the call's duration.
         let ret = unsafe { dpdk_sys::rte_dev_probe(c_devargs.as_ptr()) };
         if ret < 0 {
+            // A driver's probe that fails returns -1 (net_pcap on a file it cannot open, for
+            // one), which is no errno ("Operation not permitted" would mislead): the reason
+            // is in the driver's log line.
+            let errno = if ret == -1 { 0 } else { ret };
             return Err(DpdkError::new(
                 "rte_dev_probe",
                 format!("port {label} (devargs \"{devargs}\")"),
-                ret,
+                errno,
             ));
         }
         let device = devargs.split(',').next().unwrap_or(devargs).trim();

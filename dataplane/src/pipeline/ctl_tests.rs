@@ -146,6 +146,38 @@ fn a_batch_with_one_bad_update_is_refused_whole_and_changes_nothing() {
             "not a unicast MAC",
         ),
         (
+            Update::AddMac {
+                vlan: 30,
+                mac: [2, 0, 0, 0, 0, 9],
+                port: 0,
+            },
+            "VLAN 30 does not exist",
+        ),
+        (
+            Update::AddMac {
+                vlan: 10,
+                mac: [2, 0, 0, 0, 0, 9],
+                port: 5,
+            },
+            "port 5 is not in VLAN 10: it is a routed port",
+        ),
+        (
+            Update::AddMac {
+                vlan: 20,
+                mac: [2, 0, 0, 0, 0, 9],
+                port: 0,
+            },
+            "port 0 is not in VLAN 20: it is an access port of VLAN 10",
+        ),
+        (
+            Update::AddMac {
+                vlan: 10,
+                mac: f.router_mac(),
+                port: 0,
+            },
+            "is the router MAC",
+        ),
+        (
             Update::AddRoute {
                 vrf: 0,
                 prefix: "10.8.0.0".parse().unwrap(),

@@ -16,6 +16,15 @@ use crate::tables::mac::MacEntry;
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv6Addr};
 
+/// Whether a port of `role` is a member of `vlan` (a routed port is of none).
+fn role_carries(role: &PortRole, vlan: u16) -> bool {
+    match role {
+        PortRole::Access { vlan: v } => *v == vlan,
+        PortRole::Trunk { allowed, native } => allowed.contains(&vlan) || *native == Some(vlan),
+        PortRole::Routed { .. } => false,
+    }
+}
+
 /// How to take back one applied change.
 #[derive(Debug, Clone)]
 pub enum Undo {
@@ -406,6 +415,31 @@ impl Forwarder {
                     }
                     if mac[0] & 1 != 0 {
                         return fail(format!("{} is not a unicast MAC", mac_text(mac)));
+                    }
+                    if mac == self.router_mac {
+                        return fail(format!(
+                            "{} is the router MAC: frames to it are routed, never bridged",
+                            mac_text(mac)
+                        ));
+                    }
+                    if !vlans_declared
+                        .get(&vlan)
+                        .copied()
+                        .unwrap_or(self.vlans[usize::from(vlan)].declared)
+                    {
+                        return fail(format!("VLAN {vlan} does not exist"));
+                    }
+                    let role = port_roles
+                        .get(&port)
+                        .cloned()
+                        .unwrap_or_else(|| self.port_role(port));
+                    if !role_carries(&role, vlan) {
+                        let is = match role {
+                            PortRole::Access { vlan } => format!("an access port of VLAN {vlan}"),
+                            PortRole::Trunk { .. } => "a trunk without it".to_owned(),
+                            PortRole::Routed { .. } => "a routed port".to_owned(),
+                        };
+                        return fail(format!("port {port} is not in VLAN {vlan}: it is {is}"));
                     }
                     let exists = macs
                         .get(&(vlan, mac))
