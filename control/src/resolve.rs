@@ -280,15 +280,19 @@ fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>
     };
     let (mut psp, mut usp) = (false, false);
     for flavor in &op.flavors {
-        match flavor.to_ascii_lowercase().as_str() {
-            "psp" => psp = true,
-            "usp" => usp = true,
+        let (seen, name) = match flavor.to_ascii_lowercase().as_str() {
+            "psp" => (&mut psp, "psp"),
+            "usp" => (&mut usp, "usp"),
             other => {
                 return Err(format!(
                     "`{other}` is not a flavour; use \"psp\" and/or \"usp\""
                 ));
             }
+        };
+        if *seen {
+            return Err(format!("flavour `{name}` is listed twice"));
         }
+        *seen = true;
     }
     let mut via = None;
     let behavior = match kind {
@@ -962,6 +966,10 @@ behavior = "uN"
             (
                 r#"{"op":"add_sid","sid":"fcbb:bb00:2::/64","behavior":"uN"}"#,
                 "/64 is longer than block + shift (48)",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"uN","flavors":["psp","PSP"]}"#,
+                "flavour `psp` is listed twice",
             ),
             (
                 r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"End.DT4","flavors":["psp"]}"#,
