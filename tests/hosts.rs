@@ -193,3 +193,134 @@ ipv6 = ["2001:db8:30::1/64"]
     let out = wait_with_timeout(switch, Duration::from_secs(20));
     assert_eq!(out.status, Some(0), "{}", out.stderr);
 }
+
+/// Path MTU through the switch with real hosts: j on a 1500-byte link, s on a 1280-byte one
+/// (net_af_packet takes no MTU above 1500 in DPDK 22.11), each behind a routed port. j's
+/// 1428-byte packets without DF are fragmented by the switch and answered; with DF they earn
+/// ICMP Fragmentation Needed naming 1280, which the host's stack believes; over IPv6 the host
+/// hears Packet Too Big and then fragments at the source.
+#[test]
+fn hosts_on_links_of_different_mtus_discover_the_path_mtu_through_the_switch() {
+    if !can_run(&["ip", "ping", "python3"]) {
+        return;
+    }
+    let dir = TestDir::new("hosts-mtu");
+    let tag = format!("im{}", std::process::id() % 100_000);
+    let mut hosts = Hosts::new(&tag);
+    hosts.add(
+        "j",
+        "10.0.40.2/24",
+        "10.0.40.1",
+        Some(("2001:db8:40::2/64", "2001:db8:40::1")),
+    );
+    hosts.add(
+        "s",
+        "10.0.50.2/24",
+        "10.0.50.1",
+        Some(("2001:db8:50::2/64", "2001:db8:50::1")),
+    );
+    // The host's end of s's link; the switch sets its own end from `mtu`.
+    hosts
+        .0
+        .must("s", &["ip", "link", "set", "eth0", "mtu", "1280"]);
+    let config = format!(
+        r#"[switch]
+name = "{tag}"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+[[port]]
+name = "j"
+devargs = "net_af_packet0,iface={j}"
+ipv4 = ["10.0.40.1/24"]
+ipv6 = ["2001:db8:40::1/64"]
+[[port]]
+name = "s"
+devargs = "net_af_packet1,iface={s}"
+mtu = 1280
+ipv4 = ["10.0.50.1/24"]
+ipv6 = ["2001:db8:50::1/64"]
+"#,
+        eal = dir.eal_toml(),
+        j = hosts.veth("j"),
+        s = hosts.veth("s"),
+    );
+    let path = dir.file("mtu.toml");
+    std::fs::write(&path, config).expect("write config");
+    let _lock = dpdk_lock();
+    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    assert!(
+        String::from_utf8_lossy(&sh(&["ip", "link", "show", &hosts.veth("s")]).stdout)
+            .contains("mtu 1280"),
+        "the switch set its end of s's link to MTU 1280"
+    );
+
+    ping(&hosts, "j", "10.0.50.2");
+    // Without DF, before j knows anything of the path: the switch cuts the 1428-byte
+    // packets to fit s's link; s reassembles them and answers (in fragments of its own).
+    netns::ping(
+        &hosts.0,
+        "j",
+        &["ping", "-M", "dont", "-s", "1400"],
+        "10.0.50.2",
+    );
+    // With DF: the gateway says where it does not fit and how much does.
+    let out = hosts.0.exec(
+        "j",
+        &[
+            "ping",
+            "-n",
+            "-M",
+            "do",
+            "-s",
+            "1400",
+            "-c",
+            "1",
+            "-W",
+            "2",
+            "10.0.50.2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("From 10.0.40.1 icmp_seq=1 Frag needed and DF set (mtu = 1280)"),
+        "{text}"
+    );
+    // IPv6: Packet Too Big (once the switch knows s's address: it resolves a neighbour
+    // before it knows the way out), after which j fragments at the source and gets through.
+    netns::ping(&hosts.0, "j", &["ping", "-6"], "2001:db8:50::2");
+    let out = hosts.0.exec(
+        "j",
+        &[
+            "ping",
+            "-6",
+            "-n",
+            "-s",
+            "1400",
+            "-c",
+            "1",
+            "-W",
+            "2",
+            "2001:db8:50::2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("From 2001:db8:40::1 icmp_seq=1 Packet too big: mtu=1280"),
+        "{text}"
+    );
+    netns::ping(
+        &hosts.0,
+        "j",
+        &["ping", "-6", "-s", "1400"],
+        "2001:db8:50::2",
+    );
+
+    let switch = switch.0.take().expect("still running");
+    let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
+    assert!(killed.status.success());
+    let out = wait_with_timeout(switch, Duration::from_secs(20));
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+}
