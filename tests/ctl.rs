@@ -937,6 +937,12 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     );
     // p5's speed_gbps = 100: the traffic manager's line rate, whatever the null device says.
     assert_eq!(s.port("p5")["line_rate_mbps"], 100_000);
+    // No `mtu` in the config: routed packets are held to the device's own, ethdev's 1500.
+    assert_eq!(s.port("p5")["mtu"], 1500);
+    assert_eq!(
+        sample(&samples, "ironclos_port_mtu", ("port", "p5")),
+        1500.0
+    );
     let speed = s.port("p5")["speed_mbps"].as_f64().unwrap();
     assert_eq!(
         sample(&samples, "ironclos_port_speed_mbps", ("port", "p5")),

@@ -174,6 +174,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                 "ADMIN",
                 "SPEED",
                 "LINE_RATE",
+                "MTU",
                 "RX_PACKETS",
                 "TX_PACKETS",
                 "RX_BYTES",
@@ -193,6 +194,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                             Some(m) => format!("{m}M"),
                             None => "-".to_owned(),
                         },
+                        s(&p["mtu"]),
                         s(&p["rx_packets"]),
                         s(&p["tx_packets"]),
                         s(&p["rx_bytes"]),
@@ -503,7 +505,7 @@ mod tests {
         let text = to_text(
             "show_ports",
             &json!([{"name": "eth1", "link": "up", "admin": "up", "speed_mbps": 10000,
-                     "line_rate_mbps": 100000, "rx_packets": 5, "tx_packets": 4,
+                     "line_rate_mbps": 100000, "mtu": 9000, "rx_packets": 5, "tx_packets": 4,
                      "rx_bytes": 300, "tx_bytes": 240, "rx_missed": 7, "rx_nombuf": 1}]),
         );
         let lines: Vec<Vec<&str>> = text
@@ -518,6 +520,7 @@ mod tests {
                 "ADMIN",
                 "SPEED",
                 "LINE_RATE",
+                "MTU",
                 "RX_PACKETS",
                 "TX_PACKETS",
                 "RX_BYTES",
@@ -529,7 +532,7 @@ mod tests {
         assert_eq!(
             lines[1],
             [
-                "eth1", "up", "up", "10000M", "100000M", "5", "4", "300", "240", "7", "1"
+                "eth1", "up", "up", "10000M", "100000M", "9000", "5", "4", "300", "240", "7", "1"
             ]
         );
     }

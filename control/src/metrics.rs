@@ -278,6 +278,12 @@ pub fn render(input: &MetricsInput) -> String {
             "gauge",
             "Link speed in Mb/s (0 when unknown).",
         ),
+        (
+            "ironclos_port_mtu",
+            "mtu",
+            "gauge",
+            "The MTU routed packets leaving by the port are held to (bytes of IP).",
+        ),
     ] {
         f.header(name, kind, help);
         for p in ports {

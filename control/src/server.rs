@@ -251,6 +251,8 @@ pub struct ControlServer {
     names: Names,
     handle: Option<ControlHandle>,
     links: Vec<LinkStatus>,
+    /// Each port's routing MTU (`PortInfo::routing_mtu`), once the ports are up.
+    mtus: Vec<u16>,
     /// ECN profiles per (port, TC) as the worker has them (config, then applied changes).
     ecn: Vec<[Option<EcnProfile>; TC_COUNT]>,
     pending: HashMap<u64, Pending>,
@@ -374,6 +376,7 @@ impl ControlServer {
                 };
                 names.ports.len()
             ],
+            mtus: vec![0; names.ports.len()],
             names,
             handle: None,
             ecn,
@@ -396,6 +399,9 @@ impl ControlServer {
         for (i, p) in ports.iter().enumerate() {
             if let Some(l) = self.links.get_mut(i) {
                 *l = p.link;
+            }
+            if let Some(m) = self.mtus.get_mut(i) {
+                *m = p.routing_mtu;
             }
         }
     }
@@ -1159,6 +1165,7 @@ impl ControlServer {
                         "link": if link.up { "up" } else { "down" },
                         "speed_mbps": link.speed_mbps,
                         "line_rate_mbps": line_rate_mbps,
+                        "mtu": self.mtus[i],
                         "admin": if admin_up { "up" } else { "down" },
                         "forwarding": link.up && admin_up,
                         "rx_packets": rx,

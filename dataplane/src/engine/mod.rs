@@ -120,6 +120,9 @@ pub struct PortInfo {
     pub link: LinkStatus,
     /// What became of the port's configured MTU (`None`: none configured).
     pub mtu: Option<MtuOutcome>,
+    /// The MTU routed packets leaving by the port are held to: the configured one as the
+    /// device took it (`MtuOutcome::routing_mtu`), else the device's own (ethdev's 1500).
+    pub routing_mtu: u16,
 }
 
 /// One port's counters at the end of a run.
@@ -426,6 +429,7 @@ fn run_with_eal(
             mac: port.mac(),
             link: port.link(),
             mtu,
+            routing_mtu: mtu.map_or_else(|| port.mtu(), MtuOutcome::routing_mtu),
         })
         .collect();
 
@@ -480,13 +484,7 @@ fn run_with_eal(
                     ports.len()
                 )));
             }
-            // Routed packets are held to each port's MTU: the configured one as the device
-            // took it, else the device's own (ethdev's default 1500).
-            let port_mtus: Vec<u16> = infos
-                .iter()
-                .zip(&ports)
-                .map(|(info, port)| info.mtu.map_or_else(|| port.mtu(), MtuOutcome::routing_mtu))
-                .collect();
+            let port_mtus: Vec<u16> = infos.iter().map(|info| info.routing_mtu).collect();
             let job = switch::SwitchWorker::new(
                 spec,
                 &mut ports,
