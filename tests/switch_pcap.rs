@@ -1196,3 +1196,54 @@ fn a_replay_that_runs_out_of_mbufs_says_it_stalled() {
         out.stdout
     );
 }
+
+#[test]
+fn after_a_port_changes_vlan_the_switch_resolves_neighbours_out_of_the_new_members() {
+    // host A sends to 10.0.20.9 (no neighbour) at 1_000_010 us; p2 leaves VLAN 20 for VLAN
+    // 10 at 1_000_015; A sends again a second later. The switch's ARP request for it goes out of VLAN 20's members as they
+    // are now: the trunk p3 only (tagged 20), not p2, whose stale role it used to keep.
+    let dir = TestDir::new("switch-vlan-move-arp");
+    let mut trace = Trace::new();
+    let ip = ipv4_udp(
+        Ipv4Addr::new(10, 0, 10, 5),
+        Ipv4Addr::new(10, 0, 20, 9),
+        64,
+        1000,
+        2000,
+        &payload(1),
+    );
+    trace.send(0, ethernet(ROUTER, HOST_A, None, 0x0800, &ip)); // at 1_000_010: before
+    // Past the one-second resolve interval, so that the second frame asks again.
+    trace.clock_us += 1_100_000;
+    trace.send(0, ethernet(ROUTER, HOST_A, None, 0x0800, &ip)); // at 2_100_020: after
+    trace.write(&dir);
+    let schedule = r#"
+[[event]]
+at_us = 1000015
+updates = [{ op = "set_port_vlan", port = "p2", mode = "access", vlan = 10 }]
+"#;
+    let schedule_path = dir.file("schedule.toml");
+    std::fs::write(&schedule_path, schedule).unwrap();
+    let (_, stats) = replay_with(
+        &dir,
+        &leaf_config(&dir),
+        &["--schedule", schedule_path.to_str().unwrap()],
+    );
+    let out = outputs(&dir);
+    let request = frames::arp(
+        1,
+        ROUTER,
+        Ipv4Addr::new(10, 0, 20, 1),
+        [0; 6],
+        Ipv4Addr::new(10, 0, 20, 9),
+    );
+    let request = ethernet(BROADCAST, ROUTER, None, 0x0806, &request);
+    // p2 got the request from before its move only; p3 both, tagged.
+    assert_eq!(
+        out[2],
+        vec![request.clone()],
+        "p2: the request from before its move"
+    );
+    assert_eq!(out[3], vec![tagged(&request, 20); 2]);
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
+}

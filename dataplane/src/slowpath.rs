@@ -119,6 +119,12 @@ pub struct SlowPath {
 
 impl SlowPath {
     /// Takes what it needs from the spec: router MAC, port roles and interfaces.
+    /// The ports' roles after a run-time VLAN membership change (`Forwarder::port_roles`):
+    /// which ports a VLAN's requests go out of, and tagged or not.
+    pub fn set_port_roles(&mut self, roles: Vec<PortRole>) {
+        self.ports = roles;
+    }
+
     pub fn new(spec: &SwitchSpec) -> SlowPath {
         SlowPath {
             router_mac: EthernetAddress(spec.router_mac),

@@ -56,6 +56,14 @@ impl SwitchWorker {
                 return Reply::Rejected { index, error };
             }
         }
+        // The slow path sends ARP/ND and answers out of a VLAN's member ports, tagged per
+        // port: it follows membership changes.
+        if updates
+            .iter()
+            .any(|u| matches!(u, Update::SetPortVlans { .. }))
+        {
+            self.slow.set_port_roles(self.forwarder.port_roles());
+        }
         for update in updates {
             match *update {
                 Update::SetEcn { port, tc, ecn } => {

@@ -587,3 +587,52 @@ fn a_vlan_added_at_run_time_takes_ports_and_goes_when_empty() {
     .unwrap_err();
     assert!(e.contains("VLAN 30 does not exist"), "{e}");
 }
+
+#[test]
+fn a_port_that_leaves_a_vlan_takes_its_static_macs_there_with_it() {
+    use crate::pipeline::spec::PortRole;
+    let mut f = forwarder();
+    let (in_10, in_20) = ([2, 0, 0, 0, 0x77, 1], [2, 0, 0, 0, 0x77, 2]);
+    // Port 4, the trunk of VLANs 10 and 20, gets a static MAC in each.
+    apply(
+        &mut f,
+        &[
+            Update::AddMac {
+                vlan: 10,
+                mac: in_10,
+                port: 4,
+            },
+            Update::AddMac {
+                vlan: 20,
+                mac: in_20,
+                port: 4,
+            },
+        ],
+    )
+    .unwrap();
+    let leave_20 = Update::SetPortVlans {
+        port: 4,
+        role: PortRole::Trunk {
+            allowed: vec![10],
+            native: None,
+        },
+    };
+    let mut undo = Vec::new();
+    f.apply_update(&leave_20, &mut undo).unwrap();
+    assert!(f.macs.get(20, in_20).is_none(), "VLAN 20's went");
+    assert_eq!(
+        f.macs.get(10, in_10).map(|e| e.port),
+        Some(4),
+        "VLAN 10's stays"
+    );
+    // A frame to that MAC from another member of VLAN 20 (port 3, access) is flooded.
+    let mut frame = eth(in_20, A, None, 0x0800, &[0; 46]);
+    assert!(matches!(
+        f.process(&mut frame, 3, T0),
+        Verdict::Flood { vlan: 20, .. }
+    ));
+    // Undone, the MAC is back on port 4.
+    f.undo_updates(undo);
+    let entry = f.macs.get(20, in_20).expect("restored");
+    assert!(entry.is_static && entry.port == 4);
+}

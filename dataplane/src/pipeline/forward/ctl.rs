@@ -763,6 +763,13 @@ impl Forwarder {
             .unwrap_or_else(|| self.vlans.get(usize::from(id)).is_some_and(|v| v.declared))
     }
 
+    /// Every port's role as it stands (run-time VLAN changes included), by port number.
+    pub fn port_roles(&self) -> Vec<PortRole> {
+        (0..self.ports.len() as u16)
+            .map(|p| self.port_role(p))
+            .collect()
+    }
+
     /// Port `port`'s VLAN membership as a role.
     fn port_role(&self, port: u16) -> PortRole {
         match &self.ports[usize::from(port)].mode {
@@ -1195,6 +1202,23 @@ impl Forwarder {
                     port,
                     previous: self.port_role(port),
                 });
+                // Static MACs on the port in VLANs it leaves go (as a deleted VLAN's do):
+                // frames to them would otherwise cross into the port's new VLANs.
+                let stranded: Vec<(u16, [u8; 6], MacEntry)> = self
+                    .macs
+                    .iter()
+                    .filter(|&(vlan, _, e)| {
+                        e.is_static && e.port == port && !role_carries(role, vlan)
+                    })
+                    .collect();
+                for (vlan, mac, entry) in stranded {
+                    self.macs.remove(vlan, mac);
+                    undo.push(Undo::Mac {
+                        vlan,
+                        mac,
+                        previous: Some(entry),
+                    });
+                }
                 self.set_port_role(port, role);
             }
             Update::SetEcn { .. } | Update::SetPfc { .. } => {}
