@@ -1176,3 +1176,35 @@ mod mtu {
         }
     }
 }
+
+#[test]
+fn a_policy_whose_first_segment_is_a_local_sid_takes_it_here_and_one_without_a_route_is_unreachable()
+ {
+    let mut s = spec();
+    // Policy 0 (10.20/16): first a local End SID (in the my-SID table, not the FIB), then
+    // 2001:db8:b::8 (behind nh1). Policy 1 (2001:db8:20::/48): a first segment with no route.
+    s.srv6.policies[0].segments = vec![v6("2001:db8:5::1"), v6("2001:db8:b::8")];
+    s.srv6.policies[1].segments = vec![v6("2001:db9::1")];
+    let mut f = Forwarder::new(&s).expect("valid spec");
+    let (verdict, out) = run(&mut f, &eth(&ipv4([10, 20, 1, 1], 30, 0), 0x0800), 2);
+    assert_eq!(verdict, forward(1));
+    // The End step ran: destination the next segment, Segments Left 0, hop limit 64 - 1.
+    assert_eq!(&out[L3 + 24..L3 + 40], &v6("2001:db8:b::8").octets());
+    assert_eq!(out[L3 + 40 + 3], 0, "Segments Left");
+    assert_eq!(out[L3 + 7], 63);
+    let inner = ipv6("2001:db8:a::2", "2001:db8:20::5", 30, UDP, &udp());
+    let frame = eth(&inner, 0x86dd);
+    let (verdict, out) = run(&mut f, &frame, 2);
+    assert_eq!(
+        verdict,
+        Verdict::DropWithRouterError {
+            reason: DropReason::NoRoute,
+            error: RouterError {
+                kind: RouterErrorKind::NoRoute,
+                interface: 2,
+                vrf: 1,
+            },
+        }
+    );
+    assert_eq!(out, frame, "quoted as it arrived");
+}

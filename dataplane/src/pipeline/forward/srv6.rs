@@ -779,9 +779,16 @@ impl Forwarder {
         // Where the encapsulated packet goes is found before the packet changes, so that a
         // packet too big for that interface is answered with itself quoted.
         let dst = Ipv6Addr::from(first_segment);
-        let target = match self.fib6[usize::from(outer_vrf)].lookup(dst) {
-            Some(value) => route_value::decode(value),
-            None => return Verdict::Drop(DropReason::NoRoute),
+        // A first segment that is one of this switch's SIDs is processed right here (SIDs are
+        // in the my-SID table, not the FIB).
+        let local_sid = self.srv6.lookup_sid(outer_vrf, dst);
+        let target = match local_sid {
+            Some(_) => RouteTarget::Local,
+            None => match self.fib6[usize::from(outer_vrf)].lookup(dst) {
+                Some(value) => route_value::decode(value),
+                // The inner packet's source hears of it, as of any packet without a route.
+                None => return super::router_error(DropReason::NoRoute, in_iface, ingress_vrf),
+            },
         };
         let egress = if matches!(target, RouteTarget::Local) {
             None
@@ -844,8 +851,7 @@ impl Forwarder {
             Some((out_iface, dst_mac)) => {
                 super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
             }
-            // The first segment is one of this switch's SIDs: process it right here.
-            None => match self.srv6.lookup_sid(outer_vrf, dst) {
+            None => match local_sid {
                 Some(sid) => self.srv6_endpoint(frame, l3, tagged, in_iface, outer_vrf, sid, now),
                 None => Verdict::Punt {
                     reason: PuntReason::Local,
