@@ -1247,3 +1247,126 @@ updates = [{ op = "set_port_vlan", port = "p2", mode = "access", vlan = 10 }]
     assert_eq!(out[3], vec![tagged(&request, 20); 2]);
     assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
 }
+
+/// An ICMPv6 Neighbor Advertisement from `src` (MAC `mac`) to `dst` (MAC `dst_mac`) for
+/// `src` itself, with `flags` (0x40 Solicited, 0x20 Override) and a target link-layer
+/// address option, hop limit 255, checksum over the RFC 8200 8.1 pseudo-header.
+fn neighbor_advert(mac: Mac, dst_mac: Mac, src: Ipv6Addr, dst: Ipv6Addr, flags: u8) -> Vec<u8> {
+    let mut icmp = vec![136, 0, 0, 0, flags, 0, 0, 0];
+    icmp.extend_from_slice(&src.octets());
+    icmp.extend_from_slice(&[2, 1]);
+    icmp.extend_from_slice(&mac);
+    let mut pseudo = src.octets().to_vec();
+    pseudo.extend_from_slice(&dst.octets());
+    pseudo.extend_from_slice(&(icmp.len() as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    pseudo.extend_from_slice(&icmp);
+    let c = frames::checksum(&pseudo);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut ip = vec![0x60, 0, 0, 0];
+    ip.extend_from_slice(&(icmp.len() as u16).to_be_bytes());
+    ip.extend_from_slice(&[58, 255]);
+    ip.extend_from_slice(&src.octets());
+    ip.extend_from_slice(&dst.octets());
+    ip.extend_from_slice(&icmp);
+    ethernet(dst_mac, mac, None, 0x86dd, &ip)
+}
+
+#[test]
+fn a_neighbour_that_announces_a_new_mac_is_reached_at_it() {
+    // Host X (10.0.10.9, 2001:db8:10::9 on p1) answers the switch's ARP and NS with MAC
+    // X1, then changes to X2 and says so to the VLAN: a gratuitous ARP and an unsolicited NA
+    // with Override to all nodes (what Linux sends with arp_notify / ndisc_notify). Routed
+    // packets for X must then go to X2, not black-hole at X1.
+    let dir = TestDir::new("sw-neighbor-moves");
+    let mut trace = Trace::new();
+    let (x1, x2): (Mac, Mac) = ([2, 0, 0, 0, 0, 0x91], [2, 0, 0, 0, 0, 0x92]);
+    let x4 = Ipv4Addr::new(10, 0, 10, 9);
+    let x6: Ipv6Addr = "2001:db8:10::9".parse().unwrap();
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    let to_x4 = |seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), x4, 30, 5000, 6000, &[seq; 4]),
+        )
+    };
+    let to_x6 = |seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6_udp(
+                "2001:db8:7::1".parse().unwrap(),
+                x6,
+                30,
+                5000,
+                6000,
+                &[seq; 4],
+            ),
+        )
+    };
+    // The switch asks for X (both families); X answers from X1; packets reach X1.
+    trace.send(4, to_x4(1));
+    trace.send(4, to_x6(1));
+    let arp_reply = ethernet(
+        ROUTER,
+        x1,
+        None,
+        0x0806,
+        &frames::arp(2, x1, x4, ROUTER, gateway),
+    );
+    trace.send(1, arp_reply);
+    trace.send(1, neighbor_advert(x1, ROUTER, x6, gateway6, 0x60));
+    let (at_x1_4, at_x1_6) = (to_x4(2), to_x6(2));
+    trace.send(4, at_x1_4.clone());
+    trace.send(4, at_x1_6.clone());
+    // X moves to X2 and announces it to everyone.
+    let gratuitous = ethernet(
+        BROADCAST,
+        x2,
+        None,
+        0x0806,
+        &frames::arp(1, x2, x4, [0; 6], x4),
+    );
+    trace.send(1, gratuitous);
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    trace.send(
+        1,
+        neighbor_advert(x2, [0x33, 0x33, 0, 0, 0, 1], x6, all_nodes, 0x20),
+    );
+    let (at_x2_4, at_x2_6) = (to_x4(3), to_x6(3));
+    trace.send(4, at_x2_4.clone());
+    trace.send(4, at_x2_6.clone());
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let routed = |frame: &[u8], mac: Mac| {
+        let mut out = frame.to_vec();
+        out[0..6].copy_from_slice(&mac);
+        out[6..12].copy_from_slice(&ROUTER);
+        if frame[12..14] == [0x08, 0x00] {
+            return routed_v4(frame, 14, mac, ROUTER);
+        }
+        out[14 + 7] -= 1;
+        out
+    };
+    let unicast_to_x: Vec<Vec<u8>> = outputs(&dir)[1]
+        .iter()
+        .filter(|f| f[0] & 1 == 0)
+        .cloned()
+        .collect();
+    assert_eq!(
+        unicast_to_x,
+        vec![
+            routed(&at_x1_4, x1),
+            routed(&at_x1_6, x1),
+            routed(&at_x2_4, x2),
+            routed(&at_x2_6, x2),
+        ]
+    );
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
+}

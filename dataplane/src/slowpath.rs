@@ -77,6 +77,14 @@ pub enum Learned {
         /// Its MAC.
         mac: [u8; 6],
     },
+    /// `ip` on `interface` announced that it is at `mac` (gratuitous ARP, unsolicited NA)
+    /// to the whole VLAN; hand to `Forwarder::neighbor_refreshed`, which changes a neighbour
+    /// the switch already has and creates none.
+    Refresh {
+        interface: u16,
+        ip: IpAddr,
+        mac: [u8; 6],
+    },
 }
 
 /// The switch's own protocol handling: ARP, IPv6 neighbour discovery and ping.
@@ -450,6 +458,63 @@ impl SlowPath {
         };
         if (out.len(), learned.len()) == before {
             self.ignored += 1;
+        }
+    }
+
+    /// Listens to an ARP packet or a Neighbor Advertisement flooded in the VLAN of L3
+    /// interface `interface` (`frame` as received, at most one tag): a neighbour that changed
+    /// its MAC says so to everyone (gratuitous ARP, RFC 5227; unsolicited NA with Override,
+    /// RFC 4861 7.2.6), and a switch that kept the old MAC would black-hole it. Yields
+    /// `Learned::Refresh` for the sender (ARP) or target (NA) under the rules punted frames
+    /// are learned by (a unicast neighbour MAC, an on-link address that is not ours).
+    pub fn overhear(&mut self, frame: &[u8], interface: u16, learned: &mut Vec<Learned>) {
+        let Some((l2, l3)) = split_l2(frame) else {
+            return;
+        };
+        let Some(iface) = self.interfaces.get(usize::from(interface)) else {
+            return;
+        };
+        if l2.ethertype == EtherType::ARP {
+            let Ok(arp) = ArpRepr::parse(&ArpPacket::new_unchecked(l3)) else {
+                return;
+            };
+            let sender = arp.source_protocol_addr;
+            let ours = iface.ipv4.iter().any(|&(own, _)| own == sender);
+            let on_link = iface
+                .ipv4
+                .iter()
+                .any(|&(net, len)| in_subnet4(sender, net, len));
+            if self.is_neighbor_mac(arp.source_hardware_addr)
+                && !sender.is_unspecified()
+                && !ours
+                && on_link
+            {
+                learned.push(Learned::Refresh {
+                    interface,
+                    ip: IpAddr::V4(sender),
+                    mac: arp.source_hardware_addr.0,
+                });
+            }
+            return;
+        }
+        // An NA to all nodes: the punted-frame rules apply (checksum, hop limit 255, not
+        // solicited when multicast, an on-link target), then its result is only a refresh.
+        let mut out = Vec::new();
+        let mut heard = Vec::new();
+        let ctx = Punt {
+            in_port: 0,
+            interface,
+            out: &mut out,
+            learned: &mut heard,
+            to_sid: false,
+        };
+        if l2.ethertype == EtherType::IPV6 && is_neighbor_advert(l3) {
+            let _ = self.handle_ip(frame, ctx);
+        }
+        for entry in heard {
+            if let Learned::Neighbor { interface, ip, mac } = entry {
+                learned.push(Learned::Refresh { interface, ip, mac });
+            }
         }
     }
 
@@ -951,6 +1016,12 @@ struct Punt<'a> {
 
 /// The L2 header and the L3 bytes of a frame with at most one VLAN tag (the fast path drops
 /// stacked tags, so two here means the frame is not what it claims).
+/// Whether `l3` is an IPv6 packet carrying a Neighbor Advertisement directly after its
+/// header (as RFC 4861 sends them).
+fn is_neighbor_advert(l3: &[u8]) -> bool {
+    l3.get(6) == Some(&protocol::ICMPV6) && l3.get(40) == Some(&136)
+}
+
 fn split_l2(frame: &[u8]) -> Option<(L2Info, &[u8])> {
     let l2 = parse_l2(frame).ok()?;
     if l2.inner.is_some() {
@@ -1911,6 +1982,55 @@ mod tests {
     // ---- resolve ----------------------------------------------------------------------------
 
     /// Who has `target`? Tell `sender` (R): broadcast, padded to 60.
+    #[test]
+    fn overheard_announcements_refresh_only_learnable_neighbours() {
+        let mut sp = SlowPath::new(&spec());
+        let x = [0x02, 0, 0, 0, 0, 0x92];
+        // A gratuitous ARP from x for 10.0.10.9 (sender = target), as a host sends it.
+        let gratuitous = |mac: [u8; 6], ip: [u8; 4]| {
+            let mut f = vec![0xff; 6];
+            f.extend_from_slice(&mac);
+            f.extend_from_slice(&[0x08, 0x06, 0, 1, 8, 0, 6, 4, 0, 1]);
+            f.extend_from_slice(&mac);
+            f.extend_from_slice(&ip);
+            f.extend_from_slice(&[0; 6]);
+            f.extend_from_slice(&ip);
+            padded(&f, 60)
+        };
+        let heard = |sp: &mut SlowPath, frame: &[u8], interface: u16| {
+            let mut learned = Vec::new();
+            sp.overhear(frame, interface, &mut learned);
+            learned
+        };
+        assert_eq!(
+            heard(&mut sp, &gratuitous(x, [10, 0, 10, 9]), 0),
+            vec![Learned::Refresh {
+                interface: 0,
+                ip: IpAddr::V4(v4("10.0.10.9")),
+                mac: x
+            }]
+        );
+        // Not from an on-link sender, not claiming our own address, not from a group MAC,
+        // not on an interface that does not exist.
+        for (frame, interface) in [
+            (gratuitous(x, [10, 0, 11, 9]), 0),
+            (gratuitous(x, [10, 0, 10, 1]), 0),
+            (gratuitous([0x03, 0, 0, 0, 0, 1], [10, 0, 10, 9]), 0),
+            (gratuitous(R, [10, 0, 10, 9]), 0),
+            (gratuitous(x, [10, 0, 10, 9]), 9),
+        ] {
+            assert_eq!(heard(&mut sp, &frame, interface), vec![], "{frame:02x?}");
+        }
+        // An IPv6 packet that is no NA teaches nothing.
+        let mut not_na = vec![0x33, 0x33, 0, 0, 0, 1];
+        not_na.extend_from_slice(&x);
+        not_na.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 8, 58, 255]);
+        not_na.extend_from_slice(&v6("2001:db8:10::9").octets());
+        not_na.extend_from_slice(&v6("ff02::1").octets());
+        not_na.extend_from_slice(&[128, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(heard(&mut sp, &not_na, 0), vec![]);
+    }
+
     fn arp_request_from_r(sender: [u8; 4], target: [u8; 4]) -> Vec<u8> {
         let mut f = vec![
             0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // dst: broadcast
@@ -2068,7 +2188,10 @@ mod tests {
             assert!(!out.is_empty() || !learned.is_empty());
         }
         assert_eq!(sp.ignored, 0);
-        for Learned::Neighbor { interface, ip, mac } in learned {
+        for entry in learned {
+            let Learned::Neighbor { interface, ip, mac } = entry else {
+                panic!("punted frames teach neighbours: {entry:?}");
+            };
             fwd.neighbor_resolved(interface, ip, mac);
         }
         // A packet routed in from port 2 (interface 1) to 10.0.10.10 now reaches H on port 0.

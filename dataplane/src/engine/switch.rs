@@ -780,6 +780,17 @@ impl SwitchWorker {
         tc: u8,
         now: Picos,
     ) {
+        // ARP and Neighbor Advertisements flooded in a routed VLAN may announce a neighbour's
+        // new MAC: the switch listens as the hosts do.
+        if let Some(interface) = self.forwarder.vlan_interface(vlan)
+            && is_arp_or_icmpv6(mbuf.packet().data())
+        {
+            self.slow
+                .overhear(mbuf.packet().data(), interface, &mut self.learned);
+            if !self.learned.is_empty() {
+                self.apply_slow_path_results(now);
+            }
+        }
         let mut targets = [0u16; MAX_FLOOD_PORTS];
         let mut count = 0;
         for &port in self.forwarder.vlan_members(vlan) {
@@ -919,6 +930,9 @@ impl SwitchWorker {
                 Learned::Neighbor { interface, ip, mac } => {
                     self.forwarder.neighbor_resolved(interface, ip, mac)
                 }
+                Learned::Refresh { interface, ip, mac } => {
+                    self.forwarder.neighbor_refreshed(interface, ip, mac)
+                }
             }
         }
         let outgoing = std::mem::take(&mut self.outgoing);
@@ -934,5 +948,20 @@ impl SwitchWorker {
         }
         self.outgoing = outgoing;
         self.outgoing.clear();
+    }
+}
+
+/// Whether a frame (at most one 802.1Q tag) is ARP or IPv6 carrying ICMPv6 right after its
+/// header: what `SlowPath::overhear` may learn from.
+fn is_arp_or_icmpv6(frame: &[u8]) -> bool {
+    let at = if frame.get(12..14) == Some(&[0x81, 0x00][..]) {
+        16
+    } else {
+        12
+    };
+    match frame.get(at..at + 2) {
+        Some([0x08, 0x06]) => true,
+        Some([0x86, 0xdd]) => frame.get(at + 2 + 6) == Some(&58),
+        _ => false,
     }
 }

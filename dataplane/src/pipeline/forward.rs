@@ -614,6 +614,24 @@ impl Forwarder {
         }
     }
 
+    /// A neighbour the switch has (a nexthop on `interface` for `ip`) announced a new MAC:
+    /// packets to it go there from now. Creates nothing for a host it does not know.
+    pub fn neighbor_refreshed(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
+        let router_mac = self.router_mac;
+        for nh in self
+            .nexthops
+            .iter_mut()
+            .filter(|n| n.interface == interface && n.ip == ip && n.mac.is_some_and(|m| m != mac))
+        {
+            nh.set_mac(Some(mac), router_mac);
+        }
+    }
+
+    /// The L3 interface of `vlan`, if it has one.
+    pub fn vlan_interface(&self, vlan: u16) -> Option<u16> {
+        self.vlans.get(usize::from(vlan))?.interface
+    }
+
     /// A neighbour stopped answering: packets to it are dropped (and resolution retried).
     pub fn neighbor_lost(&mut self, interface: u16, ip: IpAddr) {
         let router_mac = self.router_mac;
