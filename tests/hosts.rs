@@ -324,3 +324,76 @@ ipv6 = ["2001:db8:50::1/64"]
     let out = wait_with_timeout(switch, Duration::from_secs(20));
     assert_eq!(out.status, Some(0), "{}", out.stderr);
 }
+
+/// net_af_packet reports its link up whatever the kernel interface does (DPDK 22.11): the
+/// switch reads the interface's carrier too, so a host whose link goes down is seen down
+/// (and its port's ECMP members leave) and seen up again when it returns.
+#[test]
+fn a_hosts_link_going_down_and_up_is_seen_by_the_switch() {
+    if !can_run(&["ip", "ping", "python3"]) {
+        return;
+    }
+    let dir = TestDir::new("hosts-link");
+    let tag = format!("il{}", std::process::id() % 100_000);
+    let mut hosts = Hosts::new(&tag);
+    hosts.add("a", "10.0.60.2/24", "10.0.60.1", None);
+    let socket = dir.file("ctl.sock");
+    let config = format!(
+        r#"[switch]
+name = "{tag}"
+router_mac = "02:00:00:00:01:00"
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+[control]
+socket = "{socket}"
+[[port]]
+name = "a"
+devargs = "net_af_packet0,iface={a}"
+ipv4 = ["10.0.60.1/24"]
+"#,
+        eal = dir.eal_toml(),
+        socket = socket.display(),
+        a = hosts.veth("a"),
+    );
+    let path = dir.file("link.toml");
+    std::fs::write(&path, config).expect("write config");
+    let _lock = dpdk_lock();
+    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let link = || {
+        let out = common::ironclos()
+            .args([
+                "ctl",
+                "--socket",
+                socket.to_str().unwrap(),
+                "--json",
+                "show",
+                "ports",
+            ])
+            .output()
+            .expect("ctl");
+        let ports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ports JSON");
+        ports[0]["link"].as_str().unwrap_or_default().to_owned()
+    };
+    let wait_for = |state: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while link() != state {
+            assert!(std::time::Instant::now() < deadline, "link never {state}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    ping(&hosts, "a", "10.0.60.1");
+    wait_for("up");
+    hosts.0.must("a", &["ip", "link", "set", "eth0", "down"]);
+    wait_for("down");
+    hosts.0.must("a", &["ip", "link", "set", "eth0", "up"]);
+    wait_for("up");
+    ping(&hosts, "a", "10.0.60.1");
+
+    let switch = switch.0.take().expect("still running");
+    let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
+    assert!(killed.status.success());
+    let out = wait_with_timeout(switch, Duration::from_secs(20));
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+}

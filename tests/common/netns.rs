@@ -134,8 +134,15 @@ pub fn start_switch(config: &str) -> Child {
         .spawn()
         .expect("spawn ironclos");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    // Lines before it (the control socket's path) are passed over.
     let mut line = String::new();
-    stdout.read_line(&mut line).expect("ready line");
+    for _ in 0..8 {
+        line.clear();
+        stdout.read_line(&mut line).expect("ready line");
+        if line.starts_with("ironclos ready") || line.is_empty() {
+            break;
+        }
+    }
     assert!(
         line.starts_with("ironclos ready"),
         "expected the ready line, got {line:?}"

@@ -112,6 +112,21 @@ pub struct Port {
     shared: Arc<PortShared>,
     rx_taken: Vec<bool>,
     tx_taken: Vec<bool>,
+    /// A kernel interface's carrier file (`/sys/class/net/IF/carrier`) for a device whose
+    /// PMD reports its link up whatever the kernel interface's state (net_af_packet in DPDK
+    /// 22.11): `link` reads the carrier too.
+    carrier: Option<std::path::PathBuf>,
+}
+
+/// The kernel interface a `net_af_packet` device is attached to (`iface=`), whose carrier
+/// tells its link state.
+fn af_packet_iface(devargs: &str) -> Option<&str> {
+    let mut parts = devargs.split(',');
+    let driver = parts.next()?.trim();
+    if !(driver.starts_with("net_af_packet") || driver.starts_with("eth_af_packet")) {
+        return None;
+    }
+    parts.find_map(|p| p.trim().strip_prefix("iface="))
 }
 
 unsafe extern "C" fn on_link_state_change(
@@ -164,6 +179,11 @@ impl Port {
             shared,
             rx_taken: Vec::new(),
             tx_taken: Vec::new(),
+            carrier: af_packet_iface(devargs).map(|iface| {
+                std::path::Path::new("/sys/class/net")
+                    .join(iface)
+                    .join("carrier")
+            }),
         })
     }
 
@@ -366,8 +386,14 @@ impl Port {
         // SAFETY: valid out-pointer; on failure link stays zero (down).
         unsafe { dpdk_sys::rte_eth_link_get_nowait(self.shared.id, &mut link) };
         let speed = link.link_speed;
+        // The kernel interface's carrier: "1" up, "0" down; unreadable while the interface
+        // is administratively down, which is down too.
+        let carrier_up = self
+            .carrier
+            .as_ref()
+            .is_none_or(|path| std::fs::read_to_string(path).is_ok_and(|text| text.trim() == "1"));
         LinkStatus {
-            up: link.link_status() != 0,
+            up: link.link_status() != 0 && carrier_up,
             speed_mbps: if speed == dpdk_sys::RTE_ETH_SPEED_NUM_UNKNOWN {
                 0
             } else {
@@ -498,7 +524,19 @@ impl TxQueue {
 
 #[cfg(test)]
 mod tests {
-    use super::largest_mtu;
+    use super::{af_packet_iface, largest_mtu};
+
+    #[test]
+    fn an_af_packet_devices_kernel_interface_is_found_in_its_devargs() {
+        assert_eq!(af_packet_iface("net_af_packet0,iface=veth1"), Some("veth1"));
+        assert_eq!(
+            af_packet_iface("net_af_packet3,qpairs=1,iface=h1-eth0,framesz=2048"),
+            Some("h1-eth0")
+        );
+        assert_eq!(af_packet_iface("eth_af_packet0,iface=x"), Some("x"));
+        assert_eq!(af_packet_iface("net_tap0,iface=x"), None);
+        assert_eq!(af_packet_iface("net_af_packet0"), None);
+    }
 
     #[test]
     fn the_largest_mtu_follows_ethdevs_rule() {
