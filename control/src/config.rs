@@ -1141,9 +1141,14 @@ fn line_column(source: &str, offset: usize) -> (usize, usize) {
 }
 
 /// The dotted field path at a byte offset: the enclosing `[table]` or `[[array]]` header
-/// (with the array index) and the key on that line.
-fn field_at(source: &str, offset: usize) -> String {
+/// (with the array index) and the key on that line (the config's and the schedule's errors).
+pub(crate) fn field_at(source: &str, offset: usize) -> String {
     let offset = offset.min(source.len());
+    // A span may start inside a multi-byte character only if the reader is wrong; stay safe.
+    let offset = (0..=offset)
+        .rev()
+        .find(|&o| source.is_char_boundary(o))
+        .unwrap_or(0);
     let line_start = source[..offset].rfind('\n').map_or(0, |nl| nl + 1);
     let line_end = source[offset..]
         .find('\n')

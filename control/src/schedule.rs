@@ -68,63 +68,6 @@ fn located(
     }
 }
 
-/// The field at byte `offset` of the schedule, for errors the TOML reader reports there:
-/// `event[N].key` for a key of the Nth `[[event]]` (counted in the file, from 0), `event[N]`
-/// for its header, a top-level key by its name. The way `config.rs` names a config file's
-/// fields (its helper is private to it); a schedule has only the one array of tables.
-fn field_at(source: &str, offset: usize) -> String {
-    let offset = offset.min(source.len());
-    // A span may start inside a multi-byte character only if the reader is wrong; stay safe.
-    let offset = (0..=offset)
-        .rev()
-        .find(|&o| source.is_char_boundary(o))
-        .unwrap_or(0);
-    let line_start = source[..offset].rfind('\n').map_or(0, |nl| nl + 1);
-    let line_end = source[offset..]
-        .find('\n')
-        .map_or(source.len(), |nl| offset + nl);
-    let line = source[line_start..line_end].trim();
-    let mut table = String::new();
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for header in source[..line_end].lines().map(str::trim) {
-        if let Some(name) = header.strip_prefix("[[").and_then(|h| h.split("]]").next()) {
-            let name = name.trim().to_owned();
-            let count = match counts.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, c)) => {
-                    *c += 1;
-                    *c
-                }
-                None => {
-                    counts.push((name.clone(), 0));
-                    0
-                }
-            };
-            table = format!("{name}[{count}]");
-        } else if let Some(name) = header.strip_prefix('[').and_then(|h| h.split(']').next()) {
-            table = name.trim().to_owned();
-        }
-    }
-    if line.starts_with('[') {
-        return if table.is_empty() {
-            "(top level)".to_owned()
-        } else {
-            table
-        };
-    }
-    let key = line
-        .split('=')
-        .next()
-        .map(str::trim)
-        .unwrap_or("")
-        .trim_matches('"');
-    match (table.is_empty(), key.is_empty()) {
-        (true, true) => "(top level)".to_owned(),
-        (true, false) => key.to_owned(),
-        (false, true) => table,
-        (false, false) => format!("{table}.{key}"),
-    }
-}
-
 /// Reads and validates a schedule against the config's ports; events come back sorted by time.
 pub fn load(path: &Path, config: &Config) -> Result<Vec<ScheduledEvent>, ConfigError> {
     let source = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -149,7 +92,7 @@ pub fn parse(
             path,
             source,
             offset,
-            field_at(source, offset),
+            crate::config::field_at(source, offset),
             e.message().trim().to_owned(),
         )
     })?;
