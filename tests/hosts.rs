@@ -47,6 +47,15 @@ impl Hosts {
     }
 }
 
+/// Stops the switch as an operator would (SIGTERM): it must exit 0.
+fn stop(mut switch: Reaper) {
+    let switch = switch.0.take().expect("still running");
+    let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
+    assert!(killed.status.success());
+    let out = wait_with_timeout(switch, Duration::from_secs(20));
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+}
+
 fn ping(hosts: &Hosts, from: &str, to: &str) {
     netns::ping(&hosts.0, from, &["ping"], to);
 }
@@ -123,7 +132,7 @@ ipv6 = ["2001:db8:30::1/64"]
     let _lock = dpdk_lock();
     // Killed if the test fails before stopping it: a busy-polling switch left behind would
     // slow every later test.
-    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let switch = Reaper(Some(start_switch(path.to_str().unwrap())));
 
     ping(&hosts, "h1", "10.0.20.2");
     ping(&hosts, "h2", "10.0.10.2");
@@ -187,11 +196,7 @@ ipv6 = ["2001:db8:30::1/64"]
         );
     }
 
-    let switch = switch.0.take().expect("still running");
-    let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
-    assert!(killed.status.success());
-    let out = wait_with_timeout(switch, Duration::from_secs(20));
-    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    stop(switch);
 }
 
 /// Path MTU through the switch with real hosts: j on a 1500-byte link, s on a 1280-byte one
@@ -250,7 +255,7 @@ ipv6 = ["2001:db8:50::1/64"]
     let path = dir.file("mtu.toml");
     std::fs::write(&path, config).expect("write config");
     let _lock = dpdk_lock();
-    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let switch = Reaper(Some(start_switch(path.to_str().unwrap())));
     assert!(
         String::from_utf8_lossy(&sh(&["ip", "link", "show", &hosts.veth("s")]).stdout)
             .contains("mtu 1280"),
@@ -318,11 +323,7 @@ ipv6 = ["2001:db8:50::1/64"]
         "2001:db8:50::2",
     );
 
-    let switch = switch.0.take().expect("still running");
-    let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
-    assert!(killed.status.success());
-    let out = wait_with_timeout(switch, Duration::from_secs(20));
-    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    stop(switch);
 }
 
 /// net_af_packet reports its link up whatever the kernel interface does (DPDK 22.11): the
@@ -360,7 +361,7 @@ ipv4 = ["10.0.60.1/24"]
     let path = dir.file("link.toml");
     std::fs::write(&path, config).expect("write config");
     let _lock = dpdk_lock();
-    let mut switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let switch = Reaper(Some(start_switch(path.to_str().unwrap())));
     let link = || {
         let out = common::ironclos()
             .args([
@@ -391,9 +392,5 @@ ipv4 = ["10.0.60.1/24"]
     wait_for("up");
     ping(&hosts, "a", "10.0.60.1");
 
-    let switch = switch.0.take().expect("still running");
-    let killed = sh(&["kill", "-TERM", &switch.id().to_string()]);
-    assert!(killed.status.success());
-    let out = wait_with_timeout(switch, Duration::from_secs(20));
-    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    stop(switch);
 }

@@ -403,6 +403,18 @@ fn icmpv6_error(
     assert!(quoted.len() <= 1280 - 48);
     let mut icmp = vec![msg_type, 0, 0, 0, 0, 0, 0, 0];
     icmp.extend_from_slice(quoted);
+    ethernet(
+        dst_mac,
+        ROUTER,
+        None,
+        0x86dd,
+        &icmpv6_packet(src, dst, 64, icmp),
+    )
+}
+
+/// An IPv6 packet (traffic class and flow label 0) carrying the ICMPv6 message `icmp` from
+/// `src` to `dst` with `hop_limit`, its checksum computed over the RFC 8200 8.1 pseudo-header.
+fn icmpv6_packet(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, mut icmp: Vec<u8>) -> Vec<u8> {
     let mut pseudo = src.octets().to_vec();
     pseudo.extend_from_slice(&dst.octets());
     pseudo.extend_from_slice(&(icmp.len() as u32).to_be_bytes());
@@ -412,11 +424,11 @@ fn icmpv6_error(
     icmp[2..4].copy_from_slice(&c.to_be_bytes());
     let mut ip = vec![0x60, 0, 0, 0];
     ip.extend_from_slice(&(icmp.len() as u16).to_be_bytes());
-    ip.extend_from_slice(&[58, 64]);
+    ip.extend_from_slice(&[58, hop_limit]);
     ip.extend_from_slice(&src.octets());
     ip.extend_from_slice(&dst.octets());
     ip.extend_from_slice(&icmp);
-    ethernet(dst_mac, ROUTER, None, 0x86dd, &ip)
+    ip
 }
 
 #[test]
@@ -1256,20 +1268,13 @@ fn neighbor_advert(mac: Mac, dst_mac: Mac, src: Ipv6Addr, dst: Ipv6Addr, flags: 
     icmp.extend_from_slice(&src.octets());
     icmp.extend_from_slice(&[2, 1]);
     icmp.extend_from_slice(&mac);
-    let mut pseudo = src.octets().to_vec();
-    pseudo.extend_from_slice(&dst.octets());
-    pseudo.extend_from_slice(&(icmp.len() as u32).to_be_bytes());
-    pseudo.extend_from_slice(&[0, 0, 0, 58]);
-    pseudo.extend_from_slice(&icmp);
-    let c = frames::checksum(&pseudo);
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
-    let mut ip = vec![0x60, 0, 0, 0];
-    ip.extend_from_slice(&(icmp.len() as u16).to_be_bytes());
-    ip.extend_from_slice(&[58, 255]);
-    ip.extend_from_slice(&src.octets());
-    ip.extend_from_slice(&dst.octets());
-    ip.extend_from_slice(&icmp);
-    ethernet(dst_mac, mac, None, 0x86dd, &ip)
+    ethernet(
+        dst_mac,
+        mac,
+        None,
+        0x86dd,
+        &icmpv6_packet(src, dst, 255, icmp),
+    )
 }
 
 #[test]
