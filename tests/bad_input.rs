@@ -356,6 +356,21 @@ fn io_config(dir: &TestDir) -> String {
     )
 }
 
+/// `ironclos run --config PATH --exit-when-idle --schedule SCHEDULE`.
+fn replay_with_schedule(path: &str, schedule: &std::path::Path) -> common::RunOutput {
+    run_ironclos(
+        &[
+            "run",
+            "--config",
+            path,
+            "--exit-when-idle",
+            "--schedule",
+            schedule.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    )
+}
+
 #[test]
 fn a_schedule_in_io_mode_is_a_bad_command_line_found_before_dpdk() {
     let dir = TestDir::new("schedule-io");
@@ -366,17 +381,7 @@ fn a_schedule_in_io_mode_is_a_bad_command_line_found_before_dpdk() {
         "[[event]]\nat_us = 10\nport = \"a\"\nlink = \"down\"\n",
     )
     .unwrap();
-    let out = run_ironclos(
-        &[
-            "run",
-            "--config",
-            &path,
-            "--exit-when-idle",
-            "--schedule",
-            schedule.to_str().unwrap(),
-        ],
-        Duration::from_secs(30),
-    );
+    let out = replay_with_schedule(&path, &schedule);
     assert_eq!(out.status, Some(2), "{}", out.stderr);
     assert!(
         out.stderr.contains("--schedule") && out.stderr.contains("mode = \"switch\""),
@@ -417,17 +422,7 @@ fn schedule_errors_name_the_event_and_its_field() {
         ("foo = 1\n", ":1:1: field `foo`: unknown field `foo`"),
     ] {
         std::fs::write(&schedule, text).unwrap();
-        let out = run_ironclos(
-            &[
-                "run",
-                "--config",
-                &path,
-                "--exit-when-idle",
-                "--schedule",
-                schedule.to_str().unwrap(),
-            ],
-            Duration::from_secs(30),
-        );
+        let out = replay_with_schedule(&path, &schedule);
         assert_eq!(out.status, Some(2), "{text:?}: {}", out.stderr);
         assert!(
             out.stderr

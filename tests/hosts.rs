@@ -47,6 +47,20 @@ impl Hosts {
     }
 }
 
+/// Writes a switch-mode config (named `tag`, router MAC 02:00:00:00:01:00, one worker, the
+/// test's EAL options) followed by `body`, and starts the switch on it, holding the machine's
+/// DPDK lock while it runs.
+fn start(dir: &TestDir, tag: &str, body: &str) -> (common::DpdkLock, Reaper) {
+    let config = format!(
+        "[switch]\nname = \"{tag}\"\nrouter_mac = \"02:00:00:00:01:00\"\n[dataplane]\nmode = \"switch\"\nworker_lcores = [1]\n{}\n{body}",
+        dir.eal_toml()
+    );
+    let path = dir.file("switch.toml");
+    std::fs::write(&path, config).expect("write config");
+    let lock = dpdk_lock();
+    (lock, Reaper(Some(start_switch(path.to_str().unwrap()))))
+}
+
 /// Stops the switch as an operator would (SIGTERM): it must exit 0.
 fn stop(mut switch: Reaper) {
     let switch = switch.0.take().expect("still running");
@@ -88,14 +102,7 @@ fn hosts_ping_and_move_10_mb_through_the_leaf_routed_and_bridged() {
         Some(("2001:db8:30::2/64", "2001:db8:30::1")),
     );
     let config = format!(
-        r#"[switch]
-name = "{tag}"
-router_mac = "02:00:00:00:01:00"
-[dataplane]
-mode = "switch"
-worker_lcores = [1]
-{eal}
-[[vlan]]
+        r#"[[vlan]]
 id = 10
 ipv4 = ["10.0.10.1/24"]
 ipv6 = ["2001:db8:10::1/64"]
@@ -121,18 +128,14 @@ devargs = "net_af_packet3,iface={h4}"
 ipv4 = ["10.0.30.1/24"]
 ipv6 = ["2001:db8:30::1/64"]
 "#,
-        eal = dir.eal_toml(),
         h1 = hosts.veth("h1"),
         h2 = hosts.veth("h2"),
         h3 = hosts.veth("h3"),
         h4 = hosts.veth("h4"),
     );
-    let path = dir.file("leaf.toml");
-    std::fs::write(&path, config).expect("write config");
-    let _lock = dpdk_lock();
     // Killed if the test fails before stopping it: a busy-polling switch left behind would
     // slow every later test.
-    let switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let (_lock, switch) = start(&dir, &tag, &config);
 
     ping(&hosts, "h1", "10.0.20.2");
     ping(&hosts, "h2", "10.0.10.2");
@@ -229,14 +232,7 @@ fn hosts_on_links_of_different_mtus_discover_the_path_mtu_through_the_switch() {
         .0
         .must("s", &["ip", "link", "set", "eth0", "mtu", "1280"]);
     let config = format!(
-        r#"[switch]
-name = "{tag}"
-router_mac = "02:00:00:00:01:00"
-[dataplane]
-mode = "switch"
-worker_lcores = [1]
-{eal}
-[[port]]
+        r#"[[port]]
 name = "j"
 devargs = "net_af_packet0,iface={j}"
 ipv4 = ["10.0.40.1/24"]
@@ -248,14 +244,10 @@ mtu = 1280
 ipv4 = ["10.0.50.1/24"]
 ipv6 = ["2001:db8:50::1/64"]
 "#,
-        eal = dir.eal_toml(),
         j = hosts.veth("j"),
         s = hosts.veth("s"),
     );
-    let path = dir.file("mtu.toml");
-    std::fs::write(&path, config).expect("write config");
-    let _lock = dpdk_lock();
-    let switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let (_lock, switch) = start(&dir, &tag, &config);
     assert!(
         String::from_utf8_lossy(&sh(&["ip", "link", "show", &hosts.veth("s")]).stdout)
             .contains("mtu 1280"),
@@ -340,28 +332,17 @@ fn a_hosts_link_going_down_and_up_is_seen_by_the_switch() {
     hosts.add("a", "10.0.60.2/24", "10.0.60.1", None);
     let socket = dir.file("ctl.sock");
     let config = format!(
-        r#"[switch]
-name = "{tag}"
-router_mac = "02:00:00:00:01:00"
-[dataplane]
-mode = "switch"
-worker_lcores = [1]
-{eal}
-[control]
+        r#"[control]
 socket = "{socket}"
 [[port]]
 name = "a"
 devargs = "net_af_packet0,iface={a}"
 ipv4 = ["10.0.60.1/24"]
 "#,
-        eal = dir.eal_toml(),
         socket = socket.display(),
         a = hosts.veth("a"),
     );
-    let path = dir.file("link.toml");
-    std::fs::write(&path, config).expect("write config");
-    let _lock = dpdk_lock();
-    let switch = Reaper(Some(start_switch(path.to_str().unwrap())));
+    let (_lock, switch) = start(&dir, &tag, &config);
     let link = || {
         let out = common::ironclos()
             .args([
