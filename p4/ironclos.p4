@@ -154,6 +154,7 @@ const bit<8> PUNT_NONE  = 0;
 const bit<8> PUNT_ARP   = 1;  // PuntReason::Arp
 const bit<8> PUNT_ND    = 2;  // PuntReason::NeighborDiscovery
 const bit<8> PUNT_LOCAL = 3;  // PuntReason::Local
+const bit<8> PUNT_ANNOUNCEMENT = 4;  // PuntReason::Announcement
 
 /* Drop reasons, named after Rust's DropReason counter names
  * (DropReason::as_str in dataplane/src/counters.rs). The numbers are this
@@ -1785,7 +1786,20 @@ control IroncIngress(inout headers_t hdr,
                 return;
             }
             if (meta.port_mode == PORT_MODE_ROUTED) {
-                /* Rust: Forwarder::routed_port_ingress -> not_for_us. */
+                /* Rust: Forwarder::routed_port_ingress. A neighbour's
+                 * announcement (an ARP whose sender is its target, a
+                 * Neighbor Advertisement to a multicast address) goes to
+                 * the CPU, which listens for a new MAC (is_announcement);
+                 * anything else is not_for_us. */
+                if ((hdr.arp.isValid() && hdr.arp.sender_ip == hdr.arp.target_ip)
+                        || (hdr.ndp.isValid()
+                            && hdr.icmpv6.icmp_type == ICMPV6_NEIGHBOR_ADVERT
+                            && hdr.ipv6.hop_limit == 255
+                            && hdr.ipv6.dst_addr[127:120] == 0xff)) {
+                    meta.punt_reason = PUNT_ANNOUNCEMENT;
+                    punt_to_cpu();
+                    return;
+                }
                 drop_with_reason(DROP_NOT_FOR_US);
                 return;
             }

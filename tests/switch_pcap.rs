@@ -1375,3 +1375,259 @@ fn a_neighbour_that_announces_a_new_mac_is_reached_at_it() {
     );
     assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
 }
+
+#[test]
+fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_silent() {
+    // Host A (10.0.10.5 on p0) asks for its gateway at T: the switch learns it, reachable
+    // for 30 s (the default reachable time). At T + 30 s it asks A again, every second up to
+    // three times; an answer keeps A (second replay); without one A is lost one second after
+    // the third request, so a packet for A at T + 34 s is held (dropped, counted) while the
+    // switch resolves A afresh. Static neighbours (the spines) are never asked.
+    const SECOND_US: u64 = 1_000_000;
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let to_a = |seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), a_ip, 30, 5000, 6000, &[seq; 4]),
+        )
+    };
+    let request_from_a = ethernet(
+        BROADCAST,
+        HOST_A,
+        None,
+        0x0806,
+        &frames::arp(1, HOST_A, a_ip, [0; 6], gateway),
+    );
+    let reply_to_a = ethernet(
+        HOST_A,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(2, ROUTER, gateway, HOST_A, a_ip),
+    );
+    let switch_asks = ethernet(
+        BROADCAST,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
+    );
+    let a_answers = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0806,
+        &frames::arp(2, HOST_A, a_ip, ROUTER, gateway),
+    );
+    let run = |answer: bool| {
+        let dir = TestDir::new(if answer {
+            "sw-nud-answered"
+        } else {
+            "sw-nud-silent"
+        });
+        let mut trace = Trace::new();
+        trace.send(0, request_from_a.clone());
+        let learned_at = trace.clock_us;
+        trace.send(4, to_a(1));
+        if answer {
+            // Half a second after the first renewed request.
+            trace.clock_us = learned_at + 30 * SECOND_US + SECOND_US / 2;
+            trace.send(0, a_answers.clone());
+        }
+        trace.clock_us = learned_at + 34 * SECOND_US;
+        trace.send(4, to_a(2));
+        trace.write(&dir);
+        let (_, stats) = replay(&dir, &leaf_config(&dir));
+        (outputs(&dir), stats)
+    };
+
+    let (out, stats) = run(false);
+    let padded = |frame: &[u8]| {
+        let mut f = frame.to_vec();
+        f.resize(f.len().max(60), 0);
+        f
+    };
+    let on_p0: Vec<Vec<u8>> = out[0].iter().map(|f| padded(f)).collect();
+    assert_eq!(
+        on_p0,
+        vec![
+            padded(&reply_to_a),
+            routed_v4(&to_a(1), 14, HOST_A, ROUTER),
+            // Three renewed requests at T + 30, 31 and 32 s, then, A lost at T + 33 s, the
+            // packet at T + 34 s makes the switch resolve A again.
+            padded(&switch_asks),
+            padded(&switch_asks),
+            padded(&switch_asks),
+            padded(&switch_asks),
+        ]
+    );
+    assert_eq!(out[1].len(), 4, "the requests go to all of VLAN 10");
+    assert!(
+        out[4].is_empty() && out[5].is_empty(),
+        "static neighbours are not asked"
+    );
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 1);
+    assert_eq!(stats["neighbors"]["probes"], 3);
+    assert_eq!(stats["neighbors"]["expired"], 1);
+
+    let (out, stats) = run(true);
+    let on_p0: Vec<Vec<u8>> = out[0].iter().map(|f| padded(f)).collect();
+    assert_eq!(
+        on_p0,
+        vec![
+            padded(&reply_to_a),
+            routed_v4(&to_a(1), 14, HOST_A, ROUTER),
+            padded(&switch_asks),
+            routed_v4(&to_a(2), 14, HOST_A, ROUTER),
+        ]
+    );
+    assert_eq!(
+        drops(&stats)
+            .get("neighbor_unresolved")
+            .copied()
+            .unwrap_or(0),
+        0
+    );
+    assert_eq!(stats["neighbors"]["probes"], 1);
+    assert_eq!(stats["neighbors"]["expired"], 0);
+}
+
+#[test]
+fn a_neighbour_on_a_routed_port_that_announces_a_new_mac_is_reached_at_it() {
+    // The spine behind p5 (10.255.0.2) and the one behind p4 (2001:db8:ff::) are learned here,
+    // not configured: each answers the switch from MAC S1, then moves to S2 and announces it
+    // on its point-to-point link (gratuitous ARP; unsolicited NA with Override to all nodes).
+    // A static neighbour's address announced from another MAC changes nothing.
+    let dir = TestDir::new("sw-routed-announce");
+    let config = leaf_config(&dir)
+        .replace(
+            "[[neighbor]]\nip = \"10.255.0.2\"\nmac = \"02:00:00:00:51:02\"\nport = \"p5\"\n",
+            "",
+        )
+        .replace(
+            "[[neighbor]]\nip = \"2001:db8:ff::\"\nmac = \"02:00:00:00:51:01\"\nport = \"p4\"\n",
+            "",
+        );
+    assert!(!config.contains("10.255.0.2\"\nmac") && !config.contains("2001:db8:ff::\"\nmac"));
+    let mut trace = Trace::new();
+    let (s1, s2): (Mac, Mac) = ([2, 0, 0, 0, 0x52, 1], [2, 0, 0, 0, 0x52, 2]);
+    let spine4 = Ipv4Addr::new(10, 255, 0, 2);
+    let own4 = Ipv4Addr::new(10, 255, 0, 3);
+    let spine6: Ipv6Addr = "2001:db8:ff::".parse().unwrap();
+    let own6: Ipv6Addr = "2001:db8:ff::1".parse().unwrap();
+    let static4 = Ipv4Addr::new(10, 255, 0, 0);
+    let from_a4 = |dst: Ipv4Addr, seq: u8| {
+        ethernet(
+            ROUTER,
+            HOST_A,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::new(10, 0, 10, 5), dst, 30, 5000, 6000, &[seq; 4]),
+        )
+    };
+    let from_a6 = |seq: u8| {
+        ethernet(
+            ROUTER,
+            HOST_A,
+            None,
+            0x86dd,
+            &ipv6_udp(
+                "2001:db8:10::5".parse().unwrap(),
+                spine6,
+                30,
+                5000,
+                6000,
+                &[seq; 4],
+            ),
+        )
+    };
+    // Resolved from S1.
+    trace.send(0, from_a4(spine4, 1));
+    trace.send(0, from_a6(1));
+    trace.send(
+        5,
+        ethernet(
+            ROUTER,
+            s1,
+            None,
+            0x0806,
+            &frames::arp(2, s1, spine4, ROUTER, own4),
+        ),
+    );
+    trace.send(4, neighbor_advert(s1, ROUTER, spine6, own6, 0x60));
+    let (at_s1_4, at_s1_6) = (from_a4(spine4, 2), from_a6(2));
+    trace.send(0, at_s1_4.clone());
+    trace.send(0, at_s1_6.clone());
+    // Moved to S2, announced; and someone claims the static neighbour's address.
+    trace.send(
+        5,
+        ethernet(
+            BROADCAST,
+            s2,
+            None,
+            0x0806,
+            &frames::arp(1, s2, spine4, [0; 6], spine4),
+        ),
+    );
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    trace.send(
+        4,
+        neighbor_advert(s2, [0x33, 0x33, 0, 0, 0, 1], spine6, all_nodes, 0x20),
+    );
+    trace.send(
+        4,
+        ethernet(
+            BROADCAST,
+            s2,
+            None,
+            0x0806,
+            &frames::arp(1, s2, static4, [0; 6], static4),
+        ),
+    );
+    let (at_s2_4, at_s2_6, to_static) = (from_a4(spine4, 3), from_a6(3), from_a4(static4, 3));
+    trace.send(0, at_s2_4.clone());
+    trace.send(0, at_s2_6.clone());
+    trace.send(0, to_static.clone());
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    let unicast = |port: usize| -> Vec<Vec<u8>> {
+        out[port]
+            .iter()
+            .filter(|f| f[0] & 1 == 0)
+            .cloned()
+            .collect()
+    };
+    let routed6 = |frame: &[u8], mac: Mac| {
+        let mut f = frame.to_vec();
+        f[0..6].copy_from_slice(&mac);
+        f[6..12].copy_from_slice(&ROUTER);
+        f[14 + 7] -= 1;
+        f
+    };
+    assert_eq!(
+        unicast(5),
+        vec![
+            routed_v4(&at_s1_4, 14, s1, ROUTER),
+            routed_v4(&at_s2_4, 14, s2, ROUTER)
+        ]
+    );
+    assert_eq!(
+        unicast(4),
+        vec![
+            routed6(&at_s1_6, s1),
+            routed6(&at_s2_6, s2),
+            routed_v4(&to_static, 14, SPINE1, ROUTER)
+        ]
+    );
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
+    assert_eq!(
+        drops(&stats).get("not_for_us").copied().unwrap_or(0),
+        0,
+        "announcements are heard, not dropped"
+    );
+}

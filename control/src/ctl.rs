@@ -299,6 +299,14 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
                     lines.push(vec![format!("(fragmentation {what})"), s(n)]);
                 }
             }
+            // Nor these: learned neighbours asked again, and those that did not answer.
+            if let Some(heard) = result["neighbors"].as_object()
+                && heard.values().any(|n| n.as_u64() != Some(0))
+            {
+                for (what, n) in heard {
+                    lines.push(vec![format!("(neighbors {what})"), s(n)]);
+                }
+            }
             table(&["REASON", "PACKETS"], lines)
         }
         "show_routes" => {

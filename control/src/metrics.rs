@@ -450,6 +450,21 @@ pub fn render(input: &MetricsInput) -> String {
             );
         }
     }
+    f.header(
+        "ironclos_neighbors_total",
+        "counter",
+        "Learned neighbours asked again after their reachable time (event probes) and those lost \
+         for not answering (event expired).",
+    );
+    if let Some(heard) = input.drops.get("neighbors").and_then(Value::as_object) {
+        for (event, n) in heard {
+            f.sample(
+                "ironclos_neighbors_total",
+                &[("event", event)],
+                n.as_f64().unwrap_or(0.0),
+            );
+        }
+    }
     for (kind, list) in [("sid", "sids"), ("policy", "policies")] {
         let objects = input.srv6.get(list).map_or(&[][..], items);
         for (field, unit) in [("packets", "packets"), ("bytes", "bytes")] {

@@ -86,6 +86,10 @@ pub fn to_json(report: &RunReport) -> Value {
             "packets": report.fragmentation.packets,
             "fragments": report.fragmentation.fragments,
         },
+        "neighbors": {
+            "probes": report.neighbors.probes,
+            "expired": report.neighbors.expired,
+        },
         "qos_events_lost": report.qos_events_lost,
         "replay_stalled": report.replay_stalled,
     })
@@ -254,6 +258,14 @@ pub fn to_text(report: &RunReport) -> String {
             out,
             "fragmentation: {} IPv4 packets longer than their egress MTU cut into {} fragments",
             f.packets, f.fragments
+        );
+    }
+    let n = &report.neighbors;
+    if *n != Default::default() {
+        let _ = writeln!(
+            out,
+            "neighbours: {} asked again after their reachable time, {} lost (no answer)",
+            n.probes, n.expired
         );
     }
     for (kind, objects) in [

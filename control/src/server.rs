@@ -1243,6 +1243,7 @@ impl ControlServer {
         }
         let icmp = snap.as_ref().map(|s| s.icmp_errors).unwrap_or_default();
         let fragmentation = snap.as_ref().map(|s| s.fragmentation).unwrap_or_default();
+        let neighbors = snap.as_ref().map(|s| s.neighbors).unwrap_or_default();
         json!({
             "total": total,
             "reasons": reasons,
@@ -1254,6 +1255,10 @@ impl ControlServer {
             "fragmentation": {
                 "packets": fragmentation.packets,
                 "fragments": fragmentation.fragments,
+            },
+            "neighbors": {
+                "probes": neighbors.probes,
+                "expired": neighbors.expired,
             },
         })
     }

@@ -237,6 +237,10 @@ pub struct WorkerCounters {
     /// IPv4 packets cut into fragments for an egress MTU, and the fragments made.
     pub fragmented: Counter,
     pub fragments: Counter,
+    /// Requests (ARP, NS) asking a learned neighbour again after its reachable time, and
+    /// neighbours that did not answer them and lost their MAC.
+    pub neighbor_probes: Counter,
+    pub neighbors_expired: Counter,
 }
 
 impl WorkerCounters {
@@ -251,6 +255,8 @@ impl WorkerCounters {
             icmp_errors_not_sent: Counter::default(),
             fragmented: Counter::default(),
             fragments: Counter::default(),
+            neighbor_probes: Counter::default(),
+            neighbors_expired: Counter::default(),
         }
     }
 
@@ -292,6 +298,16 @@ pub struct CounterSnapshot {
     pub generated: u64,
     pub icmp_errors: IcmpErrorCounts,
     pub fragmentation: FragmentationCounts,
+    pub neighbors: NeighborCounts,
+}
+
+/// Neighbour reachability: requests asking learned neighbours again after their reachable
+/// time, and neighbours that did not answer and lost their MAC (their traffic is then
+/// dropped as `neighbor_unresolved` while the switch resolves them afresh).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NeighborCounts {
+    pub probes: u64,
+    pub expired: u64,
 }
 
 /// IPv4 packets longer than their egress interface's MTU, without Don't Fragment, that the
@@ -365,6 +381,16 @@ impl CounterSnapshot {
             fragmentation: FragmentationCounts {
                 packets: workers.iter().map(|w| w.as_ref().fragmented.get()).sum(),
                 fragments: workers.iter().map(|w| w.as_ref().fragments.get()).sum(),
+            },
+            neighbors: NeighborCounts {
+                probes: workers
+                    .iter()
+                    .map(|w| w.as_ref().neighbor_probes.get())
+                    .sum(),
+                expired: workers
+                    .iter()
+                    .map(|w| w.as_ref().neighbors_expired.get())
+                    .sum(),
             },
         }
     }

@@ -455,6 +455,10 @@ impl SlowPath {
             PuntReason::NeighborDiscovery | PuntReason::Local | PuntReason::LocalSid => {
                 self.handle_ip(frame, ctx)
             }
+            PuntReason::Announcement => {
+                self.overhear(frame, interface, ctx.learned);
+                Some(())
+            }
         };
         if (out.len(), learned.len()) == before {
             self.ignored += 1;
@@ -462,7 +466,8 @@ impl SlowPath {
     }
 
     /// Listens to an ARP packet or a Neighbor Advertisement flooded in the VLAN of L3
-    /// interface `interface` (`frame` as received, at most one tag): a neighbour that changed
+    /// interface `interface`, or sent to a multicast address on that routed port
+    /// (`PuntReason::Announcement`) (`frame` as received, at most one tag): a neighbour that changed
     /// its MAC says so to everyone (gratuitous ARP, RFC 5227; unsolicited NA with Override,
     /// RFC 4861 7.2.6), and a switch that kept the old MAC would black-hole it. Yields
     /// `Learned::Refresh` for the sender (ARP) or target (NA) under the rules punted frames

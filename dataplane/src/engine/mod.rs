@@ -10,8 +10,8 @@ mod switch;
 pub use control::{AdminState, ControlHandle, DeviceCounters};
 
 use crate::counters::{
-    CounterSnapshot, DropReason, FragmentationCounts, IcmpErrorCounts, ObjectSnapshot,
-    Srv6Counters, WorkerCounters,
+    CounterSnapshot, DropReason, FragmentationCounts, IcmpErrorCounts, NeighborCounts,
+    ObjectSnapshot, Srv6Counters, WorkerCounters,
 };
 use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, MtuOutcome, Port,
@@ -208,6 +208,8 @@ pub struct RunReport {
     pub icmp_errors: IcmpErrorCounts,
     /// IPv4 packets fragmented for an egress MTU, and the fragments made.
     pub fragmentation: FragmentationCounts,
+    /// Learned neighbours asked again after their reachable time, and those lost.
+    pub neighbors: NeighborCounts,
     /// `[port][tc]` queue counters (switch mode; empty in io mode).
     pub queues: Vec<[QueueSnapshot; TC_COUNT]>,
     /// Watermark crossings and ECN onsets, oldest first (when the spec asked for them).
@@ -580,6 +582,7 @@ fn run_with_eal(
         generated: snapshot.generated,
         icmp_errors: snapshot.icmp_errors,
         fragmentation: snapshot.fragmentation,
+        neighbors: snapshot.neighbors,
         queues: if matches!(config.mode, ForwardingMode::Switch(_)) {
             queue_counters
                 .queues

@@ -26,12 +26,16 @@ use crate::qos::{
 };
 use crate::slowpath::{Learned, Outgoing, SlowPath};
 use crate::tables::flowlet::{BalanceCounters, BalanceSpec, EgressLoad};
+use crate::tables::neighbor::{NeighborConfig, NeighborTable};
 use std::mem::MaybeUninit;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Learned MACs are aged this often (in the run's own time).
 const AGING_PERIOD: Picos = PICOS_PER_SECOND;
+/// Empty poll sweeps of an idle live worker between two runs of its timers.
+const IDLE_SWEEPS_PER_TIMER_RUN: u32 = 4096;
 /// Flooding copies to at most this many ports (DPDK's RTE_MAX_ETHPORTS).
 const MAX_FLOOD_PORTS: usize = 32;
 
@@ -118,6 +122,10 @@ pub(crate) struct SwitchWorker {
     requests: Vec<ControlRequest>,
     link_generation_seen: u64,
     last_aging: Picos,
+    /// Reachability of the neighbours learned from ARP and ND, and its next timer
+    /// (`Picos::MAX`: none).
+    neighbors: NeighborTable,
+    neighbor_deadline: Picos,
     /// Replay events not yet applied, latest first (so the next one pops off the end).
     schedule: Vec<ScheduledEvent>,
     /// Source MACs of the PFC frames each port sends.
@@ -243,6 +251,8 @@ impl SwitchWorker {
             requests: Vec::with_capacity(256),
             link_generation_seen: 0,
             last_aging: 0,
+            neighbors: NeighborTable::new(NeighborConfig::default()),
+            neighbor_deadline: Picos::MAX,
             schedule,
             port_macs: ports.iter().map(|p| p.mac()).collect(),
             pfc_scratch: Vec::with_capacity(qos::tm::MAX_PORTS),
@@ -286,21 +296,31 @@ impl SwitchWorker {
         let mut burst = MbufBurst::new();
         let scale = TscScale::new(hz);
         let clock = |start: u64| scale.picos(dpdk::tsc().wrapping_sub(start));
+        let mut idle_sweeps = 0u32;
         while !self.stop.is_requested() {
             // The time is read only when a link changed or a request waits: a TSC read per
             // sweep that nothing used.
             self.poll_links(|| clock(start));
             self.serve_control(|| clock(start));
+            let mut busy = false;
             for port in 0..self.rx.len() {
                 let received = self.rx[port].rx_burst(&mut burst, self.burst);
                 if received == 0 {
                     continue;
                 }
+                busy = true;
                 let now = clock(start);
                 self.live_burst(&mut burst, port, received, now);
             }
             if self.tm.is_busy() {
                 self.transmit_due(clock(start), true);
+            }
+            // Timers (MAC aging, neighbour reachability) otherwise run after bursts; an idle
+            // switch runs them every so many empty sweeps (a few per millisecond).
+            idle_sweeps = if busy { 0 } else { idle_sweeps + 1 };
+            if idle_sweeps == IDLE_SWEEPS_PER_TIMER_RUN {
+                idle_sweeps = 0;
+                self.age(clock(start));
             }
         }
     }
@@ -498,6 +518,48 @@ impl SwitchWorker {
         if now.saturating_sub(self.last_aging) >= AGING_PERIOD {
             self.last_aging = now;
             self.forwarder.age_macs(now);
+        }
+        if now >= self.neighbor_deadline {
+            self.run_neighbor_timers(now);
+        }
+    }
+
+    /// Neighbour reachability at `now`: learned neighbours past their reachable time are
+    /// asked again (ARP request, Neighbor Solicitation), and those that did not answer lose
+    /// their MAC in the forwarder, so traffic to them stops and is resolved afresh.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn run_neighbor_timers(&mut self, now: Picos) {
+        for (ip, interface) in self.neighbors.needs_resolution(now) {
+            self.slow.resolve(interface, ip, now, &mut self.outgoing);
+            self.counters.neighbor_probes.add(1);
+        }
+        for id in self.neighbors.expire(now) {
+            if let Some(neighbor) = self.neighbors.nexthop(id) {
+                self.forwarder
+                    .neighbor_lost(neighbor.interface, neighbor.ip);
+                self.neighbors.remove_nexthop(id);
+                self.counters.neighbors_expired.add(1);
+            }
+        }
+        self.neighbor_deadline = self.neighbors.next_deadline().unwrap_or(Picos::MAX);
+        self.apply_slow_path_results(now);
+    }
+
+    /// A learned neighbour was heard at `now`: reachable for the reachable time from now.
+    fn neighbor_heard(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6], now: Picos) {
+        if self.neighbors.find(ip, interface).is_none() {
+            self.neighbors.add_nexthop(ip, interface);
+        }
+        self.neighbors.learn(ip, mac, interface, now);
+        self.neighbor_deadline = self.neighbors.next_deadline().unwrap_or(Picos::MAX);
+    }
+
+    /// The operator made `ip` on `interface` a static neighbour or deleted it: not tracked.
+    pub(super) fn forget_neighbor(&mut self, interface: u16, ip: IpAddr) {
+        if let Some(id) = self.neighbors.find(ip, interface) {
+            while !self.neighbors.remove_nexthop(id) {}
+            self.neighbor_deadline = self.neighbors.next_deadline().unwrap_or(Picos::MAX);
         }
     }
 
@@ -925,16 +987,28 @@ impl SwitchWorker {
 
     /// Installs what the slow path learned and transmits what it built.
     fn apply_slow_path_results(&mut self, now: Picos) {
-        for learned in self.learned.drain(..) {
-            match learned {
-                Learned::Neighbor { interface, ip, mac } => {
-                    self.forwarder.neighbor_resolved(interface, ip, mac)
-                }
-                Learned::Refresh { interface, ip, mac } => {
-                    self.forwarder.neighbor_refreshed(interface, ip, mac)
-                }
+        let mut learned = std::mem::take(&mut self.learned);
+        for entry in learned.drain(..) {
+            let (known, interface, ip, mac) = match entry {
+                Learned::Neighbor { interface, ip, mac } => (
+                    self.forwarder.neighbor_resolved(interface, ip, mac),
+                    interface,
+                    ip,
+                    mac,
+                ),
+                Learned::Refresh { interface, ip, mac } => (
+                    self.forwarder.neighbor_refreshed(interface, ip, mac),
+                    interface,
+                    ip,
+                    mac,
+                ),
+            };
+            // Static neighbours are neither changed nor tracked.
+            if known {
+                self.neighbor_heard(interface, ip, mac, now);
             }
         }
+        self.learned = learned;
         let outgoing = std::mem::take(&mut self.outgoing);
         for Outgoing { port, frame } in &outgoing {
             match Mbuf::from_bytes(&self.pool, frame) {

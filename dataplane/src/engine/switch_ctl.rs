@@ -64,6 +64,14 @@ impl SwitchWorker {
         {
             self.slow.set_port_roles(self.forwarder.port_roles());
         }
+        // A neighbour the operator pins or deletes is no longer the wire's to age.
+        for update in updates {
+            if let Update::AddNeighbor { interface, ip, .. }
+            | Update::DelNeighbor { interface, ip } = *update
+            {
+                self.forget_neighbor(interface, ip);
+            }
+        }
         for update in updates {
             match *update {
                 Update::SetEcn { port, tc, ecn } => {

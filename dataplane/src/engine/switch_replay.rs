@@ -166,7 +166,11 @@ impl SwitchWorker {
                 (None, None) => None,
             };
             let scheduled = self.schedule.last().map(|e| e.at);
-            let event = [self.tm.next_event(), scheduled]
+            // Neighbour timers matter only while frames are still to come: after the last
+            // one, nothing would hear their requests.
+            let neighbors = (self.neighbor_deadline != Picos::MAX && horizon.is_some())
+                .then_some(self.neighbor_deadline.max(now));
+            let event = [self.tm.next_event(), scheduled, neighbors]
                 .into_iter()
                 .flatten()
                 .min();
@@ -180,6 +184,10 @@ impl SwitchWorker {
                     self.tx.push(port, mbuf, &self.counters)
                 });
                 self.after_tm();
+                if at >= self.neighbor_deadline {
+                    now = now.max(at);
+                    self.run_neighbor_timers(at);
+                }
                 continue;
             }
             match (next, unread) {

@@ -636,3 +636,66 @@ fn a_port_that_leaves_a_vlan_takes_its_static_macs_there_with_it() {
     let entry = f.macs.get(20, in_20).expect("restored");
     assert!(entry.is_static && entry.port == 4);
 }
+
+/// The destination MAC a frame to 10.7.0.9 leaves with, or the verdict when it does not leave.
+fn to_10_7_mac(f: &mut Forwarder) -> Result<[u8; 6], Verdict> {
+    let packet = ipv4([10, 0, 10, 5], [10, 7, 0, 9], 64, 17, 1000, 2000);
+    let mut frame = eth(ROUTER, A, None, 0x0800, &packet);
+    match f.process(&mut frame, 0, T0) {
+        Verdict::Forward { .. } => Ok(frame[..6].try_into().unwrap()),
+        other => Err(other),
+    }
+}
+
+#[test]
+fn a_static_neighbour_is_the_operators_until_deleted_and_arp_or_aging_cannot_change_it() {
+    let mut f = forwarder();
+    let spine2: IpAddr = "10.255.0.2".parse().unwrap();
+    let pin = Update::AddNeighbor {
+        interface: 1,
+        ip: spine2,
+        mac: SPINE2,
+    };
+    let route = Update::AddRoute {
+        vrf: 0,
+        prefix: "10.7.0.0".parse().unwrap(),
+        len: 16,
+        target: Target::Via {
+            interface: 1,
+            ip: spine2,
+        },
+    };
+    apply(&mut f, &[pin, route]).unwrap();
+    assert_eq!(to_10_7_mac(&mut f), Ok(SPINE2));
+    // What the wire says (an ARP from another MAC claiming the address, an announcement) and
+    // the neighbour timers leave it alone.
+    assert!(!f.neighbor_resolved(1, spine2, C));
+    assert!(!f.neighbor_refreshed(1, spine2, C));
+    f.neighbor_lost(1, spine2);
+    assert_eq!(to_10_7_mac(&mut f), Ok(SPINE2));
+    // Deleting it, undone, leaves it pinned.
+    let delete = Update::DelNeighbor {
+        interface: 1,
+        ip: spine2,
+    };
+    let mut undo = Vec::new();
+    f.apply_update(&delete, &mut undo).unwrap();
+    f.undo_updates(undo);
+    assert!(!f.neighbor_resolved(1, spine2, C));
+    assert_eq!(to_10_7_mac(&mut f), Ok(SPINE2));
+    // Deleted, it is the wire's again: unresolved until it answers, then learned.
+    apply(&mut f, &[delete]).unwrap();
+    assert_eq!(
+        to_10_7_mac(&mut f),
+        Err(Verdict::Drop(DropReason::NeighborUnresolved))
+    );
+    assert!(f.neighbor_resolved(1, spine2, C));
+    assert_eq!(to_10_7_mac(&mut f), Ok(C));
+    assert!(f.neighbor_refreshed(1, spine2, B));
+    assert_eq!(to_10_7_mac(&mut f), Ok(B));
+    f.neighbor_lost(1, spine2);
+    assert_eq!(
+        to_10_7_mac(&mut f),
+        Err(Verdict::Drop(DropReason::NeighborUnresolved))
+    );
+}

@@ -166,6 +166,9 @@ struct Nexthop {
     /// `routed_port` while `mac` is known, else `NO_PORT`: whether the express lane can send
     /// a frame here with `addresses` alone, in one test. Kept by `set_mac`.
     express_port: u16,
+    /// A static neighbour (config or API): its MAC is the operator's, so ARP and ND never
+    /// change it and it never ages (Linux's PERMANENT).
+    pinned: bool,
 }
 
 /// `Nexthop::express_port` of a nexthop the express lane cannot send to by itself.
@@ -188,6 +191,7 @@ impl Nexthop {
             routed_port,
             addresses: [0; 12],
             express_port: NO_PORT,
+            pinned: false,
         }
     }
 
@@ -511,7 +515,7 @@ impl Forwarder {
                     neighbor.ip, neighbor.interface
                 ));
             }
-            forwarder.neighbor_resolved(neighbor.interface, neighbor.ip, neighbor.mac);
+            forwarder.neighbor_pinned(neighbor.interface, neighbor.ip, neighbor.mac);
         }
         Ok(forwarder)
     }
@@ -595,16 +599,38 @@ impl Forwarder {
         (self.nexthops.len() - 1) as u32
     }
 
-    /// A neighbour's MAC became known (or changed): every nexthop with that address on that
-    /// interface uses it, and a connected host gets a host route so the fast path finds it.
-    pub fn neighbor_resolved(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
-        let Some(iface) = self.interfaces.get(usize::from(interface)) else {
-            return;
-        };
-        let vrf = iface.vrf;
+    /// A neighbour's MAC became known (or changed) from ARP or ND: the nexthop with that
+    /// address on that interface uses it, and a connected host gets a host route so the fast
+    /// path finds it. Returns false, changing nothing, for a static neighbour.
+    pub fn neighbor_resolved(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) -> bool {
+        if usize::from(interface) >= self.interfaces.len() {
+            return false;
+        }
         let id = self.nexthop_for(interface, ip);
+        if self.nexthops[id as usize].pinned {
+            return false;
+        }
+        self.install_neighbor(id, mac);
+        true
+    }
+
+    /// A static neighbour (config or API): as `neighbor_resolved`, and pinned against ARP,
+    /// ND and aging.
+    pub fn neighbor_pinned(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
+        if usize::from(interface) >= self.interfaces.len() {
+            return;
+        }
+        let id = self.nexthop_for(interface, ip);
+        self.nexthops[id as usize].pinned = true;
+        self.install_neighbor(id, mac);
+    }
+
+    fn install_neighbor(&mut self, id: u32, mac: [u8; 6]) {
         let router_mac = self.router_mac;
-        self.nexthops[id as usize].set_mac(Some(mac), router_mac);
+        let nh = &mut self.nexthops[id as usize];
+        nh.set_mac(Some(mac), router_mac);
+        let (interface, ip) = (nh.interface, nh.ip);
+        let vrf = self.interfaces[usize::from(interface)].vrf;
         let host_len = if ip.is_ipv4() { 32 } else { 128 };
         // Only connected hosts need a host route; a nexthop of a static route is reached via it.
         let connected =
@@ -614,17 +640,23 @@ impl Forwarder {
         }
     }
 
-    /// A neighbour the switch has (a nexthop on `interface` for `ip`) announced a new MAC:
-    /// packets to it go there from now. Creates nothing for a host it does not know.
-    pub fn neighbor_refreshed(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
+    /// A neighbour the switch has (a nexthop on `interface` for `ip`, not a static one)
+    /// announced a new MAC: packets to it go there from now. Creates nothing for a host it
+    /// does not know. Returns whether the switch has that neighbour, learned.
+    pub fn neighbor_refreshed(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) -> bool {
         let router_mac = self.router_mac;
+        let mut known = false;
         for nh in self
             .nexthops
             .iter_mut()
-            .filter(|n| n.interface == interface && n.ip == ip && n.mac.is_some_and(|m| m != mac))
+            .filter(|n| n.interface == interface && n.ip == ip && n.mac.is_some() && !n.pinned)
         {
-            nh.set_mac(Some(mac), router_mac);
+            known = true;
+            if nh.mac != Some(mac) {
+                nh.set_mac(Some(mac), router_mac);
+            }
         }
+        known
     }
 
     /// The L3 interface of `vlan`, if it has one.
@@ -632,13 +664,14 @@ impl Forwarder {
         self.vlans.get(usize::from(vlan))?.interface
     }
 
-    /// A neighbour stopped answering: packets to it are dropped (and resolution retried).
+    /// A learned neighbour stopped answering (or a static one was deleted, unpinned first):
+    /// packets to it are dropped and resolution is asked for again. Static neighbours stay.
     pub fn neighbor_lost(&mut self, interface: u16, ip: IpAddr) {
         let router_mac = self.router_mac;
         for nh in self
             .nexthops
             .iter_mut()
-            .filter(|n| n.interface == interface && n.ip == ip)
+            .filter(|n| n.interface == interface && n.ip == ip && !n.pinned)
         {
             nh.set_mac(None, router_mac);
         }
@@ -1042,10 +1075,18 @@ impl Forwarder {
         if dst == self.router_mac {
             return self.route(frame, ethertype, l3, false, interface, now);
         }
-        if dst[0] & 1 != 0
-            && let Some(reason) = self.punt_if_for_us(frame, dst, ethertype, l3, interface)
-        {
-            return Verdict::Punt { reason, interface };
+        if dst[0] & 1 != 0 {
+            if let Some(reason) = self.punt_if_for_us(frame, dst, ethertype, l3, interface) {
+                return Verdict::Punt { reason, interface };
+            }
+            // A neighbour that changed its MAC says so to the link; the switch listens as the
+            // hosts of a VLAN do.
+            if is_announcement(frame, ethertype, l3) {
+                return Verdict::Punt {
+                    reason: PuntReason::Announcement,
+                    interface,
+                };
+            }
         }
         Verdict::Drop(DropReason::NotForUs)
     }
@@ -1590,6 +1631,25 @@ fn l4_ports(ip: &[u8], protocol: u8, offset: usize, fragment: bool) -> [u8; 4] {
 
 fn is_link_local(addr: &[u8; 16]) -> bool {
     addr[0] == 0xfe && addr[1] & 0xc0 == 0x80
+}
+
+/// Whether a multicast frame at `l3` is a neighbour's announcement: an ARP whose sender
+/// address is its target (RFC 5227's announcement, request or reply) or a Neighbor
+/// Advertisement (ICMPv6 type 136, hop limit 255) to a multicast address. The slow path checks
+/// the rest.
+fn is_announcement(frame: &[u8], ethertype: u16, l3: usize) -> bool {
+    match ethertype {
+        ETHERTYPE_ARP => frame
+            .get(l3..l3 + 28)
+            .is_some_and(|arp| arp[14..18] == arp[24..28]),
+        ETHERTYPE_IPV6 => frame.get(l3..l3 + 41).is_some_and(|ip| {
+            ip[6] == IP_PROTO_ICMPV6
+                && ip[7] == 255
+                && ip[24] == 0xff
+                && ip[40] == ICMPV6_NEIGHBOR_ADVERT
+        }),
+        _ => false,
+    }
 }
 
 fn mask4(addr: Ipv4Addr, len: u8) -> Ipv4Addr {

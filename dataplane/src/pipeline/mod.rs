@@ -44,6 +44,10 @@ pub enum PuntReason {
     /// An IPv6 packet whose segment processing ended at one of the switch's SIDs with an
     /// ICMPv6 upper layer (RFC 8986 4.1.1): a ping of the SID.
     LocalSid,
+    /// A neighbour on a routed port announcing its address and MAC to everyone: a gratuitous
+    /// ARP (sender address = target address, RFC 5227) or a Neighbor Advertisement to a
+    /// multicast address (RFC 4861 7.2.6). In a VLAN these are flooded and overheard instead.
+    Announcement,
 }
 
 /// The pipeline's decision for one frame.

@@ -2239,11 +2239,19 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         let event = next() % 16;
         for f in [&mut express_side, &mut plain] {
             match event {
-                0 => f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1),
+                0 => {
+                    f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+                }
                 1 => f.neighbor_lost(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0))),
-                2 => f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2),
-                3 => f.neighbor_resolved(2, IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7)), C),
-                7 => f.neighbor_resolved(0, "2001:db8:ff::".parse().unwrap(), SPINE1),
+                2 => {
+                    f.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
+                }
+                3 => {
+                    f.neighbor_resolved(2, IpAddr::V4(Ipv4Addr::new(10, 0, 10, 7)), C);
+                }
+                7 => {
+                    f.neighbor_resolved(0, "2001:db8:ff::".parse().unwrap(), SPINE1);
+                }
                 4 => f.set_port_up(6, round % 3 != 0),
                 _ => {}
             }

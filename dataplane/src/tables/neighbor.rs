@@ -1,18 +1,17 @@
-//! Neighbour resolution (ARP for IPv4, ND for IPv6) and the nexthop table the forwarding path
-//! reads.
+//! Reachability of the neighbours the switch learned from ARP and ND (neighbour
+//! unreachability detection, RFC 4861 7.3, as Linux does it for IPv4 too).
 //!
-//! Routes and ECMP groups refer to nexthops by a dense `u32` id. The fast path turns an id into
-//! an egress port and destination MAC with [`NeighborTable::resolved`]: one bounds-checked
-//! `Vec` index, no hashing. Everything else here runs on the control lcore.
+//! The forwarder keeps each nexthop's MAC for the fast path; this table, on the worker's
+//! control side, decides when a learned MAC is no longer to be trusted: it asks again after
+//! the reachable time and, when nobody answers, reports the neighbour lost, so traffic stops
+//! going to a MAC that left and resolution starts afresh. Static neighbours are not tracked.
 //!
-//! A nexthop is an `(ip, port)` pair, and so is a neighbour: the same address on two ports is
-//! two neighbours. That is what IPv6 needs (BGP unnumbered peers each use a link-local address,
-//! and `fe80::1` on port 3 is not `fe80::1` on port 5) and what Linux does (one neighbour
-//! table per interface). So [`NeighborTable::learn`] only updates the nexthop of the port the
-//! ARP/ND packet arrived on; [`NeighborTable::add_nexthop`] deduplicates `(ip, port)` and
-//! reference-counts it, so nexthops and neighbours are one-to-one and share the id.
-//! Learning an address no nexthop uses is ignored: what the wire can add to the table is
-//! bounded by what the control plane configured.
+//! A neighbour is an `(ip, interface)` pair: the same address on two L3 interfaces is two
+//! neighbours. That is what IPv6 needs (BGP unnumbered peers each use a link-local address,
+//! and `fe80::1` on one interface is not `fe80::1` on another) and what Linux does (one
+//! neighbour table per interface). [`NeighborTable::learn`] only updates the neighbour of the
+//! interface the ARP/ND packet arrived on; [`NeighborTable::add_nexthop`] deduplicates and
+//! reference-counts, and learning an address the table does not track is ignored.
 //!
 //! # States and timers (all times in picoseconds, passed in)
 //!
@@ -31,8 +30,9 @@
 //! * `Stale`: still forwards with the old MAC (dropping traffic to a live neighbour because a
 //!   timer ran out would be worse than a few frames to a MAC that just changed) while it is
 //!   re-verified: a refresh request goes out at once and then as for `Incomplete`.
-//! * `Failed`: no MAC, traffic stops ([`NeighborTable::expire`] reports the ids, so the caller
-//!   can take ECMP members down). Resolution restarts `failed_backoff` after the failure.
+//! * `Failed`: no MAC ([`NeighborTable::expire`] reports the ids; the switch worker then
+//!   drops the MAC in the forwarder, whose traffic to the neighbour resolves it afresh, and
+//!   stops tracking it). Left tracked, resolution restarts `failed_backoff` after the failure.
 //!
 //! Transitions depend only on the recorded times, not on how often the caller polls: a failure
 //! is dated at the deadline that passed (last probe + `retry_interval`), not at the `expire`
@@ -79,15 +79,15 @@ pub struct Nexthop {
     pub id: u32,
     /// The neighbour's address.
     pub ip: IpAddr,
-    /// The port the neighbour is on.
-    pub port: u16,
+    /// The interface the neighbour is on.
+    pub interface: u16,
 }
 
 /// What the fast path needs to send to a nexthop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resolved {
-    /// Egress port.
-    pub port: u16,
+    /// Egress interface.
+    pub interface: u16,
     /// Destination MAC to write into the frame.
     pub dst_mac: [u8; 6],
 }
@@ -141,7 +141,7 @@ impl NeighborState {
 /// Result of [`NeighborTable::learn`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NeighborLearn {
-    /// No nexthop uses this address on this port: ignored.
+    /// No nexthop uses this address on this interface: ignored.
     NotTracked,
     /// The nexthop had no MAC (`Incomplete` or `Failed`) and now has one: it can carry traffic.
     Resolved {
@@ -199,11 +199,11 @@ impl NeighborTable {
         self.config
     }
 
-    /// The id of the nexthop `(ip, port)`, creating it (`Incomplete`, to be resolved by the
+    /// The id of the nexthop `(ip, interface)`, creating it (`Incomplete`, to be resolved by the
     /// next [`NeighborTable::needs_resolution`]) if it does not exist. Each call takes a
     /// reference that [`NeighborTable::remove_nexthop`] releases.
-    pub fn add_nexthop(&mut self, ip: IpAddr, port: u16) -> u32 {
-        if let Some(&id) = self.by_key.get(&(ip, port)) {
+    pub fn add_nexthop(&mut self, ip: IpAddr, interface: u16) -> u32 {
+        if let Some(&id) = self.by_key.get(&(ip, interface)) {
             if let Some(slot) = self.slots[id as usize].as_mut() {
                 slot.refs += 1;
             }
@@ -215,7 +215,7 @@ impl NeighborTable {
             (self.slots.len() - 1) as u32
         });
         self.slots[id as usize] = Some(Slot {
-            nh: Nexthop { id, ip, port },
+            nh: Nexthop { id, ip, interface },
             state: NeighborState::Incomplete {
                 probes: 0,
                 last_probe: None,
@@ -223,7 +223,7 @@ impl NeighborTable {
             refs: 1,
         });
         self.resolved[id as usize] = None;
-        self.by_key.insert((ip, port), id);
+        self.by_key.insert((ip, interface), id);
         id
     }
 
@@ -238,7 +238,7 @@ impl NeighborTable {
         if slot.refs > 0 {
             return false;
         }
-        let key = (slot.nh.ip, slot.nh.port);
+        let key = (slot.nh.ip, slot.nh.interface);
         self.slots[id as usize] = None;
         self.resolved[id as usize] = None;
         self.by_key.remove(&key);
@@ -260,10 +260,10 @@ impl NeighborTable {
         self.slot(id).map(|s| s.nh)
     }
 
-    /// The id of the nexthop `(ip, port)`, if there is one.
+    /// The id of the nexthop `(ip, interface)`, if there is one.
     #[must_use]
-    pub fn find(&self, ip: IpAddr, port: u16) -> Option<u32> {
-        self.by_key.get(&(ip, port)).copied()
+    pub fn find(&self, ip: IpAddr, interface: u16) -> Option<u32> {
+        self.by_key.get(&(ip, interface)).copied()
     }
 
     /// The neighbour state of nexthop `id`.
@@ -289,10 +289,10 @@ impl NeighborTable {
         self.slots.iter().flatten().map(|s| (s.nh, s.state))
     }
 
-    /// Records that `ip` on `port` has `mac` (from an ARP request or reply, or an NS/NA), at
+    /// Records that `ip` on `interface` has `mac` (from an ARP request or reply, or an NS/NA), at
     /// `now`. The nexthop becomes `Reachable` whatever its state.
-    pub fn learn(&mut self, ip: IpAddr, mac: [u8; 6], port: u16, now: u64) -> NeighborLearn {
-        let Some(&id) = self.by_key.get(&(ip, port)) else {
+    pub fn learn(&mut self, ip: IpAddr, mac: [u8; 6], interface: u16, now: u64) -> NeighborLearn {
+        let Some(&id) = self.by_key.get(&(ip, interface)) else {
             return NeighborLearn::NotTracked;
         };
         let Some(slot) = self.slots[id as usize].as_mut() else {
@@ -317,11 +317,14 @@ impl NeighborTable {
                 NeighborLearn::Resolved { id }
             }
         };
-        self.resolved[id as usize] = Some(Resolved { port, dst_mac: mac });
+        self.resolved[id as usize] = Some(Resolved {
+            interface,
+            dst_mac: mac,
+        });
         outcome
     }
 
-    /// The requests to send now, as `(target address, port)`: an ARP request for IPv4, a
+    /// The requests to send now, as `(target address, interface)`: an ARP request for IPv4, a
     /// neighbour solicitation for IPv6. Calling this records them as sent at `now`, so each is
     /// returned once per retry interval; call it (and [`NeighborTable::expire`]) every tick of
     /// the control loop, in either order. Returned in id order.
@@ -356,7 +359,7 @@ impl NeighborTable {
                 }
                 NeighborState::Reachable { .. } => continue,
             }
-            out.push((slot.nh.ip, slot.nh.port));
+            out.push((slot.nh.ip, slot.nh.interface));
         }
         out.into_iter()
     }
@@ -392,16 +395,45 @@ impl NeighborTable {
         lost
     }
 
-    /// Forgets the MACs of every neighbour on `port` (its link went down: whatever answers
+    /// The earliest time at which [`NeighborTable::needs_resolution`] or
+    /// [`NeighborTable::expire`] would change something (a reachable time running out, a
+    /// request due, an unanswered last request failing, a backoff ending), or `None` when no
+    /// timer runs. Replay on virtual time runs the timers at exactly these instants.
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<u64> {
+        let cfg = self.config;
+        self.slots
+            .iter()
+            .flatten()
+            .filter_map(|slot| match slot.state {
+                NeighborState::Reachable { updated, .. } => {
+                    Some(updated.saturating_add(cfg.reachable_time))
+                }
+                NeighborState::Incomplete { probes, last_probe }
+                | NeighborState::Stale {
+                    probes, last_probe, ..
+                } => match last_probe {
+                    // Due at once (if requests are allowed at all).
+                    None => (probes < cfg.max_probes).then_some(0),
+                    Some(t) => Some(t.saturating_add(cfg.retry_interval)),
+                },
+                NeighborState::Failed { since } => {
+                    (cfg.max_probes > 0).then(|| since.saturating_add(cfg.failed_backoff))
+                }
+            })
+            .min()
+    }
+
+    /// Forgets the MACs of every neighbour on `interface` (its link went down: whatever answers
     /// when it comes back must be asked again). They become `Incomplete`, to be resolved at
     /// the next [`NeighborTable::needs_resolution`]. Returns the ids that lost their MAC.
-    pub fn flush_port(&mut self, port: u16) -> Vec<u32> {
+    pub fn flush_interface(&mut self, interface: u16) -> Vec<u32> {
         let mut lost = Vec::new();
         for slot in self
             .slots
             .iter_mut()
             .flatten()
-            .filter(|s| s.nh.port == port)
+            .filter(|s| s.nh.interface == interface)
         {
             if slot.state.mac().is_some() {
                 lost.push(slot.nh.id);
@@ -453,6 +485,33 @@ mod tests {
     }
 
     #[test]
+    fn next_deadline_is_when_the_timers_next_change_something() {
+        let mut t = NeighborTable::default();
+        assert_eq!(t.next_deadline(), None);
+        let id = t.add_nexthop(v4(1), 1);
+        assert_eq!(
+            t.next_deadline(),
+            Some(0),
+            "an incomplete entry asks at once"
+        );
+        t.learn(v4(1), MAC1, 1, 5 * S);
+        assert_eq!(t.next_deadline(), Some(35 * S), "reachable time runs out");
+        // Just before, nothing changes; at it, the first renewed request.
+        assert!(probes(&mut t, 35 * S - 1).is_empty());
+        assert_eq!(probes(&mut t, 35 * S), vec![(v4(1), 1)]);
+        assert_eq!(t.next_deadline(), Some(36 * S));
+        assert_eq!(probes(&mut t, 36 * S), vec![(v4(1), 1)]);
+        assert_eq!(probes(&mut t, 37 * S), vec![(v4(1), 1)]);
+        // The third request's answer is due at 38 s: the entry fails then, not before.
+        assert_eq!(t.next_deadline(), Some(38 * S));
+        assert!(t.expire(38 * S - 1).is_empty());
+        assert_eq!(t.expire(38 * S), vec![id]);
+        assert_eq!(t.next_deadline(), Some(48 * S), "the backoff ends");
+        t.remove_nexthop(id);
+        assert_eq!(t.next_deadline(), None);
+    }
+
+    #[test]
     fn defaults_are_documented_values() {
         let c = NeighborConfig::default();
         assert_eq!(c.reachable_time, 30_000_000_000_000);
@@ -475,7 +534,7 @@ mod tests {
             Some(Nexthop {
                 id: b,
                 ip: v4(1),
-                port: 2
+                interface: 2
             })
         );
         // Two references: the first removal keeps it.
@@ -560,7 +619,7 @@ mod tests {
         assert_eq!(
             t.resolved(id),
             Some(Resolved {
-                port: 4,
+                interface: 4,
                 dst_mac: MAC1
             })
         );
@@ -579,7 +638,7 @@ mod tests {
         assert_eq!(
             t.resolved(id2),
             Some(Resolved {
-                port: 4,
+                interface: 4,
                 dst_mac: MAC2
             })
         );
@@ -607,7 +666,7 @@ mod tests {
         assert_eq!(
             t.resolved(id),
             Some(Resolved {
-                port: 1,
+                interface: 1,
                 dst_mac: MAC1
             })
         );
@@ -662,7 +721,7 @@ mod tests {
         assert_eq!(
             t.resolved(id),
             Some(Resolved {
-                port: 2,
+                interface: 2,
                 dst_mac: MAC1
             })
         );
@@ -673,7 +732,7 @@ mod tests {
         assert_eq!(
             t.resolved(other),
             Some(Resolved {
-                port: 2,
+                interface: 2,
                 dst_mac: MAC2
             })
         );
@@ -691,7 +750,7 @@ mod tests {
         assert_eq!(
             t.resolved(id),
             Some(Resolved {
-                port: 1,
+                interface: 1,
                 dst_mac: MAC2
             })
         );
@@ -707,7 +766,7 @@ mod tests {
     }
 
     #[test]
-    fn learning_is_per_port_and_only_for_tracked_neighbours() {
+    fn learning_is_per_interface_and_only_for_tracked_neighbours() {
         let ll = IpAddr::V6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1));
         let mut t = NeighborTable::default();
         let on3 = t.add_nexthop(ll, 3);
@@ -716,7 +775,7 @@ mod tests {
         assert_eq!(
             t.resolved(on3),
             Some(Resolved {
-                port: 3,
+                interface: 3,
                 dst_mac: MAC1
             })
         );
@@ -729,7 +788,7 @@ mod tests {
         assert_eq!(
             t.resolved(on3),
             Some(Resolved {
-                port: 3,
+                interface: 3,
                 dst_mac: MAC1
             })
         );
@@ -770,14 +829,14 @@ mod tests {
     }
 
     #[test]
-    fn flush_port_forgets_macs_on_that_port() {
+    fn flush_port_forgets_macs_on_that_interface() {
         let mut t = NeighborTable::default();
         let a = t.add_nexthop(v4(1), 1);
         let b = t.add_nexthop(v4(2), 1);
         let c = t.add_nexthop(v4(3), 2);
         t.learn(v4(1), MAC1, 1, 0);
         t.learn(v4(3), MAC2, 2, 0);
-        assert_eq!(t.flush_port(1), vec![a]);
+        assert_eq!(t.flush_interface(1), vec![a]);
         assert_eq!(t.resolved(a), None);
         assert_eq!(
             t.state(b),
@@ -789,7 +848,7 @@ mod tests {
         assert_eq!(
             t.resolved(c),
             Some(Resolved {
-                port: 2,
+                interface: 2,
                 dst_mac: MAC2
             })
         );

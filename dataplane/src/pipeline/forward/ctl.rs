@@ -40,6 +40,7 @@ pub enum Undo {
     NexthopMac {
         id: u32,
         previous: Option<[u8; 6]>,
+        pinned: bool,
     },
     /// A group and its balancer (rebuilt for the new members) as they were.
     Group {
@@ -966,6 +967,7 @@ impl Forwarder {
                 undo.push(Undo::NexthopMac {
                     id,
                     previous: self.nexthops[id as usize].mac,
+                    pinned: self.nexthops[id as usize].pinned,
                 });
                 let vrf = self.interfaces[usize::from(interface)].vrf;
                 let len = host_len(ip);
@@ -975,14 +977,16 @@ impl Forwarder {
                     len,
                     previous: self.raw_route(vrf, ip, len),
                 });
-                self.neighbor_resolved(interface, ip, mac);
+                self.neighbor_pinned(interface, ip, mac);
             }
             Update::DelNeighbor { interface, ip } => {
                 if let Some(id) = self.find_nexthop(interface, ip) {
                     undo.push(Undo::NexthopMac {
                         id,
                         previous: self.nexthops[id as usize].mac,
+                        pinned: self.nexthops[id as usize].pinned,
                     });
+                    self.nexthops[id as usize].pinned = false;
                     // The host route a connected neighbour got goes too (it is gleaned again
                     // if the host shows up).
                     let vrf = self.interfaces[usize::from(interface)].vrf;
@@ -1238,10 +1242,15 @@ impl Forwarder {
                     previous,
                 } => self.set_raw_route(vrf, prefix, len, previous),
                 Undo::NexthopsTruncate(len) => self.nexthops.truncate(len),
-                Undo::NexthopMac { id, previous } => {
+                Undo::NexthopMac {
+                    id,
+                    previous,
+                    pinned,
+                } => {
                     let router_mac = self.router_mac;
                     if let Some(nh) = self.nexthops.get_mut(id as usize) {
                         nh.set_mac(previous, router_mac);
+                        nh.pinned = pinned;
                     }
                 }
                 Undo::Group {
