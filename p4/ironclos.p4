@@ -182,6 +182,7 @@ const bit<8> DROP_SRV6_BAD_SRH           = 25;  // srv6_bad_srh
 const bit<8> DROP_SRV6_SEGMENTS_LEFT_NOT_ZERO = 26;  // srv6_segments_left_not_zero
 const bit<8> DROP_SRV6_UPPER_LAYER       = 27;  // srv6_upper_layer
 const bit<8> DROP_SRV6_MALFORMED_HEADERS = 28;  // srv6_malformed_headers
+const bit<8> DROP_MARTIAN_SOURCE         = 29;  // martian_source
 const bit<32> DROP_REASONS = 32;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
@@ -1823,6 +1824,16 @@ control IroncIngress(inout headers_t hdr,
                  * TTL 1. */
                 meta.punt_reason = PUNT_LOCAL;
                 punt_to_cpu();
+                return;
+            }
+            /* Sources nothing may be routed from (Rust: is_martian_v4,
+             * is_martian_v6): IPv4 0/8, 127/8, 224/3; IPv6 ::, ::1, ff00::/8. */
+            if ((meta.lookup == LOOKUP_IPV4
+                    && (hdr.ipv4.src_addr[31:24] == 0 || hdr.ipv4.src_addr[31:24] == 127
+                        || hdr.ipv4.src_addr[31:29] == 7))
+                    || (meta.lookup == LOOKUP_IPV6
+                        && (hdr.ipv6.src_addr[127:1] == 0 || hdr.ipv6.src_addr[127:120] == 0xff))) {
+                drop_with_reason(DROP_MARTIAN_SOURCE);
                 return;
             }
             if (meta.lookup == LOOKUP_IPV6) {

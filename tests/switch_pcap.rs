@@ -1631,3 +1631,100 @@ fn a_neighbour_on_a_routed_port_that_announces_a_new_mac_is_reached_at_it() {
         "announcements are heard, not dropped"
     );
 }
+
+#[test]
+fn martian_sources_and_directed_broadcasts_are_dropped_and_counted_never_resolved() {
+    // From the spine on p4: packets whose source no router may forward from (RFC 1812 5.3.7,
+    // RFC 4291 2.5.2, 2.5.3, 2.7) and packets to VLAN 10's network and broadcast addresses
+    // (RFC 2644: directed broadcasts are not forwarded; there is no host to ARP for). The
+    // edges of the allowed IPv4 sources, 1.0.0.1 and 223.255.255.254, are routed as usual:
+    // toward a host not resolved yet, so they make the switch ARP for it.
+    let dir = TestDir::new("sw-martians");
+    let mut trace = Trace::new();
+    let host = Ipv4Addr::new(10, 0, 10, 5);
+    let v4 = |src: [u8; 4], dst: Ipv4Addr| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::from(src), dst, 30, 5000, 6000, &[1; 4]),
+        )
+    };
+    let v6 = |src: &str| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6_udp(
+                src.parse().unwrap(),
+                "2001:db8:10::5".parse().unwrap(),
+                30,
+                5000,
+                6000,
+                &[1; 4],
+            ),
+        )
+    };
+    let martians4 = [
+        [0, 0, 0, 0],
+        [0, 1, 2, 3],
+        [127, 0, 0, 1],
+        [224, 0, 0, 1],
+        [240, 0, 0, 1],
+        [255, 255, 255, 255],
+    ];
+    for src in martians4 {
+        trace.send(4, v4(src, host));
+    }
+    for src in ["::", "::1", "ff05::1"] {
+        trace.send(4, v6(src));
+    }
+    for dst in [[10, 0, 10, 255], [10, 0, 10, 0]] {
+        trace.send(4, v4([10, 7, 0, 1], Ipv4Addr::from(dst)));
+    }
+    trace.send(4, v4([1, 0, 0, 1], host));
+    trace.send(4, v4([223, 255, 255, 254], host));
+    // And a ping of the switch's p4 address whose ICMP checksum is wrong: the slow path
+    // ignores it, and that is a drop with its reason too.
+    let mut echo = v4([10, 255, 0, 0], Ipv4Addr::new(10, 255, 0, 1));
+    echo[14 + 9] = 1;
+    echo[14 + 10..14 + 12].copy_from_slice(&[0, 0]);
+    let header_sum = frames::checksum(&echo[14..34]);
+    echo[14 + 10..14 + 12].copy_from_slice(&header_sum.to_be_bytes());
+    echo[34..38].copy_from_slice(&[8, 0, 0, 0]);
+    assert_ne!(
+        frames::checksum(&echo[34..]),
+        0,
+        "the ICMP checksum is wrong"
+    );
+    trace.send(4, echo);
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let drops = drops(&stats);
+    assert_eq!(drops["slow_path_ignored"], 1);
+    assert_eq!(stats["punted"], 0);
+    assert_eq!(drops["martian_source"], martians4.len() as u64 + 3);
+    assert_eq!(drops["directed_broadcast"], 2);
+    assert_eq!(
+        drops["neighbor_unresolved"], 2,
+        "the allowed edges are routed"
+    );
+    let out = outputs(&dir);
+    // One ARP request for the host (the second packet finds it requested already), on every
+    // VLAN 10 port; nothing else leaves.
+    let asks_for = |frame: &[u8], target: [u8; 4]| {
+        let at = if frame[12..14] == [0x81, 0x00] {
+            18
+        } else {
+            14
+        };
+        frame[at - 2..at] == [0x08, 0x06] && frame[at + 24..at + 28] == target
+    };
+    for port in [0, 1, 3] {
+        assert_eq!(out[port].len(), 1, "port {port}: {:?}", out[port]);
+        assert!(asks_for(&out[port][0], [10, 0, 10, 5]));
+    }
+    assert!(out[2].is_empty() && out[4].is_empty() && out[5].is_empty());
+}

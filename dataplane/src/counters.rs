@@ -51,6 +51,16 @@ pub enum DropReason {
     NeighborUnresolved,
     /// IPv6 link-local source or destination must not be routed.
     LinkLocal,
+    /// A source no packet may be routed from (RFC 1812 5.3.7, RFC 4291 2.5.2, 2.5.3, 2.7):
+    /// IPv4 0/8, 127/8, multicast or class E, limited broadcast; IPv6 ::, ::1, multicast.
+    MartianSource,
+    /// To the broadcast or network address of a connected IPv4 subnet: directed broadcasts
+    /// are not forwarded (RFC 2644), and there is no one host to resolve.
+    DirectedBroadcast,
+    /// Punted to the slow path (ARP, ND, ICMP for the switch) and neither answered nor learned
+    /// from: malformed (a bad ICMP checksum), failing an RFC check (an NS with hop limit below
+    /// 255), or nothing the switch answers (an echo reply addressed to it).
+    SlowPathIgnored,
     /// Every member of the ECMP group is down.
     EcmpNoLiveMember,
     /// The queue to the control plane was full.
@@ -97,7 +107,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 38] = [
+    pub const ALL: [DropReason; 41] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -118,6 +128,9 @@ impl DropReason {
         DropReason::Blackhole,
         DropReason::NeighborUnresolved,
         DropReason::LinkLocal,
+        DropReason::MartianSource,
+        DropReason::DirectedBroadcast,
+        DropReason::SlowPathIgnored,
         DropReason::EcmpNoLiveMember,
         DropReason::PuntQueueFull,
         DropReason::FloodCopyFailed,
@@ -162,6 +175,9 @@ impl DropReason {
             DropReason::Blackhole => "blackhole",
             DropReason::NeighborUnresolved => "neighbor_unresolved",
             DropReason::LinkLocal => "link_local",
+            DropReason::MartianSource => "martian_source",
+            DropReason::DirectedBroadcast => "directed_broadcast",
+            DropReason::SlowPathIgnored => "slow_path_ignored",
             DropReason::EcmpNoLiveMember => "ecmp_no_live_member",
             DropReason::PuntQueueFull => "punt_queue_full",
             DropReason::FloodCopyFailed => "flood_copy_failed",

@@ -439,7 +439,7 @@ impl SlowPath {
         _now: Picos,
         out: &mut Vec<Outgoing>,
         learned: &mut Vec<Learned>,
-    ) {
+    ) -> bool {
         let before = (out.len(), learned.len());
         let ctx = Punt {
             in_port,
@@ -460,9 +460,11 @@ impl SlowPath {
                 Some(())
             }
         };
-        if (out.len(), learned.len()) == before {
+        let used = (out.len(), learned.len()) != before;
+        if !used {
             self.ignored += 1;
         }
+        used
     }
 
     /// Listens to an ARP packet or a Neighbor Advertisement flooded in the VLAN of L3
@@ -1071,8 +1073,11 @@ fn ipv6_error_allowed(frame: &[u8]) -> Option<(&[u8], Ipv6Addr, Ipv6Addr)> {
     if src.is_unspecified() || src.is_multicast() || dst.is_multicast() {
         return None;
     }
+    // A later fragment holds no ICMPv6 header to read a type from (RFC 4443 2.4(e) exempts
+    // only errors, and it may be part of one or not).
     if let Ok(upper) = walk_extension_headers(&packet)
         && upper.protocol == protocol::ICMPV6
+        && !upper.later_fragment
         && l3
             .get(upper.offset)
             .is_some_and(|&t| t < icmpv6_message::ECHO_REQUEST)

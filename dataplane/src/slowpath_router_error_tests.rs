@@ -332,6 +332,26 @@ fn no_ipv4_error_about_a_later_fragment_but_about_the_first() {
 }
 
 #[test]
+fn a_later_ipv6_fragment_is_not_read_as_an_icmpv6_error() {
+    // RFC 4443 2.4(e) forbids errors about ICMPv6 errors; a fragment at a non-zero offset
+    // holds data, not an ICMPv6 header, so its first byte (here 113, an error type if it were
+    // one) decides nothing. The first fragment of an error is still exempt.
+    let mut sp = SlowPath::new(&spec());
+    let fragment = |offset_units: u16, data: &[u8]| {
+        let mut header = vec![58, 0];
+        header.extend_from_slice(&((offset_units << 3) | 1).to_be_bytes());
+        header.extend_from_slice(&[0, 0, 0, 7]);
+        header.extend_from_slice(data);
+        ipv6("2001:db8:10::5", "2001:db8:77::1", 1, 44, &header)
+    };
+    let later = frame(R, None, 0x86dd, &fragment(10, &[b'q'; 16]));
+    assert!(sp.router_error(&later, error(TIME, 0), 0).is_some());
+    let first_of_an_error = frame(R, None, 0x86dd, &fragment(0, &[1, 0, 0, 0, 0, 0, 0, 0]));
+    assert_eq!(sp.router_error(&first_of_an_error, error(TIME, 0), 0), None);
+    assert_eq!(counts(&sp), (1, 1, 0));
+}
+
+#[test]
 fn no_ipv4_error_about_broadcast_or_multicast_packets() {
     let mut sp = SlowPath::new(&spec());
     for dst in [

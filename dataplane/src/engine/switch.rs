@@ -745,8 +745,7 @@ impl SwitchWorker {
         interface: u16,
         now: Picos,
     ) {
-        self.counters.punted.add(1);
-        self.slow.handle_punt(
+        let used = self.slow.handle_punt(
             mbuf.packet().data(),
             in_port,
             reason,
@@ -755,6 +754,11 @@ impl SwitchWorker {
             &mut self.outgoing,
             &mut self.learned,
         );
+        if used {
+            self.counters.punted.add(1);
+        } else {
+            self.counters.drop_packets(DropReason::SlowPathIgnored, 1);
+        }
         drop(mbuf);
         self.apply_slow_path_results(now);
     }

@@ -137,6 +137,9 @@ struct Interface {
     attachment: Attachment,
     ipv4: Vec<Ipv4Addr>,
     ipv6: Vec<Ipv6Addr>,
+    /// The network and broadcast addresses of its IPv4 subnets of /30 or wider (RFC 3021:
+    /// a /31's two addresses are hosts): no host to resolve there.
+    ipv4_subnet_ends: Vec<Ipv4Addr>,
     /// The largest IP packet that leaves by this interface: its port's MTU, or for a VLAN
     /// interface the smallest MTU of the VLAN's ports (a routed packet may leave by any of
     /// them). `NO_MTU_LIMIT` until the engine gives the ports' MTUs (`set_port_mtus`).
@@ -451,6 +454,16 @@ impl Forwarder {
                 vrf: iface.vrf,
                 attachment: iface.attachment,
                 ipv4: iface.ipv4.iter().map(|(a, _)| *a).collect(),
+                ipv4_subnet_ends: iface
+                    .ipv4
+                    .iter()
+                    .filter(|(_, len)| *len <= 30)
+                    .flat_map(|&(a, len)| {
+                        let mask = u32::MAX << (32 - len);
+                        let net = u32::from(a) & mask;
+                        [Ipv4Addr::from(net), Ipv4Addr::from(net | !mask)]
+                    })
+                    .collect(),
                 ipv6: iface.ipv6.iter().map(|(a, _)| *a).collect(),
                 mtu: NO_MTU_LIMIT,
             });
@@ -1181,6 +1194,9 @@ impl Forwarder {
                 interface: in_iface,
             };
         }
+        if is_martian_v4(ip[12]) {
+            return Verdict::Drop(DropReason::MartianSource);
+        }
         if let RouteTarget::Srv6Policy(policy) = target {
             return self.srv6_headend(frame, l3, tagged, in_iface, policy, now);
         }
@@ -1257,6 +1273,9 @@ impl Forwarder {
                 reason: PuntReason::Local,
                 interface: in_iface,
             };
+        }
+        if is_martian_v6(u128::from_be_bytes(src)) {
+            return Verdict::Drop(DropReason::MartianSource);
         }
         if let RouteTarget::Srv6Policy(policy) = target {
             return self.srv6_headend(frame, l3, tagged, in_iface, policy, now);
@@ -1361,7 +1380,15 @@ impl Forwarder {
                 }
             }
             RouteTarget::Connected(interface) => {
-                self.glean(interface, dst(), now);
+                let dst = dst();
+                if let IpAddr::V4(v4) = dst
+                    && self.interfaces[usize::from(interface)]
+                        .ipv4_subnet_ends
+                        .contains(&v4)
+                {
+                    return Err(DropReason::DirectedBroadcast);
+                }
+                self.glean(interface, dst, now);
                 return Err(DropReason::NeighborUnresolved);
             }
             RouteTarget::Blackhole => return Err(DropReason::Blackhole),
@@ -1650,6 +1677,21 @@ fn is_announcement(frame: &[u8], ethertype: u16, l3: usize) -> bool {
         }),
         _ => false,
     }
+}
+
+/// Whether an IPv4 source with first byte `first` is one no packet may be routed from (RFC
+/// 1812 5.3.7): 0/8, 127/8, multicast and class E (224/3, with 255.255.255.255). Two compares,
+/// as the express lane's screen makes them.
+#[inline(always)]
+pub(super) fn is_martian_v4(first: u8) -> bool {
+    !((first.wrapping_sub(1) < 223) & (first != 127))
+}
+
+/// Whether an IPv6 source is one no packet may be routed from: unspecified or loopback (RFC
+/// 4291 2.5.2, 2.5.3), or multicast (2.7).
+#[inline(always)]
+pub(super) fn is_martian_v6(source: u128) -> bool {
+    (source <= 1) | (source >> 120 == 0xff)
 }
 
 fn mask4(addr: Ipv4Addr, len: u8) -> Ipv4Addr {

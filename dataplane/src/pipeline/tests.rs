@@ -2096,7 +2096,8 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
     // every kind of route (groups in hash, flowlet, per-packet and least-loaded flowlet mode,
     // nexthops on a routed port and behind a VLAN, unresolved, connected, blackhole, local,
     // none), with every header check failing now and then (version, IHL, options whose first
-    // 20 bytes sum right, total length, checksum, TTL, multicast source, a tag, another MAC,
+    // 20 bytes sum right, total length, checksum, TTL, martian source, multicast source MAC, a
+    // tag, another MAC,
     // ARP), IPv6 frames to a group, a nexthop, a local SID, a uN SID (its next uSID routed or
     // not), an End SID with an SRH (valid or broken, behind a Hop-by-Hop header, PSP) or no
     // route (hop limit, version, payload length, link-local source or destination), and runs
@@ -2159,9 +2160,11 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
             }
             4 => ip[10] ^= 1 << pick(next, 8),
             5 => ip[4] ^= 0x40, // identification: the checksum no longer matches
+            // A source no router forwards from, or the edges of those it does.
+            6 => ip[12] = [0, 1, 127, 223, 224, 240, 255][pick(next, 7) as usize],
             _ => {}
         }
-        if matches!(mutation, 0 | 1 | 3) && pick(next, 2) == 0 {
+        if mutation == 6 || matches!(mutation, 0 | 1 | 3) && pick(next, 2) == 0 {
             // The first 20 bytes sum right again, so only the changed field can fail.
             ip[10..12].copy_from_slice(&[0, 0]);
             let c = reference_checksum(&ip[..20]);
@@ -2188,7 +2191,14 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
                     [pick(next, 65_536), 0x77][usize::from(pick(next, 4) == 0)]
                 )
             };
-            let src = ["2001:db8:10::5", "fe80::5"][usize::from(pick(next, 8) == 0)];
+            // Now and then link-local, or a source no router forwards from.
+            let src = match pick(next, 16) {
+                0 | 1 => "fe80::5",
+                2 => "::",
+                3 => "::1",
+                4 => "ff05::1",
+                _ => "2001:db8:10::5",
+            };
             let mut ip6 = if pick(next, 2) == 0 {
                 // An SRH to End (with PSP or not) or to a uN (its argument zero or not).
                 let dst = match pick(next, 4) {

@@ -266,6 +266,9 @@ pub struct UpperLayer {
     /// True if a Fragment header was seen: L4 fields are then absent or incomplete, so callers
     /// must not hash or match on ports.
     pub fragment: bool,
+    /// True if that Fragment header's offset is not zero: no upper-layer header is here at
+    /// all, `protocol` names what the first fragment carries.
+    pub later_fragment: bool,
 }
 
 /// Whether next header `next` is one [`walk_extension_headers`] walks through.
@@ -305,6 +308,7 @@ pub fn walk_extension_headers<T: AsRef<[u8]>>(packet: &Ipv6Packet<T>) -> Result<
         offset: HEADER_LEN,
         srh_offset: None,
         fragment: false,
+        later_fragment: false,
     };
     let mut count = 0;
     loop {
@@ -346,6 +350,7 @@ pub fn walk_extension_headers<T: AsRef<[u8]>>(packet: &Ipv6Packet<T>) -> Result<
         if header == protocol::FRAGMENT {
             upper.fragment = true;
             if be_u16(&rest[2..4]) >> 3 != 0 {
+                upper.later_fragment = true;
                 return Ok(upper);
             }
         }
@@ -455,7 +460,8 @@ pub(crate) mod tests {
                 protocol: protocol::UDP,
                 offset: 40,
                 srh_offset: None,
-                fragment: false
+                fragment: false,
+                later_fragment: false,
             }
         );
         let udp = UdpPacket::new_checked(ip.payload()).unwrap();
@@ -590,6 +596,7 @@ pub(crate) mod tests {
                 offset: 40 + 8 + 16 + 40 + 8 + 24 + 8,
                 srh_offset: Some(40 + 8 + 16),
                 fragment: true,
+                later_fragment: false,
             }
         );
 
@@ -612,8 +619,8 @@ pub(crate) mod tests {
         let ul = walk_extension_headers(&ip).unwrap();
         // The next header says Destination Options, but it lives in the first fragment.
         assert_eq!(
-            (ul.protocol, ul.offset, ul.fragment),
-            (protocol::DESTINATION_OPTIONS, 48, true)
+            (ul.protocol, ul.offset, ul.fragment, ul.later_fragment),
+            (protocol::DESTINATION_OPTIONS, 48, true, true)
         );
 
         let len = chain(

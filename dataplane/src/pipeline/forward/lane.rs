@@ -36,7 +36,7 @@ mod ipv6;
 use super::srv6::EndpointStep;
 use super::{
     ETHERTYPE_IPV4, ETHERTYPE_IPV6, Forwarder, IP_PROTO_TCP, IP_PROTO_UDP, NO_PORT, PortMode,
-    Verdict, route_value,
+    Verdict, is_martian_v4, is_martian_v6, route_value,
 };
 use crate::clock::Picos;
 use crate::counters::DropReason;
@@ -228,22 +228,25 @@ fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
 }
 
 /// The destination of an IPv4 frame with version 4 and a 20-byte header (options take the
-/// full pipeline), a total length from 20 to what the frame holds, a valid header checksum
-/// and a TTL above 1.
+/// full pipeline), a total length from 20 to what the frame holds, a valid header checksum,
+/// a TTL above 1 and a source that may be routed (others are the full pipeline's drops).
 #[inline(always)]
 fn express_ipv4_destination(frame: &[u8]) -> Option<u32> {
     let seen: &[u8; IPV4_SEEN] = frame.first_chunk()?;
     let ip: &[u8; 20] = seen[LANE_L3..].first_chunk()?;
     let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     // One combined test: every frame of a routed burst passes them all.
-    let express =
-        (ip[0] == 0x45) & (ip[8] > 1) & (total_len >= 20) & (total_len <= frame.len() - LANE_L3);
+    let express = (ip[0] == 0x45)
+        & (ip[8] > 1)
+        & (total_len >= 20)
+        & (total_len <= frame.len() - LANE_L3)
+        & !is_martian_v4(ip[12]);
     (express && checksum::ipv4_header_sums_to_ones(ip))
         .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
 
 /// The destination of an IPv6 frame with version 6, its payload within the frame, neither
-/// address link-local and a hop limit above 1.
+/// address link-local, a source that may be routed and a hop limit above 1.
 #[inline(always)]
 fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
     let seen: &[u8; IPV6_SEEN] = frame.first_chunk()?;
@@ -257,6 +260,7 @@ fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
         & (40 + payload_len <= frame.len() - LANE_L3)
         & !link_local(source)
         & !link_local(destination)
+        & !is_martian_v6(source)
         & (ip[7] > 1);
     express.then_some(destination)
 }
