@@ -183,6 +183,7 @@ const bit<8> DROP_SRV6_SEGMENTS_LEFT_NOT_ZERO = 26;  // srv6_segments_left_not_z
 const bit<8> DROP_SRV6_UPPER_LAYER       = 27;  // srv6_upper_layer
 const bit<8> DROP_SRV6_MALFORMED_HEADERS = 28;  // srv6_malformed_headers
 const bit<8> DROP_MARTIAN_SOURCE         = 29;  // martian_source
+const bit<8> DROP_RESERVED_MULTICAST     = 30;  // reserved_multicast
 const bit<32> DROP_REASONS = 32;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
@@ -1571,8 +1572,8 @@ control IroncIngress(inout headers_t hdr,
 
         /* -- Port role ------------------------------------------------ */
         if (meta.port_mode == PORT_MODE_ROUTED) {
-            /* Rust: PortMode::Routed: untagged only. */
-            if (hdr.vlan_outer.isValid()) {
+            /* Rust: PortMode::Routed: untagged or priority-tagged. */
+            if (hdr.vlan_outer.isValid() && hdr.vlan_outer.vid != 0) {
                 drop_with_reason(DROP_VLAN_NOT_ALLOWED);
                 return;
             }
@@ -2007,6 +2008,12 @@ control IroncIngress(inout headers_t hdr,
 
         /* -- Bridging (and routing into a VLAN) ----------------------- */
         if (meta.routed == 0 && hdr.ethernet.dst_addr[40:40] == 1) {
+            /* 01-80-C2-00-00-00..0F belong to the link (802.1Q): never
+             * forwarded. Rust: IEEE_RESERVED_MULTICAST. */
+            if (hdr.ethernet.dst_addr[47:4] == 0x0180c200000) {
+                drop_with_reason(DROP_RESERVED_MULTICAST);
+                return;
+            }
             /* Broadcast and multicast flood without a lookup.
              * Rust: Forwarder::process -> Verdict::Flood. */
             flood();

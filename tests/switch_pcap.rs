@@ -1728,3 +1728,175 @@ fn martian_sources_and_directed_broadcasts_are_dropped_and_counted_never_resolve
     }
     assert!(out[2].is_empty() && out[4].is_empty() && out[5].is_empty());
 }
+
+#[test]
+fn priority_tagged_frames_on_a_routed_port_are_routed_and_answered_untagged() {
+    // A spine marking its class in a VLAN-0 tag (PCP 3, as RoCE hosts do): ARP for the
+    // switch's address is answered and a routed packet leaves untagged, TTL decremented; a
+    // real VLAN tag on the routed port is still refused.
+    let dir = TestDir::new("sw-priority-tag");
+    let mut trace = Trace::new();
+    let priority = |frame: &[u8]| tagged(frame, 0x6000);
+    let spine = Ipv4Addr::new(10, 255, 0, 2);
+    let own = Ipv4Addr::new(10, 255, 0, 3);
+    let request = ethernet(
+        BROADCAST,
+        SPINE2,
+        None,
+        0x0806,
+        &frames::arp(1, SPINE2, spine, [0; 6], own),
+    );
+    trace.send(5, priority(&request));
+    let to_spines = ethernet(
+        ROUTER,
+        SPINE2,
+        None,
+        0x0800,
+        &ipv4_udp(
+            Ipv4Addr::new(10, 0, 10, 5),
+            Ipv4Addr::new(10, 1, 2, 3),
+            30,
+            1,
+            2,
+            &[7; 4],
+        ),
+    );
+    trace.send(5, priority(&to_spines));
+    trace.send(5, tagged(&to_spines, 0x6000 | 10));
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+    let reply = ethernet(
+        SPINE2,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(2, ROUTER, own, SPINE2, spine),
+    );
+    let arps: Vec<&Vec<u8>> = out[5]
+        .iter()
+        .filter(|f| f[12..14] == [0x08, 0x06])
+        .collect();
+    assert_eq!(arps.len(), 1);
+    assert_eq!(arps[0][..42], reply[..42]);
+    let routed: Vec<&Vec<u8>> = out[4]
+        .iter()
+        .chain(&out[5])
+        .filter(|f| f[12..14] == [0x08, 0x00])
+        .collect();
+    assert_eq!(routed.len(), 1);
+    let member = routed[0][..6].try_into().unwrap();
+    assert!(member == SPINE1 || member == SPINE2);
+    assert_eq!(*routed[0], routed_v4(&to_spines, 14, member, ROUTER));
+    assert_eq!(drops(&stats)["vlan_not_allowed"], 1);
+}
+
+#[test]
+fn frames_to_the_ieee_reserved_addresses_stay_on_their_link() {
+    // STP, LACP, 802.1X and LLDP frames (01-80-C2-00-00-00, -02, -03, -0E) from host A are
+    // not a bridge's to forward (IEEE 802.1Q); the next address up, 01-80-C2-00-00-10, and
+    // other multicast are flooded in the VLAN as always.
+    let dir = TestDir::new("sw-reserved-mcast");
+    let mut trace = Trace::new();
+    for last in [0x00, 0x02, 0x03, 0x0e, 0x0f] {
+        trace.send(
+            0,
+            ethernet(
+                [0x01, 0x80, 0xc2, 0, 0, last],
+                HOST_A,
+                None,
+                0x88cc,
+                &[0; 46],
+            ),
+        );
+    }
+    let flooded = ethernet(
+        [0x01, 0x80, 0xc2, 0, 0, 0x10],
+        HOST_A,
+        None,
+        0x88b5,
+        &[1; 46],
+    );
+    trace.send(0, flooded.clone());
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+    assert_eq!(drops(&stats)["reserved_multicast"], 5);
+    assert_eq!(out[1], vec![flooded.clone()]);
+    assert_eq!(out[3], vec![tagged(&flooded, 10)]);
+    assert!(out[2].is_empty() && out[4].is_empty() && out[5].is_empty());
+}
+
+#[test]
+fn an_advertisement_without_override_resolves_a_neighbour_but_never_changes_its_mac() {
+    // RFC 4861 7.2.5: with the Override flag clear, a Neighbor Advertisement whose link-layer
+    // address differs from the one the switch has changes nothing (an anycast or proxy
+    // answer); for a neighbour with no MAC yet it is the answer all the same.
+    let dir = TestDir::new("sw-na-override");
+    let mut trace = Trace::new();
+    let (h1, h2): (Mac, Mac) = ([2, 0, 0, 0, 0, 0x21], [2, 0, 0, 0, 0, 0x22]);
+    let x: Ipv6Addr = "2001:db8:10::20".parse().unwrap();
+    let y: Ipv6Addr = "2001:db8:10::30".parse().unwrap();
+    let gateway: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let to = |dst: Ipv6Addr, seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6_udp(
+                "2001:db8:7::1".parse().unwrap(),
+                dst,
+                30,
+                5000,
+                6000,
+                &[seq; 4],
+            ),
+        )
+    };
+    // X and Y are asked for; X answers with Override (from H1), Y without (from H2).
+    trace.send(4, to(x, 1));
+    trace.send(4, to(y, 1));
+    let solicited_override = 0x60;
+    let solicited = 0x40;
+    trace.send(
+        1,
+        neighbor_advert(h1, ROUTER, x, gateway, solicited_override),
+    );
+    trace.send(1, neighbor_advert(h2, ROUTER, y, gateway, solicited));
+    let (x_at_h1, y_at_h2) = (to(x, 2), to(y, 2));
+    trace.send(4, x_at_h1.clone());
+    trace.send(4, y_at_h2.clone());
+    // H2 claims X without Override, solicited and unsolicited: X stays at H1.
+    trace.send(1, neighbor_advert(h2, ROUTER, x, gateway, solicited));
+    trace.send(
+        1,
+        neighbor_advert(h2, [0x33, 0x33, 0, 0, 0, 1], x, all_nodes, 0),
+    );
+    let x_still_at_h1 = to(x, 3);
+    trace.send(4, x_still_at_h1.clone());
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let routed = |frame: &[u8], mac: Mac| {
+        let mut f = frame.to_vec();
+        f[0..6].copy_from_slice(&mac);
+        f[6..12].copy_from_slice(&ROUTER);
+        f[14 + 7] -= 1;
+        f
+    };
+    let unicast: Vec<Vec<u8>> = outputs(&dir)[1]
+        .iter()
+        .filter(|f| f[0] & 1 == 0)
+        .cloned()
+        .collect();
+    assert_eq!(
+        unicast,
+        vec![
+            routed(&x_at_h1, h1),
+            routed(&y_at_h2, h2),
+            routed(&x_still_at_h1, h1),
+        ]
+    );
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
+}

@@ -19,7 +19,8 @@ pub enum DropReason {
     Truncated,
     /// Double-tagged (QinQ) or S-tagged frames; ports take at most one 802.1Q tag.
     UnsupportedVlanStack,
-    /// Tagged with a VLAN the port is not a member of, or untagged on a trunk without a native VLAN, or tagged on a routed port.
+    /// Tagged with a VLAN the port is not a member of, or untagged on a trunk without a native
+    /// VLAN, or tagged on a routed port (a priority tag, VID 0, is untagged everywhere).
     VlanNotAllowed,
     /// A multicast or broadcast source MAC.
     InvalidSourceMac,
@@ -61,6 +62,9 @@ pub enum DropReason {
     /// from: malformed (a bad ICMP checksum), failing an RFC check (an NS with hop limit below
     /// 255), or nothing the switch answers (an echo reply addressed to it).
     SlowPathIgnored,
+    /// To 01-80-C2-00-00-00..0F, the IEEE 802.1Q reserved addresses (STP, LACP, 802.1X,
+    /// LLDP), which a bridge never forwards: they belong to the link they arrived on.
+    ReservedMulticast,
     /// Every member of the ECMP group is down.
     EcmpNoLiveMember,
     /// The queue to the control plane was full.
@@ -107,7 +111,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 41] = [
+    pub const ALL: [DropReason; 42] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -131,6 +135,7 @@ impl DropReason {
         DropReason::MartianSource,
         DropReason::DirectedBroadcast,
         DropReason::SlowPathIgnored,
+        DropReason::ReservedMulticast,
         DropReason::EcmpNoLiveMember,
         DropReason::PuntQueueFull,
         DropReason::FloodCopyFailed,
@@ -178,6 +183,7 @@ impl DropReason {
             DropReason::MartianSource => "martian_source",
             DropReason::DirectedBroadcast => "directed_broadcast",
             DropReason::SlowPathIgnored => "slow_path_ignored",
+            DropReason::ReservedMulticast => "reserved_multicast",
             DropReason::EcmpNoLiveMember => "ecmp_no_live_member",
             DropReason::PuntQueueFull => "punt_queue_full",
             DropReason::FloodCopyFailed => "flood_copy_failed",

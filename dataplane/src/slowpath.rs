@@ -77,6 +77,14 @@ pub enum Learned {
         /// Its MAC.
         mac: [u8; 6],
     },
+    /// A Neighbor Advertisement without the Override flag said `ip` on `interface` is at
+    /// `mac`: it resolves a neighbour the switch has no MAC for, and changes no MAC it has
+    /// (RFC 4861 7.2.5); hand to `Forwarder::neighbor_resolved_unless_known`.
+    NoOverride {
+        interface: u16,
+        ip: IpAddr,
+        mac: [u8; 6],
+    },
     /// `ip` on `interface` announced that it is at `mac` (gratuitous ARP, unsolicited NA)
     /// to the whole VLAN; hand to `Forwarder::neighbor_refreshed`, which changes a neighbour
     /// the switch already has and creates none.
@@ -519,6 +527,8 @@ impl SlowPath {
             let _ = self.handle_ip(frame, ctx);
         }
         for entry in heard {
+            // An announcement without Override changes no MAC the switch has, and it
+            // creates none: nothing to hear.
             if let Learned::Neighbor { interface, ip, mac } = entry {
                 learned.push(Learned::Refresh { interface, ip, mac });
             }
@@ -817,7 +827,16 @@ impl SlowPath {
                 if !self.is_neighbor_mac(mac) || !self.is_on_link_v6(iface, target_addr) {
                     return None;
                 }
-                self.learn(ctx.learned, ctx.interface, IpAddr::V6(target_addr), mac);
+                if flags.contains(NeighborFlags::OVERRIDE) {
+                    self.learn(ctx.learned, ctx.interface, IpAddr::V6(target_addr), mac);
+                } else {
+                    ctx.learned.push(Learned::NoOverride {
+                        interface: ctx.interface,
+                        ip: IpAddr::V6(target_addr),
+                        mac: mac.0,
+                    });
+                    self.neighbors_learned += 1;
+                }
                 Some(())
             }
         }

@@ -1000,6 +1000,13 @@ impl SwitchWorker {
                     ip,
                     mac,
                 ),
+                Learned::NoOverride { interface, ip, mac } => (
+                    self.forwarder
+                        .neighbor_resolved_unless_known(interface, ip, mac),
+                    interface,
+                    ip,
+                    mac,
+                ),
                 Learned::Refresh { interface, ip, mac } => (
                     self.forwarder.neighbor_refreshed(interface, ip, mac),
                     interface,
@@ -1007,7 +1014,8 @@ impl SwitchWorker {
                     mac,
                 ),
             };
-            // Static neighbours are neither changed nor tracked.
+            // What confirms a learned neighbour marks it reachable; static neighbours are
+            // neither changed nor tracked.
             if known {
                 self.neighbor_heard(interface, ip, mac, now);
             }

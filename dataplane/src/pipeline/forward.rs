@@ -146,6 +146,10 @@ struct Interface {
     mtu: u16,
 }
 
+/// The first five bytes of 01-80-C2-00-00-00..0F, the addresses IEEE 802.1Q reserves for the
+/// link itself (STP, LACP, 802.1X, LLDP): never forwarded by a bridge.
+const IEEE_RESERVED_MULTICAST: [u8; 5] = [0x01, 0x80, 0xc2, 0x00, 0x00];
+
 /// `Interface::mtu` before any port MTU is known: nothing a frame holds exceeds it.
 const NO_MTU_LIMIT: u16 = u16::MAX;
 
@@ -627,6 +631,26 @@ impl Forwarder {
         true
     }
 
+    /// An advertisement without Override (RFC 4861 7.2.5): resolves a learned neighbour that
+    /// has no MAC yet, and changes none that has one. Returns whether the neighbour (learned)
+    /// is now at `mac`, that is, whether this confirms it.
+    pub fn neighbor_resolved_unless_known(
+        &mut self,
+        interface: u16,
+        ip: IpAddr,
+        mac: [u8; 6],
+    ) -> bool {
+        let known = self
+            .nexthops
+            .iter()
+            .find(|n| n.interface == interface && n.ip == ip)
+            .and_then(|n| n.mac.map(|m| (m, n.pinned)));
+        match known {
+            Some((current, pinned)) => current == mac && !pinned,
+            None => self.neighbor_resolved(interface, ip, mac),
+        }
+    }
+
     /// A static neighbour (config or API): as `neighbor_resolved`, and pinned against ARP,
     /// ND and aging.
     pub fn neighbor_pinned(&mut self, interface: u16, ip: IpAddr, mac: [u8; 6]) {
@@ -932,10 +956,12 @@ impl Forwarder {
         let vlan = match &port.mode {
             PortMode::Routed { interface } => {
                 let interface = *interface;
-                if tagged {
+                // A priority tag (VID 0, 802.1Q 9.6) carries only the PCP: as untagged, as on
+                // an access port (RoCE hosts mark their class so on routed links too).
+                if tag_vid.is_some_and(|vid| vid != 0) {
                     return Verdict::Drop(DropReason::VlanNotAllowed);
                 }
-                return self.routed_port_ingress(frame, dst, ethertype, l3, interface, now);
+                return self.routed_port_ingress(frame, dst, ethertype, l3, tagged, interface, now);
             }
             PortMode::Access { vlan } => match tag_vid {
                 None | Some(0) => *vlan,
@@ -969,6 +995,9 @@ impl Forwarder {
             }
         }
         if dst[0] & 1 != 0 {
+            if dst[..5] == IEEE_RESERVED_MULTICAST && dst[5] <= 0x0f {
+                return Verdict::Drop(DropReason::ReservedMulticast);
+            }
             return Verdict::Flood {
                 vlan,
                 ingress_tagged: tagged,
@@ -1076,17 +1105,19 @@ impl Forwarder {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn routed_port_ingress(
         &mut self,
         frame: &mut Frame<'_>,
         dst: [u8; 6],
         ethertype: u16,
         l3: usize,
+        tagged: bool,
         interface: u16,
         now: Picos,
     ) -> Verdict {
         if dst == self.router_mac {
-            return self.route(frame, ethertype, l3, false, interface, now);
+            return self.route(frame, ethertype, l3, tagged, interface, now);
         }
         if dst[0] & 1 != 0 {
             if let Some(reason) = self.punt_if_for_us(frame, dst, ethertype, l3, interface) {
