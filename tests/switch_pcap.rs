@@ -1900,3 +1900,78 @@ fn an_advertisement_without_override_resolves_a_neighbour_but_never_changes_its_
     );
     assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
 }
+
+#[test]
+fn ecmp_member_counters_count_what_each_member_sent() {
+    // The spines group with one member (10.255.0.2 on p5) unresolved: frames hashed to it are
+    // dropped while the switch resolves it, and are not the member's; frames from the trunk
+    // (tagged on arrival) count as they leave the routed uplinks, untagged; a DF packet too
+    // long for p4's MTU is nobody's. Each member's packets and bytes then equal its port's
+    // output.
+    let dir = TestDir::new("sw-ecmp-counters");
+    let config = leaf_config(&dir)
+        .replace(
+            "[[neighbor]]\nip = \"10.255.0.2\"\nmac = \"02:00:00:00:51:02\"\nport = \"p5\"\n",
+            "",
+        )
+        .replace(
+            "devargs = \"net_pcap4,",
+            "mtu = 1000\ndevargs = \"net_pcap4,",
+        );
+    let mut trace = Trace::new();
+    for flow in 0..64u16 {
+        let packet = ipv4_udp(
+            Ipv4Addr::new(10, 0, 10, 5),
+            Ipv4Addr::new(10, 1, 0, 7),
+            30,
+            1000 + flow,
+            2000,
+            &[3; 8],
+        );
+        let frame = ethernet(ROUTER, HOST_A, None, 0x0800, &packet);
+        if flow % 2 == 0 {
+            trace.send(0, frame);
+        } else {
+            trace.send(3, tagged(&frame, 10));
+        }
+    }
+    for flow in 0..8u16 {
+        let packet = ipv4_udp(
+            Ipv4Addr::new(10, 0, 10, 5),
+            Ipv4Addr::new(10, 1, 0, 9),
+            30,
+            3000 + flow,
+            2000,
+            &[4; 1200],
+        );
+        trace.send(0, ethernet(ROUTER, HOST_A, None, 0x0800, &packet));
+    }
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    let group = &stats["groups"][0];
+    assert_eq!(group["name"], "spines");
+    let sent = |port: usize| -> (u64, u64) {
+        let frames: Vec<&Vec<u8>> = out[port].iter().filter(|f| f[12..14] == [8, 0]).collect();
+        (
+            frames.len() as u64,
+            frames.iter().map(|f| f.len() as u64).sum(),
+        )
+    };
+    for (i, port) in [(0, 4), (1, 5)] {
+        let member = &group["members"][i];
+        let (packets, bytes) = sent(port);
+        assert_eq!(
+            (u64_at(member, "/packets"), u64_at(member, "/bytes")),
+            (packets, bytes),
+            "member {i} on p{port}: {member}"
+        );
+    }
+    let drops = drops(&stats);
+    assert!(drops["neighbor_unresolved"] > 0, "some flows hash to p5");
+    assert!(
+        u64_at(&group["members"][0], "/packets") > 0,
+        "and some to p4"
+    );
+    assert!(drops["mtu_exceeded"] + stats["fragmentation"]["packets"].as_u64().unwrap() > 0);
+}

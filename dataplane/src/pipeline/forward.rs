@@ -1176,6 +1176,10 @@ impl Forwarder {
         now: Picos,
     ) -> Verdict {
         let vrf = self.interfaces[usize::from(in_iface)].vrf;
+        // Group members count a routed frame's bytes as it leaves a routed port: untagged.
+        if tagged {
+            self.frame_len -= 4;
+        }
         match ethertype {
             ETHERTYPE_IPV4 => self.route_ipv4(frame, l3, tagged, in_iface, vrf, now),
             ETHERTYPE_IPV6 => self.route_ipv6(frame, l3, tagged, in_iface, vrf, now),
@@ -1236,16 +1240,22 @@ impl Forwarder {
         }
         let seed = self.flow_hash_seed;
         let hash = || flow_hash_ipv4(ip, header_len, seed);
-        let (out_iface, dst_mac) = match self.resolve_target(target, || IpAddr::V4(dst), hash, now)
-        {
-            Ok(found) => found,
-            Err(reason) => return Verdict::Drop(reason),
-        };
+        let (nexthop_id, out_iface, dst_mac) =
+            match self.resolve_target_id(target, || IpAddr::V4(dst), hash, now) {
+                Ok(found) => found,
+                Err(reason) => return Verdict::Drop(reason),
+            };
         if self.exceeds_mtu_of(out_iface, total_len) {
+            // Not sent as it is: dropped, or its fragments are placed (and counted) anew.
+            self.uncount_member(target, nexthop_id, self.frame_len);
             let may_fragment = ip[6] & IPV4_DONT_FRAGMENT == 0;
             return self.exceeds_mtu(out_iface, 0, may_fragment, in_iface, vrf);
         }
-        forwarded(self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now))
+        let sent = self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now);
+        if sent.is_err() {
+            self.uncount_member(target, nexthop_id, self.frame_len);
+        }
+        forwarded(sent)
     }
 
     /// The end of routing once the nexthop is known: the L2 rewrite, and only when the
@@ -1319,15 +1329,20 @@ impl Forwarder {
         }
         let seed = self.flow_hash_seed;
         let hash = || flow_hash_ipv6(ip, seed);
-        let (out_iface, dst_mac) = match self.resolve_target(target, || IpAddr::V6(dst), hash, now)
-        {
-            Ok(found) => found,
-            Err(reason) => return Verdict::Drop(reason),
-        };
+        let (nexthop_id, out_iface, dst_mac) =
+            match self.resolve_target_id(target, || IpAddr::V6(dst), hash, now) {
+                Ok(found) => found,
+                Err(reason) => return Verdict::Drop(reason),
+            };
         if self.exceeds_mtu_of(out_iface, packet_len) {
+            self.uncount_member(target, nexthop_id, self.frame_len);
             return self.exceeds_mtu(out_iface, 0, false, in_iface, vrf);
         }
-        forwarded(self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now))
+        let sent = self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now);
+        if sent.is_err() {
+            self.uncount_member(target, nexthop_id, self.frame_len);
+        }
+        forwarded(sent)
     }
 
     /// Routes an IPv4 packet the switch built (an ICMP error) in `vrf`: FIB only, TTL as
@@ -1381,8 +1396,40 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         now: Picos,
     ) -> Result<(u16, [u8; 6]), DropReason> {
+        self.resolve_target_id(target, dst, hash, now)
+            .map(|(_, interface, mac)| (interface, mac))
+    }
+
+    /// `resolve_target`, with the nexthop chosen.
+    #[inline(always)]
+    fn resolve_target_id(
+        &mut self,
+        target: RouteTarget,
+        dst: impl FnOnce() -> IpAddr,
+        hash: impl FnOnce() -> u32,
+        now: Picos,
+    ) -> Result<(u32, u16, [u8; 6]), DropReason> {
         let nexthop_id = self.choose_nexthop(target, dst, hash, now)?;
-        self.resolved_nexthop(nexthop_id, now)
+        match self.resolved_nexthop(nexthop_id, now) {
+            Ok((interface, mac)) => Ok((nexthop_id, interface, mac)),
+            Err(reason) => {
+                self.uncount_member(target, nexthop_id, self.frame_len);
+                Err(reason)
+            }
+        }
+    }
+
+    /// A frame placed on group member `nexthop_id` (`target` a group) and counted there did
+    /// not leave after all (unresolved, longer than the MTU, no way out): its member counters
+    /// say what the group sent.
+    #[cold]
+    #[inline(never)]
+    fn uncount_member(&self, target: RouteTarget, nexthop_id: u32, len: u32) {
+        if let RouteTarget::Group(group) = target
+            && let Some(balancer) = self.balancers.get(group as usize)
+        {
+            balancer.uncount(nexthop_id, len);
+        }
     }
 
     /// The nexthop a route's target sends to (an ECMP group's member chosen and counted).

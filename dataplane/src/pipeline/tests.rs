@@ -1362,6 +1362,8 @@ fn the_lane_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
     // and steps against the frame's own).
     let spec = staging_spec();
     let (mut lane_side, mut plain) = forwarder_pair(&spec);
+    // (A group's member the lane sends to by its own copy: resolved.)
+    resolve_spines([&mut lane_side, &mut plain]);
     let uplink = spec
         .ports
         .iter()
@@ -1869,6 +1871,7 @@ fn a_frame_to_the_destination_of_the_frame_before_it_takes_its_lookup_only_where
     // the next frame with the same step takes its lookup. Each gets what the pipeline gives
     // it alone.
     let (mut lane_side, mut plain) = express_pair();
+    resolve_spines([&mut lane_side, &mut plain]);
     let sid = "2001:db8:5::1";
     let frame = |tag: Option<u16>, segment: &str, sport: u16| {
         let mut upper = vec![0u8; 8];
@@ -2543,7 +2546,9 @@ fn the_lane_takes_routed_ports_only() {
     // A routed port's bursts go through the lane in its interface's VRF; an access or trunk
     // port's never (a frame to a VLAN interface takes the full pipeline), and a burst that
     // skips the lane leaves nothing of the lane's previous burst express.
-    let forwarder = Forwarder::new(&leaf_spec()).unwrap();
+    let mut forwarder = Forwarder::new(&leaf_spec()).unwrap();
+    forwarder.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+    forwarder.neighbor_resolved(1, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 2)), SPINE2);
     assert_eq!(forwarder.lane_vrf(0), None, "an access port");
     assert_eq!(forwarder.lane_vrf(4), None, "the trunk");
     assert_eq!(forwarder.lane_vrf(5), Some(0), "the routed uplink");

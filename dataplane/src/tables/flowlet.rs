@@ -716,6 +716,21 @@ impl GroupBalancer {
         Some((id, member))
     }
 
+    /// Takes back what a choice counted for a frame of `len` bytes placed on nexthop `id`
+    /// that did not leave after all (see `Forwarder::uncount_member`). Balancing state (the
+    /// flowlet, the loads) keeps the choice: it was made.
+    #[cold]
+    pub fn uncount(&self, id: u32, len: u32) {
+        let member = self
+            .index_of
+            .get(id as usize)
+            .and_then(|&i| self.counters.members.get(usize::from(i)));
+        if let Some(member) = member {
+            member.packets.add(1u64.wrapping_neg());
+            member.bytes.add(u64::from(len).wrapping_neg());
+        }
+    }
+
     /// `select_member` of a group that sprays per packet. Out of line: the modes of most
     /// groups inline theirs into the forwarding path, and this one would crowd it.
     #[inline(never)]

@@ -585,7 +585,12 @@ impl Forwarder {
                 }
                 // No live member: the full pipeline drops the frame.
                 match balancer.place_by_hash(ecmp, hash, len as u32) {
-                    Some((id, member)) => Staged::Hashed { id, member },
+                    Some((id, member)) if self.sends_express(id) => Staged::Hashed { id, member },
+                    Some((id, _)) => {
+                        // The full pipeline places it again, and counts it where it leaves.
+                        balancer.uncount(id, len as u32);
+                        Staged::Not
+                    }
                     None => Staged::Not,
                 }
             }
@@ -635,7 +640,35 @@ impl Forwarder {
             ),
             Err(reason) => Verdict::Drop(reason),
         };
+        self.uncount_unsent(lane, index, nexthop_id, frame.len(), verdict);
         self.lane_other(verdict)
+    }
+
+    /// A frame whose member was chosen in its turn (and counted) and that did not leave:
+    /// its count is taken back, as the full pipeline does. (`hash` members are placed in
+    /// pass 2 only when the frame leaves by the express path.)
+    #[cold]
+    pub(super) fn uncount_unsent(
+        &self,
+        lane: &ExpressLane,
+        index: usize,
+        nexthop_id: u32,
+        len: usize,
+        verdict: Verdict,
+    ) {
+        if lane.in_turn >> index & 1 != 0 && !matches!(verdict, Verdict::Forward { .. }) {
+            let target = route_value::decode(lane.route[index % MAX_BURST]);
+            self.uncount_member(target, nexthop_id, len as u32);
+        }
+    }
+
+    /// Whether a frame to `nexthop_id` leaves by the express path's copy of its addresses:
+    /// a routed port, the neighbour's MAC known.
+    #[inline(always)]
+    fn sends_express(&self, nexthop_id: u32) -> bool {
+        self.nexthops
+            .get(nexthop_id as usize)
+            .is_some_and(|n| n.express_port != NO_PORT)
     }
 
     /// Where a burst of one flow that `stage_lane` sent to one nexthop (`ExpressLane`'s

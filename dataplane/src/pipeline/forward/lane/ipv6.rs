@@ -192,7 +192,13 @@ impl Forwarder {
         }
         let (port, verdict) = match self.lane_nexthop(lane, index, arrived_len, now) {
             None => (LANE_OTHER, Verdict::Drop(DropReason::EcmpNoLiveMember)),
-            Some(nexthop_id) => self.endpoint_egress(nexthop_id, frame, now),
+            Some(nexthop_id) => {
+                let (port, verdict) = self.endpoint_egress(nexthop_id, frame, now);
+                if port == LANE_OTHER {
+                    self.uncount_unsent(lane, index, nexthop_id, arrived_len, verdict);
+                }
+                (port, verdict)
+            }
         };
         if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
             let dropped = match verdict {
