@@ -461,6 +461,7 @@ struct metadata_t {
     bit<1>  srv6_psp;
     bit<1>  srv6_usp;
     bit<1>  srv6_csid;          // NEXT-C-SID (uN, uA)
+    bit<8>  other_routing_segments_left;  // a Routing header of another type than 4
     ipv6_addr_t srv6_block_mask;
     ipv6_addr_t srv6_argument_mask;
     bit<8>  srv6_shift;
@@ -578,8 +579,16 @@ parser IroncParser(packet_in packet,
     state parse_routing {
         transition select(packet.lookahead<bit<24>>()[7:0]) {
             ROUTING_TYPE_SRH: parse_srh;
-            default: accept;
+            default: parse_other_routing;
         }
+    }
+
+    /* Another Routing type: only its Segments Left is kept, for RFC 8200
+     * 4.4 (Rust: srv6::unrecognized_routing_header, which also walks
+     * chains this parser does not). */
+    state parse_other_routing {
+        meta.other_routing_segments_left = packet.lookahead<bit<32>>()[7:0];
+        transition accept;
     }
 
     state parse_srh {
@@ -1690,6 +1699,16 @@ control IroncIngress(inout headers_t hdr,
             my_sid.apply();
         }
         if (meta.srv6_behavior != SRV6_NONE) {
+            /* RFC 8200 4.4: an unknown Routing type with segments left is a
+             * Parameter Problem at its Routing Type (right after the IPv6
+             * header here: 40 + 2), after a uSID shift's chance, as Rust's
+             * Forwarder::srv6_behavior. */
+            if (meta.other_routing_segments_left != 0
+                    && !(meta.srv6_csid == 1
+                         && (hdr.ipv6.dst_addr & meta.srv6_argument_mask) != 0)) {
+                srv6_error(DROP_SRV6_BAD_SRH, 42);
+                return;
+            }
             if (meta.srv6_behavior == SRV6_END || meta.srv6_behavior == SRV6_END_X) {
                 if (meta.srv6_csid == 1
                         && (hdr.ipv6.dst_addr & meta.srv6_argument_mask) != 0) {

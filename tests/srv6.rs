@@ -583,6 +583,22 @@ fn endpoint_behaviours_and_rfc_edge_cases() {
     trace.send(0, &dt_with_sl);
     expected[0].push(icmp_error(&dt_with_sl, 4, 0, 43));
 
+    // RFC 8200 4.4: a Routing header of a type the switch does not know (0, the deprecated
+    // RH0) with Segments Left 1: Parameter Problem code 0 pointing at its Routing Type.
+    let mut rh0 = srh(17, 1, 1, &["fc00:3::", "2001:db8:5::1"]);
+    rh0[2] = 0;
+    rh0.extend_from_slice(&udp);
+    let unknown_routing_type = from_upstream("2001:db8:5::1", 64, 43, &rh0);
+    trace.send(0, &unknown_routing_type);
+    expected[0].push(icmp_error(&unknown_routing_type, 4, 0, 42));
+
+    // Nine visits to one SID (its SRH lists it nine times): the ninth is one local SID too
+    // many, a silent drop that counts once, at that SID.
+    let mut nine = vec!["fc00:3::"];
+    nine.extend(["2001:db8:5::1"; 9]);
+    let looping = from_upstream("2001:db8:5::1", 64, 43, &with_srh(17, 9, 9, &nine, &udp));
+    trace.send(0, &looping);
+
     // A lying Hdr Ext Len: a counted drop, nothing sent.
     let mut lying = from_upstream(
         "2001:db8:5::1",
@@ -608,16 +624,17 @@ fn endpoint_behaviours_and_rfc_edge_cases() {
     }
     let expected_drops: HashMap<String, u64> = [
         ("srv6_hop_limit", 1),
-        ("srv6_bad_srh", 1),
+        ("srv6_bad_srh", 2),
         ("srv6_upper_layer", 1),
         ("srv6_segments_left_not_zero", 1),
         ("srv6_malformed_headers", 1),
+        ("srv6_too_many_local_sids", 1),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     assert_eq!(drops(&stats), expected_drops);
-    assert_eq!(u64_at(&stats, "/generated"), 4, "four ICMPv6 errors");
+    assert_eq!(u64_at(&stats, "/generated"), 5, "five ICMPv6 errors");
     // uN saw: the shift, the uN+uA container, the exhausted container, the hop-limit error.
     let un_sid = object(&stats, "sids", "fcbb:bb00:100::/48");
     assert_eq!(u64_at(un_sid, "/packets"), 4);
@@ -625,6 +642,21 @@ fn endpoint_behaviours_and_rfc_edge_cases() {
     let dt6_sid = object(&stats, "sids", "2001:db8:5::11/128");
     assert_eq!(u64_at(dt6_sid, "/packets"), 2);
     assert_eq!(u64_at(dt6_sid, "/drops/srv6_segments_left_not_zero"), 1);
+    // End 2001:db8:5::1 saw: End SL 2 -> 1, Last Entry past the header, the upper layer at
+    // SL 0, the unknown routing type, nine visits of one packet, the lying Hdr Ext Len. Each
+    // dropped packet is one drop, whatever the number of visits.
+    let end_sid = object(&stats, "sids", "2001:db8:5::1/128");
+    assert_eq!(u64_at(end_sid, "/packets"), 14);
+    let want: HashMap<String, u64> = [
+        ("srv6_bad_srh", 2),
+        ("srv6_upper_layer", 1),
+        ("srv6_malformed_headers", 1),
+        ("srv6_too_many_local_sids", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(drops(end_sid), want);
 }
 
 /// The outer header a policy must push, flow label zeroed (checked separately).

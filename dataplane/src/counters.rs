@@ -92,7 +92,9 @@ pub enum DropReason {
     /// answered with ICMPv6 Time Exceeded.
     Srv6HopLimit,
     /// SRv6: Last Entry past the header or Segments Left above Last Entry + 1 (RFC 8986
-    /// S05); answered with Parameter Problem code 0 pointing at Segments Left.
+    /// S05), answered with Parameter Problem code 0 pointing at Segments Left; or a Routing
+    /// header of an unknown type with Segments Left above 0 (RFC 8200 4.4), pointed at its
+    /// Routing Type.
     Srv6BadSrh,
     /// SRv6: an End.DT* SID reached with Segments Left not zero (RFC 8986 4.6 S02);
     /// answered with Parameter Problem code 0 pointing at Segments Left.

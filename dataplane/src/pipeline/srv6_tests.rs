@@ -1208,3 +1208,359 @@ fn a_policy_whose_first_segment_is_a_local_sid_takes_it_here_and_one_without_a_r
     );
     assert_eq!(out, frame, "quoted as it arrived");
 }
+
+/// Routing headers other than the SRH at a local SID (RFC 8200 4.4): one of a type the node
+/// does not recognise is ignored when its Segments Left is 0; with Segments Left above 0 the
+/// packet is discarded with a Parameter Problem, code 0, pointing at its Routing Type field.
+/// The node acts on the routing headers in the order they come: one that stops processing
+/// (an unknown type with segments left, an SRH with segments left that sends the packet on)
+/// leaves the later ones alone.
+mod routing_types {
+    use super::*;
+
+    /// A Routing header of `routing_type` with the layout the SRH shares with every Routing
+    /// header (RFC 8200 4.4: Next Header, Hdr Ext Len, Routing Type, Segments Left, then
+    /// type-specific data), `segments` as its addresses.
+    fn routing_header(
+        routing_type: u8,
+        next: u8,
+        segments_left: u8,
+        last_entry: u8,
+        segments: &[&str],
+    ) -> Vec<u8> {
+        let mut h = srh(next, segments_left, last_entry, segments);
+        h[2] = routing_type;
+        h
+    }
+
+    /// A Destination Options header of 8 bytes (one PadN option).
+    fn destination_options(next: u8) -> Vec<u8> {
+        vec![next, 0, 1, 4, 0, 0, 0, 0]
+    }
+
+    fn packet(dst: &str, hop_limit: u8, next: u8, headers: &[Vec<u8>], upper: &[u8]) -> Vec<u8> {
+        let mut payload = headers.concat();
+        payload.extend_from_slice(upper);
+        eth(
+            &ipv6("2001:db8:1::2", dst, hop_limit, next, &payload),
+            0x86dd,
+        )
+    }
+
+    const ROUTING: u8 = 43;
+    const DESTINATION_OPTIONS: u8 = 60;
+    const PING: [u8; 8] = [128, 0, 0, 0, 0, 1, 0, 1];
+
+    fn unknown_routing_type(pointer: u16) -> Verdict {
+        icmp_error(DropReason::Srv6BadSrh, 4, 0, pointer)
+    }
+
+    #[test]
+    fn an_unknown_routing_type_with_segments_left_is_a_parameter_problem_at_its_type() {
+        // The SIDs of every behaviour: End (plain, PSP, USP), End.X, End.DT4/DT6/DT46, and
+        // uN / uA at the end of their container (argument 0: RFC 8986 processing).
+        let sids = [
+            "2001:db8:5::3",
+            "2001:db8:5::1",
+            "2001:db8:5::2",
+            "2001:db8:5::4",
+            "2001:db8:5::10",
+            "2001:db8:5::11",
+            "2001:db8:5::12",
+            "fcbb:bb00:100::",
+            "fcbb:bb00:e001::",
+        ];
+        let inner6 = ipv6("2001:db8:7::1", "2001:db8:c::5", 20, UDP, &udp());
+        for routing_type in [0, 1, 2, 3, 5, 253, 255] {
+            for dst in sids {
+                for (upper_protocol, upper) in [(UDP, udp()), (41, inner6.clone())] {
+                    let rh = routing_header(routing_type, upper_protocol, 1, 1, &["fc00:3::", dst]);
+                    // Hop limit 1 too: the routing header is refused before any forwarding.
+                    for hop_limit in [64, 1] {
+                        let frame =
+                            packet(dst, hop_limit, ROUTING, std::slice::from_ref(&rh), &upper);
+                        let (verdict, out) = run(&mut forwarder(), &frame, 0);
+                        assert_eq!(
+                            verdict,
+                            unknown_routing_type(40 + 2),
+                            "type {routing_type} to {dst}, upper {upper_protocol}, \
+                             hop limit {hop_limit}"
+                        );
+                        assert_eq!(out, frame, "the error quotes the packet as it arrived");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_repro_counts_a_parameter_problem_at_the_sid() {
+        let mut f = forwarder();
+        let counters = f.srv6_counters();
+        for routing_type in [0, 3] {
+            let rh = routing_header(routing_type, UDP, 1, 1, &["fc00:3::", "2001:db8:5::3"]);
+            let frame = packet("2001:db8:5::3", 64, ROUTING, &[rh], &udp());
+            assert_eq!(run(&mut f, &frame, 0).0, unknown_routing_type(42));
+        }
+        let usp = counters.sids[5].snapshot();
+        assert_eq!(usp.packets, 2);
+        assert_eq!(usp.drops, vec![(DropReason::Srv6BadSrh, 2)]);
+    }
+
+    #[test]
+    fn the_pointer_is_the_routing_type_of_the_header_that_has_segments_left() {
+        let mut f = forwarder();
+        let sid = "2001:db8:5::1";
+        let unknown = routing_header(0, UDP, 1, 1, &["fc00:3::", sid]);
+        // Behind a Destination Options header: 40 + 8 + 2.
+        let frame = packet(
+            sid,
+            64,
+            DESTINATION_OPTIONS,
+            &[destination_options(ROUTING), unknown.clone()],
+            &udp(),
+        );
+        assert_eq!(run(&mut f, &frame, 0).0, unknown_routing_type(50));
+        // Before an SRH with segments left: the unknown one comes first.
+        let srh_next = srh(UDP, 1, 1, &["2001:db8:b::9", sid]);
+        let mut first = unknown.clone();
+        first[0] = ROUTING;
+        let frame = packet(sid, 64, ROUTING, &[first, srh_next.clone()], &udp());
+        assert_eq!(run(&mut f, &frame, 0).0, unknown_routing_type(42));
+        // After an SRH whose Segments Left is 0 (S02: process the next header): 40 + 24 + 2.
+        let srh_done = srh(ROUTING, 0, 0, &[sid]);
+        let frame = packet(sid, 64, ROUTING, &[srh_done, unknown.clone()], &udp());
+        assert_eq!(run(&mut f, &frame, 0).0, unknown_routing_type(66));
+        // After an unknown one with Segments Left 0 (ignored).
+        let mut ignored = routing_header(3, ROUTING, 0, 1, &["fc00:3::", sid]);
+        ignored[0] = ROUTING;
+        let frame = packet(sid, 64, ROUTING, &[ignored, unknown], &udp());
+        assert_eq!(run(&mut f, &frame, 0).0, unknown_routing_type(40 + 40 + 2));
+    }
+
+    #[test]
+    fn an_unknown_routing_type_with_segments_left_zero_is_ignored() {
+        let mut f = forwarder();
+        let sid = "2001:db8:5::1";
+        let ignored = |next| routing_header(0, next, 0, 1, &["fc00:3::", sid]);
+        // Then the upper layer: ICMPv6 is for the switch, UDP a Parameter Problem code 4 at
+        // the UDP header (40 + 40), as without the routing header.
+        let ping = packet(sid, 64, ROUTING, &[ignored(ICMPV6)], &PING);
+        assert!(matches!(
+            run(&mut f, &ping, 0).0,
+            Verdict::Punt {
+                reason: PuntReason::LocalSid,
+                ..
+            }
+        ));
+        let frame = packet(sid, 64, ROUTING, &[ignored(UDP)], &udp());
+        assert_eq!(
+            run(&mut f, &frame, 0).0,
+            icmp_error(DropReason::Srv6UpperLayer, 4, 4, 80)
+        );
+        // Then an SRH with segments left: RFC 8986 End on it (SL 1 -> 0 at its offset, 80).
+        let frame = packet(
+            sid,
+            64,
+            ROUTING,
+            &[ignored(ROUTING), srh(UDP, 1, 1, &["2001:db8:b::9", sid])],
+            &udp(),
+        );
+        let (verdict, out) = run(&mut f, &frame, 0);
+        assert_eq!(verdict, forward(1));
+        let mut expected = rewritten(frame.clone(), N1);
+        expected[L3 + 7] = 63;
+        expected[L3 + 80 + 3] = 0;
+        expected[L3 + 24..L3 + 40].copy_from_slice(&v6("2001:db8:b::9").octets());
+        assert_eq!(out, expected);
+        // End.DT6: decapsulates the inner packet behind it.
+        let inner6 = ipv6("2001:db8:7::1", "2001:db8:c::5", 20, UDP, &udp());
+        let mut routed6 = inner6.clone();
+        routed6[7] = 19;
+        let dt6 = "2001:db8:5::11";
+        let frame = packet(
+            dt6,
+            64,
+            ROUTING,
+            &[routing_header(0, 41, 0, 1, &["fc00:3::", dt6])],
+            &inner6,
+        );
+        let (verdict, out) = run(&mut f, &frame, 0);
+        assert_eq!(verdict, forward(2));
+        assert_eq!(out, rewritten(eth(&routed6, 0x86dd), N3));
+    }
+
+    #[test]
+    fn an_srh_with_segments_left_leaves_later_routing_headers_to_later_nodes() {
+        let mut f = forwarder();
+        let sid = "2001:db8:5::1";
+        let frame = packet(
+            sid,
+            64,
+            ROUTING,
+            &[
+                srh(ROUTING, 1, 1, &["2001:db8:b::9", sid]),
+                routing_header(0, UDP, 1, 1, &["fc00:3::", sid]),
+            ],
+            &udp(),
+        );
+        let (verdict, out) = run(&mut f, &frame, 0);
+        assert_eq!(verdict, forward(1));
+        let mut expected = rewritten(frame.clone(), N1);
+        expected[L3 + 7] = 63;
+        expected[L3 + 40 + 3] = 0;
+        expected[L3 + 24..L3 + 40].copy_from_slice(&v6("2001:db8:b::9").octets());
+        assert_eq!(out, expected);
+    }
+
+    /// `frame` through the express lane as the engine takes it: the lane's passes, then
+    /// `route_lane` if it took the frame, else the full pipeline. Whether it took it, the
+    /// verdict.
+    fn through_lane(f: &mut Forwarder, frame: &[u8]) -> (bool, Verdict) {
+        let mut lane = ExpressLane::default();
+        let vrf = f.lane_vrf(0).expect("port 0 is routed");
+        let express = f.stage_lane(&mut lane, &[frame], vrf, &[0; 64]) & 1 != 0;
+        let mut bytes = frame.to_vec();
+        let verdict = if express {
+            match f.route_lane(&lane, 0, &mut bytes, T0) {
+                LANE_OTHER => f.lane_verdict(),
+                port => forward(port),
+            }
+        } else {
+            let mut window = Frame::whole(&mut bytes);
+            f.process_frame(&mut window, 0, T0)
+        };
+        (express, verdict)
+    }
+
+    #[test]
+    fn the_express_lane_leaves_an_srh_behind_an_unknown_routing_type_to_the_pipeline() {
+        let mut f = forwarder();
+        let sid = "2001:db8:5::1";
+        let mut unknown = routing_header(0, ROUTING, 1, 1, &["fc00:3::", sid]);
+        let srh_next = srh(UDP, 1, 1, &["2001:db8:b::9", sid]);
+        let frame = packet(
+            sid,
+            64,
+            ROUTING,
+            &[unknown.clone(), srh_next.clone()],
+            &udp(),
+        );
+        assert_eq!(
+            through_lane(&mut f, &frame),
+            (false, unknown_routing_type(42))
+        );
+        // With Segments Left 0 the unknown one is ignored: the lane takes the SRH step.
+        unknown[3] = 0;
+        let frame = packet(sid, 64, ROUTING, &[unknown, srh_next], &udp());
+        assert_eq!(through_lane(&mut f, &frame), (true, forward(1)));
+    }
+}
+
+/// A packet dropped after it went through several local SIDs is one drop, counted by the
+/// SID where it was dropped (the last one it reached); every SID it reached counts it as a
+/// packet.
+mod sid_drop_counts {
+    use super::*;
+
+    const END: usize = 3; // 2001:db8:5::1
+    const USP: usize = 5; // 2001:db8:5::3
+
+    /// To `dst` from port 0 with an SRH listing `segments` (wire order), Segments Left the
+    /// last index.
+    fn through(f: &mut Forwarder, dst: &str, hop_limit: u8, segments: &[&str]) -> Verdict {
+        let last = (segments.len() - 1) as u8;
+        let mut payload = srh(UDP, last, last, segments);
+        payload.extend_from_slice(&udp());
+        let frame = eth(&ipv6("2001:db8:1::2", dst, hop_limit, 43, &payload), 0x86dd);
+        run(f, &frame, 0).0
+    }
+
+    fn counts(f: &Forwarder, sid: usize) -> (u64, Vec<(DropReason, u64)>) {
+        let s = f.srv6_counters().sids[sid].snapshot();
+        (s.packets, s.drops)
+    }
+
+    #[test]
+    fn a_sid_listed_again_and_again_counts_the_drop_once() {
+        // Hop limit 3: the first two visits forward (3 -> 2 -> 1), the third has 1 (S03).
+        let mut f = forwarder();
+        let mut segments = vec!["fc00:3::"];
+        segments.extend(["2001:db8:5::3"; 5]);
+        assert!(matches!(
+            through(&mut f, "2001:db8:5::3", 3, &segments),
+            Verdict::DropWithIcmpError {
+                reason: DropReason::Srv6HopLimit,
+                ..
+            }
+        ));
+        assert_eq!(counts(&f, USP), (3, vec![(DropReason::Srv6HopLimit, 1)]));
+        // Nine visits: eight are processed, the ninth is one too many.
+        let mut f = forwarder();
+        let mut segments = vec!["fc00:3::"];
+        segments.extend(["2001:db8:5::3"; 9]);
+        assert_eq!(
+            through(&mut f, "2001:db8:5::3", 64, &segments),
+            Verdict::Drop(DropReason::Srv6TooManyLocalSids)
+        );
+        assert_eq!(
+            counts(&f, USP),
+            (9, vec![(DropReason::Srv6TooManyLocalSids, 1)])
+        );
+    }
+
+    #[test]
+    fn sids_taking_turns_charge_the_drop_to_the_last_one() {
+        // 5::1 (HL 3 -> 2), 5::3 (2 -> 1), 5::1 again: hop limit 1, dropped there.
+        let mut f = forwarder();
+        let segments = [
+            "fc00:3::",
+            "2001:db8:5::3",
+            "2001:db8:5::1",
+            "2001:db8:5::3",
+            "2001:db8:5::1",
+        ];
+        assert!(matches!(
+            through(&mut f, "2001:db8:5::1", 3, &segments),
+            Verdict::DropWithIcmpError {
+                reason: DropReason::Srv6HopLimit,
+                ..
+            }
+        ));
+        assert_eq!(counts(&f, END), (2, vec![(DropReason::Srv6HopLimit, 1)]));
+        assert_eq!(counts(&f, USP), (1, vec![]));
+        // Alternating until the ninth SID: the ninth (5::1) is the one too many.
+        let mut f = forwarder();
+        let mut segments = vec!["fc00:3::"];
+        for i in 0..9 {
+            segments.push(["2001:db8:5::1", "2001:db8:5::3"][i % 2]);
+        }
+        assert_eq!(
+            through(&mut f, "2001:db8:5::1", 64, &segments),
+            Verdict::Drop(DropReason::Srv6TooManyLocalSids)
+        );
+        assert_eq!(
+            counts(&f, END),
+            (5, vec![(DropReason::Srv6TooManyLocalSids, 1)])
+        );
+        assert_eq!(counts(&f, USP), (4, vec![]));
+        // A drop after the last SID (no route to its next segment) is that SID's.
+        let mut f = forwarder();
+        let segments = ["fc00:3::", "2001:db8:5::3", "2001:db8:5::1"];
+        assert_eq!(
+            through(&mut f, "2001:db8:5::1", 64, &segments),
+            Verdict::Drop(DropReason::NoRoute)
+        );
+        assert_eq!(counts(&f, END), (1, vec![]));
+        assert_eq!(counts(&f, USP), (1, vec![(DropReason::NoRoute, 1)]));
+    }
+
+    #[test]
+    fn a_packet_forwarded_through_several_sids_is_no_drop_anywhere() {
+        let mut f = forwarder();
+        let segments = ["2001:db8:b::9", "2001:db8:5::3", "2001:db8:5::1"];
+        assert_eq!(through(&mut f, "2001:db8:5::1", 64, &segments), forward(1));
+        assert_eq!(counts(&f, END), (1, vec![]));
+        assert_eq!(counts(&f, USP), (1, vec![]));
+    }
+}

@@ -30,6 +30,9 @@ const ICMPV6_PARAM_PROBLEM: u8 = 4;
 /// Parameter Problem codes: erroneous header field, SR Upper-layer Header Error (RFC 8754).
 const PARAM_PROBLEM_FIELD: u8 = 0;
 const PARAM_PROBLEM_SR_UPPER_LAYER: u8 = 4;
+/// Offset of Routing Type in any Routing header (RFC 8200 4.4), where an unrecognised type's
+/// Parameter Problem points.
+const ROUTING_TYPE_OFFSET: usize = 2;
 /// Local SIDs one packet may go through (e.g. uN then uA of the same node); bounds the work
 /// a crafted packet can cause.
 pub(super) const MAX_LOCAL_SIDS: u8 = 8;
@@ -298,7 +301,43 @@ fn srh_next_segment_by_walk(ip: &[u8], packet_end: usize) -> Option<(usize, u8, 
     if segments_left == 0 || view.check_segments().is_err() {
         return None;
     }
+    // A Routing header of an unknown type with segments left before the SRH is refused
+    // (`Forwarder::srv6_behavior`).
+    if offset != 40 && unrecognized_routing_header(ip, upper.offset).is_some() {
+        return None;
+    }
     Some((offset, segments_left, view.segment(segments_left - 1)?))
+}
+
+/// RFC 8200 4.4: the Routing header of `ip` that makes this node, the packet's destination,
+/// discard it with a Parameter Problem: one of a type it does not recognise (any but the SRH,
+/// type 4) with Segments Left not zero, met before an SRH with Segments Left not zero (the
+/// node acts on that one and leaves the headers after it to later segments). Routing headers
+/// with Segments Left 0 are passed over, as the RFC asks. Returns its offset from the IPv6
+/// header. `upper_offset` is where `walk_extension_headers` stopped, having checked every
+/// header length before it.
+#[cold]
+#[inline(never)]
+fn unrecognized_routing_header(ip: &[u8], upper_offset: usize) -> Option<usize> {
+    let mut header = *ip.get(6)?;
+    let mut offset = 40;
+    while offset < upper_offset {
+        let rest = ip.get(offset..)?;
+        if header == protocol::ROUTING {
+            let routing_type = *rest.get(ROUTING_TYPE_OFFSET)?;
+            let segments_left = *rest.get(srh::SEGMENTS_LEFT_OFFSET)?;
+            if segments_left != 0 {
+                return (routing_type != crate::wire::ipv6::ROUTING_TYPE_SRH).then_some(offset);
+            }
+        }
+        offset += match header {
+            protocol::FRAGMENT => 8,
+            protocol::AH => (usize::from(*rest.get(1)?) + 2) * 4,
+            _ => (usize::from(*rest.get(1)?) + 1) * 8,
+        };
+        header = *rest.first()?;
+    }
+    None
 }
 
 /// `srh_next_segment` for the usual SRv6 packet, an SRH right after the IPv6 header and then
@@ -414,14 +453,20 @@ impl Forwarder {
         now: Picos,
     ) -> Verdict {
         let arrived_len = frame.len();
-        let verdict = if self.srv6.local_passes >= MAX_LOCAL_SIDS {
+        // Every SID the packet reaches counts it, one more pass each (the one past the limit
+        // too, so the SID before it knows it was not the last).
+        let pass = self.srv6.local_passes;
+        self.srv6.local_passes = pass + 1;
+        let verdict = if pass >= MAX_LOCAL_SIDS {
             Verdict::Drop(DropReason::Srv6TooManyLocalSids)
         } else {
-            self.srv6.local_passes += 1;
             self.srv6_behavior(frame, l3, tagged, in_iface, vrf, sid, now)
         };
         if let Some(counters) = self.srv6.counters.sids.get(sid as usize) {
-            counters.count(arrived_len, reason_of(&verdict));
+            // A drop is the last SID's, the one where it happened: a SID whose step led to
+            // another local SID leaves it to that one (a packet is one drop).
+            let dropped = reason_of(&verdict).filter(|_| self.srv6.local_passes == pass + 1);
+            counters.count(arrived_len, dropped);
         }
         verdict
     }
@@ -477,6 +522,24 @@ impl Forwarder {
         let Ok(upper) = walk_extension_headers(&packet) else {
             return Verdict::Drop(DropReason::Srv6MalformedHeaders);
         };
+        // RFC 8200 4.4: a Routing header of a type this node does not know (any but the SRH)
+        // is ignored with Segments Left 0, else refused with a Parameter Problem at its type.
+        // The usual chains, none or just an SRH right after the IPv6 header, hold no such
+        // header; only other chains are walked again.
+        let only_an_srh = match upper.srh_offset {
+            None => upper.offset == 40,
+            Some(40) => !crate::wire::ipv6::is_extension_header(ip[40]),
+            Some(_) => false,
+        };
+        if !only_an_srh && let Some(offset) = unrecognized_routing_header(ip, upper.offset) {
+            return drop_with_error(
+                DropReason::Srv6BadSrh,
+                ICMPV6_PARAM_PROBLEM,
+                PARAM_PROBLEM_FIELD,
+                offset + ROUTING_TYPE_OFFSET,
+                vrf,
+            );
+        }
         let packet_end = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
         let srh_view = match upper.srh_offset {
             Some(offset) => match SrhPacket::new_checked(&ip[offset..packet_end]) {
