@@ -434,6 +434,74 @@ fn schedule_errors_name_the_event_and_its_field() {
 }
 
 #[test]
+fn switch_rules_exit_2_at_the_offending_field_and_defaults_fill_in() {
+    let dir = TestDir::new("switch-rules");
+    let base = format!(
+        "[switch]\nrouter_mac = \"02:00:00:00:00:01\"\n[dataplane]\nmode = \"switch\"\n{}\n[[port]]\nname = \"up1\"\ndevargs = \"net_null0\"\nipv4 = [\"10.0.0.1/31\"]\nipv6 = [\"2001:db8:ff::1/127\"]\n[[port]]\nname = \"up2\"\ndevargs = \"net_null1\"\nipv4 = [\"10.0.3.1/24\"]\n",
+        dir.eal_toml()
+    );
+    let lines = base.lines().count();
+    for (extra, line, field, expected) in [
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up2\", via = \"10.0.3.255\" }]\n",
+            3,
+            "nexthop_group[0].members[0].via",
+            "10.0.3.255 is the subnet's broadcast address (host part all ones) on interface 1 (port up2) (10.0.3.1/24)",
+        ),
+        (
+            "[[route]]\nprefix = \"10.9.0.0/16\"\nvia = \"10.0.3.0\"\nport = \"up2\"\n",
+            3,
+            "route[0].via",
+            "10.0.3.0 is the subnet's network address (host part all zero)",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.0.3.255\"\nmac = \"02:00:00:00:51:01\"\nport = \"up2\"\n",
+            2,
+            "neighbor[0].ip",
+            "10.0.3.255 is the subnet's broadcast address",
+        ),
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up2\", via = \"10.0.3.2\", weight = 65536 }]\n",
+            3,
+            "nexthop_group[0].members[0].weight",
+            "65536 is out of range 1..=65535",
+        ),
+    ] {
+        let path = write_config(&dir, &format!("{base}{extra}"));
+        for args in [
+            vec!["check-config", path.as_str()],
+            vec!["run", "--config", path.as_str()],
+        ] {
+            let out = run_ironclos(&args, Duration::from_secs(20));
+            assert_eq!(out.status, Some(2), "{args:?} {extra:?}: {}", out.stderr);
+            let at = format!("{path}:{}:", lines + line);
+            assert!(
+                out.stderr.contains(&at)
+                    && out.stderr.contains(&format!("field `{field}`"))
+                    && out.stderr.contains(expected),
+                "{args:?} {extra:?}: want {at} {field} {expected}: {}",
+                out.stderr
+            );
+        }
+    }
+    // Both addresses of a /31 are hosts (RFC 3021); a policy without `mode` is H.Encaps.
+    let path = write_config(
+        &dir,
+        &format!(
+            "{base}[[route]]\nprefix = \"10.9.0.0/16\"\nvia = \"10.0.0.0\"\nport = \"up1\"\n[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\nsegments = [\"fcbb:bb00:100::\"]\n"
+        ),
+    );
+    let out = run_ironclos(&["check-config", path.as_str()], Duration::from_secs(20));
+    assert_eq!(out.status, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("-> SRv6 policy 10.20.0.0/16 (Encaps, segments [fcbb:bb00:100::]"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn output_files_that_cannot_be_created_exit_2_before_the_run() {
     let dir = TestDir::new("unwritable-outputs");
     let io = io_config(&dir);

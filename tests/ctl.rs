@@ -514,6 +514,48 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     assert!(s.drops("no_route") > no_route);
     s.refused(&["route", "del", "10.7.0.0/16"], "no route 10.7.0.0/16");
     s.ok(&["neighbor", "del", "10.255.0.6", "--dev", "p6"]);
+    // The config's rules: a neighbour is not the router MAC, and a `via` is a host of its
+    // subnet (not the network or broadcast address of vlan10's 10.0.10.0/24).
+    s.refused(
+        &[
+            "neighbor",
+            "add",
+            "10.255.0.6",
+            "--dev",
+            "p6",
+            "--mac",
+            "02:00:00:00:01:00",
+        ],
+        "02:00:00:00:01:00 is the switch's own router_mac",
+    );
+    s.refused(
+        &[
+            "neighbor",
+            "add",
+            "10.0.10.255",
+            "--dev",
+            "vlan10",
+            "--mac",
+            "02:00:00:00:66:01",
+        ],
+        "10.0.10.255 is the subnet's broadcast address",
+    );
+    s.refused(
+        &[
+            "ecmp",
+            "add",
+            "spines",
+            "--via",
+            "10.0.10.0",
+            "--dev",
+            "vlan10",
+        ],
+        "10.0.10.0 is the subnet's network address",
+    );
+    assert!(
+        !s.ok(&["show", "nexthops"]).contains("10.0.10.255"),
+        "nothing was added"
+    );
 
     // ---- ECMP: a port taken down fails over to the other member, and back ----
     let groups = s.json(&["show", "groups"]);
@@ -584,6 +626,21 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             "p4",
         ],
         "without members",
+    );
+    // Weights as in the config: 1..=65535.
+    s.refused(
+        &[
+            "ecmp",
+            "add",
+            "spines",
+            "--via",
+            "10.255.0.0",
+            "--dev",
+            "p3",
+            "--weight",
+            "65536",
+        ],
+        "field `weight` 65536 is out of range 1..=65535",
     );
     s.ok(&[
         "ecmp",
@@ -1070,6 +1127,10 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     s.assert_tx_stopped("p6");
 
     // ---- clients that connect and never send cannot lock the socket ----
+    // The server accepts before it reads, so the last ctl's connection holds a slot until a
+    // tick (10 ms) sees it closed: wait for that, or the 32nd idle one is refused instead
+    // and `show ports` takes the freed slot.
+    std::thread::sleep(Duration::from_millis(100));
     let idle: Vec<UnixStream> = (0..32)
         .map(|_| UnixStream::connect(&socket).expect("connect"))
         .collect();
@@ -1633,7 +1694,19 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
     );
     s.refused(
         &["group", "add", "g2", "--member", "10.255.0.6,p4,0"],
-        "field `weight` is 0",
+        "field `weight` 0 is out of range 1..=65535",
+    );
+    s.refused(
+        &[
+            "group",
+            "add",
+            "g2",
+            "--member",
+            "10.255.0.6,p4",
+            "--member",
+            "10.255.0.8,p5,4294967295",
+        ],
+        "members[1]: field `weight` 4294967295 is out of range 1..=65535",
     );
     s.refused(
         &["route", "add", "10.9.0.0/16", "--group", "g2"],

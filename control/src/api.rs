@@ -8,6 +8,7 @@
 //! plane". This module turns a line into a [`Command`] and names precisely what is wrong with
 //! a line that is not one; it knows nothing of the switch's names (the server resolves those).
 
+use crate::config::ecmp_weight;
 use serde_json::{Map, Value, json};
 
 /// The protocol version this build speaks.
@@ -809,8 +810,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                 dev: f.string("dev")?,
                 weight: match f.opt_u64("weight")? {
                     None => 1,
-                    Some(w) if (1..=u64::from(u32::MAX)).contains(&w) => w as u32,
-                    Some(w) => return Err(f.err("weight", &format!("is {w}, not 1..=2^32-1"))),
+                    Some(w) => ecmp_weight(w).map_err(|m| f.err("weight", &m))?,
                 },
             }
         }
@@ -948,10 +948,7 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                         mf.only(&["via", "dev", "weight"])?;
                         let weight = match mf.opt_u64("weight")? {
                             None => 1,
-                            Some(w) if (1..=u64::from(u32::MAX)).contains(&w) => w as u32,
-                            Some(w) => {
-                                return Err(mf.err("weight", &format!("is {w}, not 1..=2^32-1")));
-                            }
+                            Some(w) => ecmp_weight(w).map_err(|m| mf.err("weight", &m))?,
                         };
                         Ok((mf.string("via")?, mf.string("dev")?, weight))
                     })
@@ -1180,6 +1177,47 @@ mod tests {
         assert!(m.contains("unknown op `nuke`"), "{m}");
         let m = err(r#"{"v":1,"id":[1],"cmd":"hello"}"#).1;
         assert!(m.contains("`id` must be a number or a string"), "{m}");
+    }
+
+    #[test]
+    fn ecmp_weights_are_those_the_config_takes() {
+        // As a [[nexthop_group]] member's `weight`: 1..=65535, with the config's wording.
+        for (update, field) in [
+            (
+                r#"{"op":"add_ecmp_member","group":"g","via":"10.0.4.2","dev":"p3","weight":W}"#,
+                "updates[0] (add_ecmp_member): field `weight`",
+            ),
+            (
+                r#"{"op":"add_group","group":"h","members":[{"via":"10.0.4.2","dev":"p3","weight":W}]}"#,
+                "updates[0] (add_group): members[0]: field `weight`",
+            ),
+        ] {
+            let line = |w: u64| {
+                format!(
+                    r#"{{"v":1,"id":1,"cmd":"update","updates":[{}]}}"#,
+                    update.replace('W', &w.to_string())
+                )
+            };
+            for w in [0, 65_536, 4_294_967_295, 4_294_967_296] {
+                let m = err(&line(w)).1;
+                assert!(
+                    m.contains(&format!("{field} {w} is out of range 1..=65535")),
+                    "{w}: {m}"
+                );
+            }
+            for w in [1, 65_535] {
+                let (_, cmd) = parse_request(line(w).as_bytes()).unwrap();
+                let Command::Update(ops) = cmd else {
+                    panic!("{cmd:?}")
+                };
+                let weight = match &ops[0] {
+                    UpdateOp::AddEcmpMember { weight, .. } => *weight,
+                    UpdateOp::AddGroup { members, .. } => members[0].2,
+                    other => panic!("{other:?}"),
+                };
+                assert_eq!(u64::from(weight), w);
+            }
+        }
     }
 
     #[test]

@@ -125,7 +125,8 @@ struct RawPolicy {
     name: Option<Spanned<String>>,
     vrf: Option<Spanned<String>>,
     prefix: Spanned<String>,
-    mode: Spanned<String>,
+    /// Default "encaps" (H.Encaps), as `policy add`'s.
+    mode: Option<Spanned<String>>,
     segments: Spanned<Vec<Spanned<String>>>,
     source: Option<Spanned<String>>,
     hop_limit: Option<Spanned<i64>>,
@@ -2432,37 +2433,14 @@ impl<'a> SwitchBuilder<'a> {
             ));
         };
         let iface = &self.interfaces[usize::from(interface)];
-        let subnets = || {
-            iface
-                .ipv4
-                .iter()
-                .map(|&(a, l)| (IpAddr::V4(a), l))
-                .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
-        };
-        if subnets().any(|(a, _)| a == ip) {
-            return Err(loc.at(
-                text.span,
-                field,
-                format!(
-                    "{ip} is this switch's own address on {}",
-                    self.interface_label(interface)
-                ),
-            ));
-        }
-        if !subnets().any(|(a, l)| a.is_ipv4() == ip.is_ipv4() && masked(a, l) == masked(ip, l)) {
-            let list = subnets()
-                .map(|(a, l)| format!("{a}/{l}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(loc.at(
-                text.span,
-                field,
-                format!(
-                    "{ip} is not in a connected subnet of {} ({list})",
-                    self.interface_label(interface)
-                ),
-            ));
-        }
+        let subnets: Vec<(IpAddr, u8)> = iface
+            .ipv4
+            .iter()
+            .map(|&(a, l)| (IpAddr::V4(a), l))
+            .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+            .collect();
+        on_link(ip, &subnets, &self.interface_label(interface))
+            .map_err(|m| loc.at(text.span, field, m))?;
         Ok(ip)
     }
 
@@ -2579,25 +2557,7 @@ impl<'a> SwitchBuilder<'a> {
     /// MAC being parsed: then `router_mac` is still all zero).
     fn unicast_mac(&self, text: &Spanned<String>, field: &str) -> Result<[u8; 6], ConfigError> {
         let mac = parse_mac(text.get_ref()).map_err(|m| self.loc.at(text.span(), field, m))?;
-        let problem = if mac == [0; 6] {
-            Some("is all zero; give a unicast MAC address".to_owned())
-        } else if mac[0] & 1 == 1 {
-            Some(format!(
-                "{} is a multicast address (the low bit of the first byte is set); give a unicast MAC",
-                format_mac(mac)
-            ))
-        } else if mac == self.router_mac {
-            Some(format!(
-                "{} is the switch's own router_mac",
-                format_mac(mac)
-            ))
-        } else {
-            None
-        };
-        match problem {
-            Some(message) => Err(self.loc.at(text.span(), field, message)),
-            None => Ok(mac),
-        }
+        check_unicast_mac(mac, self.router_mac).map_err(|m| self.loc.at(text.span(), field, m))
     }
 }
 
@@ -2860,16 +2820,19 @@ impl SwitchBuilder<'_> {
             let vrf = self.vrf_ref(loc, policy.vrf.as_ref().map(Written::from), &field("vrf"))?;
             let (prefix, len) = route_prefix(policy.prefix.get_ref())
                 .map_err(|m| loc.at(policy.prefix.span(), &field("prefix"), m))?;
-            let mode = match policy.mode.get_ref().to_ascii_lowercase().as_str() {
-                "encaps" | "h.encaps" | "encap" => EncapMode::Encaps,
-                "encaps.red" | "h.encaps.red" | "encap.red" => EncapMode::EncapsRed,
-                other => {
-                    return Err(loc.at(
-                        policy.mode.span(),
-                        &field("mode"),
-                        format!("`{other}` is not a mode; use \"encaps\" or \"encaps.red\""),
-                    ));
-                }
+            let mode = match &policy.mode {
+                None => EncapMode::Encaps,
+                Some(mode) => match mode.get_ref().to_ascii_lowercase().as_str() {
+                    "encaps" | "h.encaps" | "encap" => EncapMode::Encaps,
+                    "encaps.red" | "h.encaps.red" | "encap.red" => EncapMode::EncapsRed,
+                    other => {
+                        return Err(loc.at(
+                            mode.span(),
+                            &field("mode"),
+                            format!("`{other}` is not a mode; use \"encaps\" or \"encaps.red\""),
+                        ));
+                    }
+                },
             };
             let mut segments = Vec::new();
             for segment in policy.segments.get_ref() {
@@ -3045,6 +3008,44 @@ pub fn parse_mac(text: &str) -> Result<[u8; 6], String> {
         return Err(bad());
     }
     Ok(mac)
+}
+
+/// An ECMP member's weight as the API takes it (`add_ecmp_member`, `add_group`'s members):
+/// in a [[nexthop_group]] member's range, refused in the same words.
+pub fn ecmp_weight(weight: u64) -> Result<u32, String> {
+    let range = limits::ECMP_WEIGHT;
+    match i64::try_from(weight) {
+        Ok(w) if range.contains(&w) => Ok(w as u32),
+        _ => Err(format!(
+            "{weight} is out of range {}..={}",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
+/// A MAC a static neighbour or MAC entry may have, as the config and the API's
+/// `add_neighbor` check it: unicast, not all zero, not the switch's `router_mac` (all zero
+/// while the router MAC itself is checked).
+pub fn check_unicast_mac(mac: [u8; 6], router_mac: [u8; 6]) -> Result<[u8; 6], String> {
+    if mac == [0; 6] {
+        Err(format!(
+            "{} is all zero; give a unicast MAC address",
+            format_mac(mac)
+        ))
+    } else if mac[0] & 1 == 1 {
+        Err(format!(
+            "{} is a multicast address (the low bit of the first byte is set); give a unicast MAC",
+            format_mac(mac)
+        ))
+    } else if mac == router_mac {
+        Err(format!(
+            "{} is the switch's own router_mac",
+            format_mac(mac)
+        ))
+    } else {
+        Ok(mac)
+    }
 }
 
 pub fn format_mac(mac: [u8; 6]) -> String {
@@ -3268,6 +3269,47 @@ fn interface_address(text: &str, want_v6: bool) -> Result<(IpAddr, u8), String> 
         )),
         None => Ok((addr, len)),
     }
+}
+
+/// Whether `ip` may be a neighbour on the L3 interface `label` whose addresses (with their
+/// prefix lengths) are `subnets`: the rule every `via` and static neighbour follows, in the
+/// config and in the API (`resolve`). It lies in one of the interface's connected subnets (a
+/// neighbour elsewhere would never answer ARP or ND), is not the switch's own address there
+/// and, in an IPv4 subnet up to /30, is neither the subnet's network nor its broadcast
+/// address (in a /31 both addresses are hosts, RFC 3021).
+pub fn on_link(ip: IpAddr, subnets: &[(IpAddr, u8)], label: &str) -> Result<(), String> {
+    if subnets.iter().any(|&(a, _)| a == ip) {
+        return Err(format!("{ip} is this switch's own address on {label}"));
+    }
+    let Some(&(addr, len)) = subnets
+        .iter()
+        .find(|&&(a, l)| a.is_ipv4() == ip.is_ipv4() && masked(a, l) == masked(ip, l))
+    else {
+        let list = subnets
+            .iter()
+            .map(|(a, l)| format!("{a}/{l}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(format!(
+            "{ip} is not in a connected subnet of {label} ({list})"
+        ));
+    };
+    if let IpAddr::V4(v4) = ip
+        && len <= 30
+    {
+        let host_bits = u32::MAX >> len;
+        let what = match u32::from(v4) & host_bits {
+            0 => Some("network address (host part all zero)"),
+            h if h == host_bits => Some("broadcast address (host part all ones)"),
+            _ => None,
+        };
+        if let Some(what) = what {
+            return Err(format!(
+                "{ip} is the subnet's {what} on {label} ({addr}/{len})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The network part of `addr` for a prefix length.
@@ -3980,6 +4022,19 @@ ipv4 = ["10.0.10.1/24"]
             "0 is out of range 1..=65535",
         ),
         (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ port = \"up\", via = \"10.255.0.0\", weight = 65536 }]\n",
+            "nexthop_group[0].members[0].weight",
+            3,
+            "65536 is out of range 1..=65535",
+        ),
+        // A neighbour on a subnet up to /30 is neither its network nor its broadcast address.
+        (
+            "[[nexthop_group]]\nname = \"g\"\nmembers = [{ vlan = 10, via = \"10.0.10.255\" }]\n",
+            "nexthop_group[0].members[0].via",
+            3,
+            "10.0.10.255 is the subnet's broadcast address (host part all ones) on interface 1 (vlan 10) (10.0.10.1/24)",
+        ),
+        (
             "[[nexthop_group]]\nname = \"g\"\nmembers = []\n",
             "nexthop_group[0].members",
             3,
@@ -4053,6 +4108,12 @@ ipv4 = ["10.0.10.1/24"]
             "2001:db8:10::9 is not in a connected subnet of interface 1 (vlan 10) (10.0.10.1/24)",
         ),
         (
+            "[[route]]\nprefix = \"10.1.0.0/16\"\nvia = \"10.0.10.0\"\nvlan = 10\n",
+            "route[0].via",
+            3,
+            "10.0.10.0 is the subnet's network address (host part all zero) on interface 1 (vlan 10) (10.0.10.1/24)",
+        ),
+        (
             "[[route]]\nprefix = \"10.1.0.0/16\"\nblackhole = true\nport = \"up\"\n",
             "route[0].port",
             4,
@@ -4106,6 +4167,12 @@ ipv4 = ["10.0.10.1/24"]
             "neighbor[0].ip",
             2,
             "not in a connected subnet",
+        ),
+        (
+            "[[neighbor]]\nip = \"10.0.10.255\"\nmac = \"02:00:00:00:51:01\"\nvlan = 10\n",
+            "neighbor[0].ip",
+            2,
+            "10.0.10.255 is the subnet's broadcast address",
         ),
         (
             "[[neighbor]]\nip = \"10.255.0.0\"\nmac = \"02:00:00:00:51\"\nport = \"up\"\n",
@@ -5569,6 +5636,12 @@ hop_limit = 200
                 "adjacency",
             ),
             (
+                format!("{sid}behavior = \"End.X\"\nvia = \"10.0.10.0\"\nvlan = 10\n"),
+                "srv6.sid[0].via",
+                4,
+                "10.0.10.0 is the subnet's network address",
+            ),
+            (
                 format!("{sid}behavior = \"uA\"\ngroup = \"nope\"\n"),
                 "srv6.sid[0].group",
                 4,
@@ -5715,6 +5788,63 @@ hop_limit = 200
         let spec = spec_of(&text);
         let names: Vec<&str> = spec.srv6.policies.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["10.20.0.0/16", "red-10.20"]);
+    }
+
+    #[test]
+    fn a_neighbour_is_a_host_of_a_connected_subnet() {
+        let subnets: Vec<(IpAddr, u8)> = [
+            "10.0.3.1/24",
+            "10.0.6.1/30",
+            "10.255.0.1/31",
+            "10.9.9.9/32",
+            "2001:db8:3::1/64",
+        ]
+        .iter()
+        .map(|s| {
+            let (a, l) = s.split_once('/').unwrap();
+            (a.parse().unwrap(), l.parse().unwrap())
+        })
+        .collect();
+        let check = |ip: &str| on_link(ip.parse().unwrap(), &subnets, "p3");
+        for (ip, message) in [
+            (
+                "10.0.3.255",
+                "10.0.3.255 is the subnet's broadcast address (host part all ones) on p3 (10.0.3.1/24)",
+            ),
+            (
+                "10.0.3.0",
+                "10.0.3.0 is the subnet's network address (host part all zero) on p3 (10.0.3.1/24)",
+            ),
+            ("10.0.6.3", "broadcast address"),
+            ("10.0.6.0", "network address"),
+            ("10.0.3.1", "10.0.3.1 is this switch's own address on p3"),
+            ("10.9.9.9", "own address"),
+            ("10.0.4.2", "10.0.4.2 is not in a connected subnet of p3"),
+        ] {
+            let error = check(ip).unwrap_err();
+            assert!(error.contains(message), "{ip}: {error}");
+        }
+        // Hosts; both addresses of a /31 (RFC 3021); IPv6 has no broadcast address.
+        for ip in [
+            "10.0.3.2",
+            "10.0.3.254",
+            "10.0.6.2",
+            "10.255.0.0",
+            "2001:db8:3::",
+            "2001:db8:3::ffff:ffff:ffff:ffff",
+        ] {
+            assert_eq!(check(ip), Ok(()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn an_srv6_policy_without_mode_encapsulates_with_h_encaps() {
+        // As `policy add` does: every [[srv6.policy]] key but prefix and segments has a default.
+        let text =
+            format!("{BASE}[[srv6.policy]]\nprefix = \"10.20.0.0/16\"\nsegments = [\"fc::1\"]\n");
+        let spec = spec_of(&text);
+        assert_eq!(spec.srv6.policies[0].mode, EncapMode::Encaps);
+        dataplane::pipeline::Forwarder::new(&spec).expect("the dataplane takes it");
     }
 
     #[test]

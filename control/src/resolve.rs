@@ -8,7 +8,7 @@
 //! at the wrong object.
 
 use crate::api::{BalanceRequest, RouteTo, SidOp, UpdateOp};
-use crate::config::{parse_mac, sid_behavior_kind, srv6_defaults};
+use crate::config::{check_unicast_mac, parse_mac, sid_behavior_kind, srv6_defaults};
 use crate::ecmp_config::BalanceKey;
 use crate::server::{Names, parse_ip, parse_prefix};
 use dataplane::ctl::{Target, Update};
@@ -385,10 +385,9 @@ fn balance(request: &BalanceRequest) -> Result<BalanceSpec, String> {
     .map_err(|(key, message)| format!("`{}`: {message}", key.name()))
 }
 
-/// Turns one named update into a dataplane update; for a group it creates, also its name.
-/// A neighbour's address on L3 interface `interface`, as the config requires it: inside one
-/// of the interface's connected subnets (a neighbour elsewhere would never answer ARP or
-/// ND), and not the switch's own address there.
+/// A neighbour's address on L3 interface `interface`, with the config's rule
+/// (`config::on_link`): inside one of the interface's connected subnets, not the switch's
+/// own address there, nor an IPv4 subnet's network or broadcast address.
 fn on_link(n: &Names, interface: u16, text: &str) -> Result<IpAddr, String> {
     let ip = parse_ip(text)?;
     let Some(iface) = n
@@ -408,28 +407,11 @@ fn on_link(n: &Names, interface: u16, text: &str) -> Result<IpAddr, String> {
         .interfaces
         .get(usize::from(interface))
         .map_or("the interface", String::as_str);
-    if subnets.iter().any(|&(a, _)| a == ip) {
-        return Err(format!("{ip} is this switch's own address on {name}"));
-    }
-    let within = |(a, l): (IpAddr, u8)| match (a, ip) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => {
-            l == 0 || (u32::from(a) ^ u32::from(b)) >> (32 - u32::from(l)) == 0
-        }
-        (IpAddr::V6(a), IpAddr::V6(b)) => {
-            l == 0 || (u128::from(a) ^ u128::from(b)) >> (128 - u32::from(l)) == 0
-        }
-        _ => false,
-    };
-    if !subnets.iter().any(|&s| within(s)) {
-        let list: Vec<String> = subnets.iter().map(|(a, l)| format!("{a}/{l}")).collect();
-        return Err(format!(
-            "{ip} is not in a connected subnet of {name} ({})",
-            list.join(", ")
-        ));
-    }
+    crate::config::on_link(ip, &subnets, name)?;
     Ok(ip)
 }
 
+/// Turns one named update into a dataplane update; for a group it creates, also its name.
 pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), String> {
     let Some(spec) = n.spec.as_ref() else {
         return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
@@ -476,7 +458,8 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             Update::AddNeighbor {
                 interface,
                 ip: on_link(n, interface, ip)?,
-                mac: parse_mac(mac)?,
+                // As a [[neighbor]]'s: unicast and not the router MAC.
+                mac: check_unicast_mac(parse_mac(mac)?, spec.router_mac)?,
             }
         }
         UpdateOp::DelNeighbor { ip, dev } => Update::DelNeighbor {
@@ -756,6 +739,10 @@ qos = "rdma"
 name = "p1"
 devargs = "net_null1"
 ipv4 = ["10.255.0.3/31"]
+[[port]]
+name = "p2"
+devargs = "net_null2"
+ipv4 = ["10.0.4.1/24", "10.0.6.1/30"]
 [[nexthop_group]]
 name = "up"
 members = [{ port = "p0", via = "10.255.0.0" }]
@@ -836,6 +823,59 @@ behavior = "uN"
             r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.255.0.0","dev":"p0"}"#,
             r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"2001:db8:ff::","dev":"p0"}"#,
             r#"{"op":"add_route","prefix":"10.7.0.9","via":"10.255.0.2","dev":"p1"}"#,
+        ] {
+            assert!(resolve(&n, &op(line)).is_ok(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_via_is_a_host_of_its_subnet_and_a_neighbour_not_the_router_mac() {
+        let n = names();
+        for (line, expected) in [
+            (
+                r#"{"op":"add_ecmp_member","group":"up","via":"10.0.4.255","dev":"p2"}"#,
+                "10.0.4.255 is the subnet's broadcast address (host part all ones) on p2 (10.0.4.1/24)",
+            ),
+            (
+                r#"{"op":"add_neighbor","ip":"10.0.4.255","dev":"p2","mac":"02:00:00:00:00:09"}"#,
+                "10.0.4.255 is the subnet's broadcast address",
+            ),
+            (
+                r#"{"op":"add_neighbor","ip":"10.0.4.0","dev":"p2","mac":"02:00:00:00:00:09"}"#,
+                "10.0.4.0 is the subnet's network address (host part all zero) on p2",
+            ),
+            (
+                r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.0.6.3","dev":"p2"}"#,
+                "10.0.6.3 is the subnet's broadcast address",
+            ),
+            (
+                r#"{"op":"add_group","group":"g","members":[{"via":"10.0.6.0","dev":"p2"}]}"#,
+                "10.0.6.0 is the subnet's network address",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::/48","behavior":"uA","via":"10.0.4.0","dev":"p2"}"#,
+                "10.0.4.0 is the subnet's network address",
+            ),
+            // The config's rule for a static neighbour's MAC.
+            (
+                r#"{"op":"add_neighbor","ip":"10.0.4.2","dev":"p2","mac":"02:00:00:00:01:00"}"#,
+                "02:00:00:00:01:00 is the switch's own router_mac",
+            ),
+            (
+                r#"{"op":"add_neighbor","ip":"10.0.4.2","dev":"p2","mac":"01:00:5e:00:00:01"}"#,
+                "01:00:5e:00:00:01 is a multicast address",
+            ),
+        ] {
+            let error = err(&n, line);
+            assert!(error.contains(expected), "{line}: {error}");
+        }
+        // Hosts of a /24 and a /30; both addresses of a /31 (RFC 3021).
+        for line in [
+            r#"{"op":"add_ecmp_member","group":"up","via":"10.0.4.254","dev":"p2"}"#,
+            r#"{"op":"add_ecmp_member","group":"up","via":"10.0.4.2","dev":"p2","weight":65535}"#,
+            r#"{"op":"add_neighbor","ip":"10.0.6.2","dev":"p2","mac":"02:00:00:00:00:09"}"#,
+            r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.255.0.0","dev":"p0"}"#,
+            r#"{"op":"add_route","prefix":"10.7.0.0/16","via":"10.255.0.2","dev":"p1"}"#,
         ] {
             assert!(resolve(&n, &op(line)).is_ok(), "{line}");
         }
