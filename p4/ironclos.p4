@@ -184,6 +184,7 @@ const bit<8> DROP_SRV6_UPPER_LAYER       = 27;  // srv6_upper_layer
 const bit<8> DROP_SRV6_MALFORMED_HEADERS = 28;  // srv6_malformed_headers
 const bit<8> DROP_MARTIAN_SOURCE         = 29;  // martian_source
 const bit<8> DROP_RESERVED_MULTICAST     = 30;  // reserved_multicast
+const bit<8> DROP_MARTIAN_DESTINATION    = 31;  // martian_destination
 const bit<32> DROP_REASONS = 32;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
@@ -1831,6 +1832,16 @@ control IroncIngress(inout headers_t hdr,
         } else if (meta.lookup != LOOKUP_NONE) {
             /* Routing. Rust: Forwarder::route_ipv4 / route_ipv6 after the
              * lookup, then Forwarder::resolve_target. */
+            /* Destinations nothing is routed to, whatever the routes say
+             * (Rust checks before its lookup): as the martian sources below. */
+            if ((meta.lookup == LOOKUP_IPV4
+                    && (hdr.ipv4.dst_addr[31:24] == 0 || hdr.ipv4.dst_addr[31:24] == 127
+                        || hdr.ipv4.dst_addr[31:29] == 7))
+                    || (meta.lookup == LOOKUP_IPV6
+                        && (hdr.ipv6.dst_addr[127:1] == 0 || hdr.ipv6.dst_addr[127:120] == 0xff))) {
+                drop_with_reason(DROP_MARTIAN_DESTINATION);
+                return;
+            }
             if (meta.route_kind == ROUTE_NONE) {
                 /* Rust also has its slow path send ICMP Destination
                  * Unreachable / ICMPv6 no route to the source

@@ -1630,6 +1630,10 @@ fn a_neighbour_on_a_routed_port_that_announces_a_new_mac_is_reached_at_it() {
         0,
         "announcements are heard, not dropped"
     );
+    // Both answers and both announcements taught the switch something; the claim on the
+    // static neighbour's address taught it nothing.
+    assert_eq!(stats["punted"], 4);
+    assert_eq!(drops(&stats)["slow_path_ignored"], 1);
 }
 
 #[test]
@@ -1700,9 +1704,40 @@ fn martian_sources_and_directed_broadcasts_are_dropped_and_counted_never_resolve
         "the ICMP checksum is wrong"
     );
     trace.send(4, echo);
+    // Destinations nothing is routed to, though default routes cover them (RFC 1812
+    // 5.3.5.1, 5.3.7; RFC 4291 2.5.3, 2.7): from host A in VLAN 10.
+    let martian_destinations4 = [
+        [127, 0, 0, 1],
+        [0, 0, 0, 5],
+        [224, 0, 0, 5],
+        [240, 0, 0, 1],
+        [255, 255, 255, 255],
+    ];
+    for dst in martian_destinations4 {
+        let packet = ipv4_udp(host, Ipv4Addr::from(dst), 30, 5000, 6000, &[1; 4]);
+        trace.send(0, ethernet(ROUTER, HOST_A, None, 0x0800, &packet));
+    }
+    for dst in ["::1", "::", "ff02::1", "ff0e::1"] {
+        let packet = ipv6_udp(
+            "2001:db8:10::5".parse().unwrap(),
+            dst.parse().unwrap(),
+            30,
+            5000,
+            6000,
+            &[1; 4],
+        );
+        trace.send(0, ethernet(ROUTER, HOST_A, None, 0x86dd, &packet));
+    }
     trace.write(&dir);
-    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let config = leaf_config(&dir).replace(
+        "[[neighbor]]\nip = \"10.255.0.0\"",
+        "[[route]]\nprefix = \"0.0.0.0/0\"\ngroup = \"spines\"\n\n[[route]]\nprefix = \"::/0\"\n\
+         via = \"2001:db8:ff::\"\nport = \"p4\"\n\n[[neighbor]]\nip = \"10.255.0.0\"",
+    );
+    assert!(config.contains("0.0.0.0/0"));
+    let (_, stats) = replay(&dir, &config);
     let drops = drops(&stats);
+    assert_eq!(drops["martian_destination"], 9);
     assert_eq!(drops["slow_path_ignored"], 1);
     assert_eq!(stats["punted"], 0);
     assert_eq!(drops["martian_source"], martians4.len() as u64 + 3);

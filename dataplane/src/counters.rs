@@ -55,6 +55,9 @@ pub enum DropReason {
     /// A source no packet may be routed from (RFC 1812 5.3.7, RFC 4291 2.5.2, 2.5.3, 2.7):
     /// IPv4 0/8, 127/8, multicast or class E, limited broadcast; IPv6 ::, ::1, multicast.
     MartianSource,
+    /// To an address no packet may be routed to (RFC 1812 5.3.5.1, 5.3.7, RFC 4291 2.5.3,
+    /// 2.7): IPv4 0/8, 127/8, multicast, class E, limited broadcast; IPv6 ::, ::1, multicast.
+    MartianDestination,
     /// To the broadcast or network address of a connected IPv4 subnet: directed broadcasts
     /// are not forwarded (RFC 2644), and there is no one host to resolve.
     DirectedBroadcast,
@@ -113,7 +116,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 42] = [
+    pub const ALL: [DropReason; 43] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -135,6 +138,7 @@ impl DropReason {
         DropReason::NeighborUnresolved,
         DropReason::LinkLocal,
         DropReason::MartianSource,
+        DropReason::MartianDestination,
         DropReason::DirectedBroadcast,
         DropReason::SlowPathIgnored,
         DropReason::ReservedMulticast,
@@ -183,6 +187,7 @@ impl DropReason {
             DropReason::NeighborUnresolved => "neighbor_unresolved",
             DropReason::LinkLocal => "link_local",
             DropReason::MartianSource => "martian_source",
+            DropReason::MartianDestination => "martian_destination",
             DropReason::DirectedBroadcast => "directed_broadcast",
             DropReason::SlowPathIgnored => "slow_path_ignored",
             DropReason::ReservedMulticast => "reserved_multicast",

@@ -447,7 +447,7 @@ impl SlowPath {
         _now: Picos,
         out: &mut Vec<Outgoing>,
         learned: &mut Vec<Learned>,
-    ) -> bool {
+    ) {
         let before = (out.len(), learned.len());
         let ctx = Punt {
             in_port,
@@ -468,11 +468,9 @@ impl SlowPath {
                 Some(())
             }
         };
-        let used = (out.len(), learned.len()) != before;
-        if !used {
+        if (out.len(), learned.len()) == before {
             self.ignored += 1;
         }
-        used
     }
 
     /// Listens to an ARP packet or a Neighbor Advertisement flooded in the VLAN of L3

@@ -316,11 +316,14 @@ impl SwitchWorker {
                 self.transmit_due(clock(start), true);
             }
             // Timers (MAC aging, neighbour reachability) otherwise run after bursts; an idle
-            // switch runs them every so many empty sweeps (a few per millisecond).
+            // switch runs them every so many empty sweeps (a few per millisecond), and sends
+            // what they made (requests to neighbours) at once.
             idle_sweeps = if busy { 0 } else { idle_sweeps + 1 };
             if idle_sweeps == IDLE_SWEEPS_PER_TIMER_RUN {
                 idle_sweeps = 0;
-                self.age(clock(start));
+                let now = clock(start);
+                self.age(now);
+                self.transmit_due(now, true);
             }
         }
     }
@@ -745,7 +748,8 @@ impl SwitchWorker {
         interface: u16,
         now: Picos,
     ) {
-        let used = self.slow.handle_punt(
+        let replies_before = self.outgoing.len();
+        self.slow.handle_punt(
             mbuf.packet().data(),
             in_port,
             reason,
@@ -754,13 +758,15 @@ impl SwitchWorker {
             &mut self.outgoing,
             &mut self.learned,
         );
-        if used {
+        drop(mbuf);
+        let answered = self.outgoing.len() > replies_before;
+        // Used: answered, or a neighbour learned or confirmed by it (an announcement of a
+        // neighbour the switch does not have, or of a static one, teaches nothing).
+        if self.apply_slow_path_results(now) | answered {
             self.counters.punted.add(1);
         } else {
             self.counters.drop_packets(DropReason::SlowPathIgnored, 1);
         }
-        drop(mbuf);
-        self.apply_slow_path_results(now);
     }
 
     /// Sends the ICMPv6 error the RFC asks for about a dropped frame, if the slow path builds
@@ -990,7 +996,9 @@ impl SwitchWorker {
     }
 
     /// Installs what the slow path learned and transmits what it built.
-    fn apply_slow_path_results(&mut self, now: Picos) {
+    /// Returns whether any neighbour was learned, changed or confirmed.
+    fn apply_slow_path_results(&mut self, now: Picos) -> bool {
+        let mut heard = false;
         let mut learned = std::mem::take(&mut self.learned);
         for entry in learned.drain(..) {
             let (known, interface, ip, mac) = match entry {
@@ -1019,6 +1027,7 @@ impl SwitchWorker {
             if known {
                 self.neighbor_heard(interface, ip, mac, now);
             }
+            heard |= known;
         }
         self.learned = learned;
         let outgoing = std::mem::take(&mut self.outgoing);
@@ -1034,6 +1043,7 @@ impl SwitchWorker {
         }
         self.outgoing = outgoing;
         self.outgoing.clear();
+        heard
     }
 }
 

@@ -1217,6 +1217,10 @@ impl Forwarder {
             return Verdict::Drop(DropReason::BadIpv4Checksum);
         }
         let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        // Whatever the routes say (a default route covers them all).
+        if is_martian_v4(ip[16]) {
+            return Verdict::Drop(DropReason::MartianDestination);
+        }
         let Some(value) = self.fib4[usize::from(vrf)].lookup(dst) else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
@@ -1301,6 +1305,9 @@ impl Forwarder {
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
+        if is_martian_v6(u128::from_be_bytes(dst_bytes)) {
+            return Verdict::Drop(DropReason::MartianDestination);
+        }
         if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
@@ -1757,16 +1764,16 @@ fn is_announcement(frame: &[u8], ethertype: u16, l3: usize) -> bool {
     }
 }
 
-/// Whether an IPv4 source with first byte `first` is one no packet may be routed from (RFC
-/// 1812 5.3.7): 0/8, 127/8, multicast and class E (224/3, with 255.255.255.255). Two compares,
-/// as the express lane's screen makes them.
+/// Whether an IPv4 address with first byte `first` is one no packet may be routed from or to
+/// (RFC 1812 5.3.7, 5.3.5.1; this switch routes no multicast): 0/8, 127/8, multicast and class
+/// E (224/3, with 255.255.255.255). Two compares, as the express lane's screen makes them.
 #[inline(always)]
 pub(super) fn is_martian_v4(first: u8) -> bool {
     !((first.wrapping_sub(1) < 223) & (first != 127))
 }
 
-/// Whether an IPv6 source is one no packet may be routed from: unspecified or loopback (RFC
-/// 4291 2.5.2, 2.5.3), or multicast (2.7).
+/// Whether an IPv6 address is one no packet may be routed from or to: unspecified or loopback
+/// (RFC 4291 2.5.2, 2.5.3), or multicast (2.7; this switch routes no multicast).
 #[inline(always)]
 pub(super) fn is_martian_v6(source: u128) -> bool {
     (source <= 1) | (source >> 120 == 0xff)

@@ -1331,14 +1331,23 @@ fn frames_to_one_end_sid_step_by_their_own_srh() {
 
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
 /// (2001:db8:5::/48): staged frames to the SID skip the FIB and hand the SID to the pipeline.
+/// Routes cover addresses no packet is routed to (127/8, 224/3, ff00::/8): those are still
+/// dropped, whatever the routes say.
 fn staging_spec() -> SwitchSpec {
     let mut spec = leaf_spec();
-    spec.routes.push(RouteSpec {
-        vrf: 0,
-        prefix: "2001:db8:e::".parse().unwrap(),
-        len: 48,
-        target: RouteTarget::Group(0),
-    });
+    for (prefix, len) in [
+        ("2001:db8:e::", 48),
+        ("127.0.0.0", 8),
+        ("224.0.0.0", 3),
+        ("ff00::", 8),
+    ] {
+        spec.routes.push(RouteSpec {
+            vrf: 0,
+            prefix: prefix.parse().unwrap(),
+            len,
+            target: RouteTarget::Group(0),
+        });
+    }
     spec.srv6.sids.push(SidSpec {
         name: "sid".into(),
         vrf: 0,
@@ -2113,7 +2122,8 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
     let (mut express_side, mut plain) = express_pair();
     let uplink = 5u16;
     let mut next = xorshift(0x0dd_b1a5_e5ca_1ab1u64);
-    let destinations: [[u8; 2]; 10] = [
+    // The last three are no one's to route to, whatever the routes (a default route here).
+    let destinations: [[u8; 2]; 13] = [
         [10, 1],
         [10, 2],
         [10, 3],
@@ -2124,10 +2134,13 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         [10, 0],
         [10, 255],
         [192, 168],
+        [127, 0],
+        [224, 0],
+        [255, 255],
     ];
     let make = |next: &mut dyn FnMut() -> u64| -> Vec<u8> {
         let pick = |next: &mut dyn FnMut() -> u64, n: u64| next() % n;
-        let prefix = destinations[pick(next, 10) as usize];
+        let prefix = destinations[pick(next, 13) as usize];
         let host = match prefix {
             // The switch's own address, its /31 peer, or a connected VLAN host.
             [10, 255] => [0, pick(next, 2) as u8],
@@ -2188,7 +2201,10 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
             } else {
                 format!(
                     "{}:{:x}::{:x}",
-                    ["2001:db8", "fe80:0"][usize::from(pick(next, 8) == 0)],
+                    [
+                        "2001:db8", "2001:db8", "2001:db8", "2001:db8", "2001:db8", "2001:db8",
+                        "fe80:0", "ff05:0"
+                    ][pick(next, 8) as usize],
                     [0xb, 0xe, 0x5, 0x77][pick(next, 4) as usize],
                     // Now and then the host route's address.
                     [pick(next, 65_536), 0x77][usize::from(pick(next, 4) == 0)]

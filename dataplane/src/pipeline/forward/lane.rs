@@ -229,7 +229,7 @@ fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
 
 /// The destination of an IPv4 frame with version 4 and a 20-byte header (options take the
 /// full pipeline), a total length from 20 to what the frame holds, a valid header checksum,
-/// a TTL above 1 and a source that may be routed (others are the full pipeline's drops).
+/// a TTL above 1 and addresses that may be routed (others are the full pipeline's drops).
 #[inline(always)]
 fn express_ipv4_destination(frame: &[u8]) -> Option<u32> {
     let seen: &[u8; IPV4_SEEN] = frame.first_chunk()?;
@@ -240,13 +240,14 @@ fn express_ipv4_destination(frame: &[u8]) -> Option<u32> {
         & (ip[8] > 1)
         & (total_len >= 20)
         & (total_len <= frame.len() - LANE_L3)
-        & !is_martian_v4(ip[12]);
+        & !is_martian_v4(ip[12])
+        & !is_martian_v4(ip[16]);
     (express && checksum::ipv4_header_sums_to_ones(ip))
         .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
 
 /// The destination of an IPv6 frame with version 6, its payload within the frame, neither
-/// address link-local, a source that may be routed and a hop limit above 1.
+/// address link-local, both addresses ones that may be routed and a hop limit above 1.
 #[inline(always)]
 fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
     let seen: &[u8; IPV6_SEEN] = frame.first_chunk()?;
@@ -261,6 +262,7 @@ fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
         & !link_local(source)
         & !link_local(destination)
         & !is_martian_v6(source)
+        & !is_martian_v6(destination)
         & (ip[7] > 1);
     express.then_some(destination)
 }
