@@ -466,6 +466,18 @@ fn switch_rules_exit_2_at_the_offending_field_and_defaults_fill_in() {
             "nexthop_group[0].members[0].weight",
             "65536 is out of range 1..=65535",
         ),
+        (
+            "[[srv6.sid]]\nprefix = \"2001:db8:ff::/64\"\nbehavior = \"End\"\n",
+            2,
+            "srv6.sid[0].prefix",
+            "2001:db8:ff::/64 covers the connected subnet 2001:db8:ff::/127 of interface 0 (port up1) (2001:db8:ff::1/127): the my-SID table is looked up before the FIB",
+        ),
+        (
+            "[[srv6.sid]]\nprefix = \"2001:db8:ff::1/128\"\nbehavior = \"End.DT6\"\n",
+            2,
+            "srv6.sid[0].prefix",
+            "2001:db8:ff::1/128 is this switch's own address on interface 0 (port up1)",
+        ),
     ] {
         let path = write_config(&dir, &format!("{base}{extra}"));
         for args in [
@@ -637,6 +649,41 @@ fn table_add_without_the_arrow_is_a_bad_command_line_with_a_clean_message() {
         "ironclos ctl: table_add needs `=>` between the match fields and the action \
          parameters (e.g. `table_add ipv4_lpm blackhole 0 10.9.0.0/16 =>`)"
     );
+}
+
+#[test]
+fn a_blank_raw_request_is_a_bad_command_line_refused_at_once() {
+    // The switch skips blank lines unanswered: ctl refuses one before reaching it (no socket
+    // needed), rather than wait for a reply that never comes.
+    for blank in ["", "   ", "\n \t\n"] {
+        let out = ironclos()
+            .args([
+                "ctl",
+                "--socket",
+                "/nonexistent/ironclos.sock",
+                "raw",
+                blank,
+            ])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{blank:?}: {stderr}");
+        assert!(
+            stderr.starts_with("ironclos ctl: raw: the request is blank"),
+            "{blank:?}: {stderr}"
+        );
+    }
+    let out = ironclos()
+        .args(["ctl", "raw", "--help"])
+        .output()
+        .expect("run");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for text in ["one request", "every reply", "blank", "exit status is 1"] {
+        assert!(
+            help.contains(text),
+            "`ctl raw --help` lacks {text:?}:\n{help}"
+        );
+    }
 }
 
 #[test]

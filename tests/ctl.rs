@@ -765,6 +765,50 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         (raw_reply["id"].clone(), raw_reply["ok"].clone()),
         (json!("x"), json!(true))
     );
+    // One request a line, one reply a line: every reply is printed, in order.
+    let raw_replies = s.ok(&[
+        "raw",
+        "{\"v\":1,\"id\":1,\"cmd\":\"hello\"}\n\n{\"v\":1,\"id\":2,\"cmd\":\"show_drops\"}\n",
+    ]);
+    let raw_replies: Vec<Value> = raw_replies
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert_eq!(
+        raw_replies
+            .iter()
+            .map(|r| (r["id"].clone(), r["ok"].clone()))
+            .collect::<Vec<_>>(),
+        [(json!(1), json!(true)), (json!(2), json!(true))]
+    );
+    // A refused request exits 1 with the reason on stderr, its reply on stdout; the lines
+    // after it are still sent (each line is a request of its own).
+    let (code, out, err) = ctl_with(
+        &bin(),
+        &socket,
+        &["raw", "garbage\n{\"v\":1,\"id\":3,\"cmd\":\"hello\"}"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("error: request is not valid JSON"), "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0]["ok"], json!(false));
+    assert_eq!(
+        (lines[1]["id"].clone(), lines[1]["ok"].clone()),
+        (json!(3), json!(true))
+    );
+    // A blank request, which the switch would skip unanswered, is a usage error at once.
+    let started = Instant::now();
+    let (code, out, err) = ctl_with(&bin(), &socket, &["raw", "   "]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("the request is blank"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused at once"
+    );
 
     // ---- MACs, ECN ----
     s.ok(&["mac", "add", "10", "02:00:00:00:77:01", "p0"]);
@@ -1127,10 +1171,13 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
     s.assert_tx_stopped("p6");
 
     // ---- clients that connect and never send cannot lock the socket ----
-    // The server accepts before it reads, so the last ctl's connection holds a slot until a
-    // tick (10 ms) sees it closed: wait for that, or the 32nd idle one is refused instead
-    // and `show ports` takes the freed slot.
-    std::thread::sleep(Duration::from_millis(100));
+    // Right after a client closed its connection (answered, then dropped: well within a
+    // tick): the server reaps closed connections before it accepts new ones, so that one
+    // holds no slot the 32 idle ones need.
+    assert_eq!(
+        raw(&socket, b"{\"v\":1,\"id\":1,\"cmd\":\"hello\"}\n")["ok"],
+        json!(true)
+    );
     let idle: Vec<UnixStream> = (0..32)
         .map(|_| UnixStream::connect(&socket).expect("connect"))
         .collect();
@@ -1150,7 +1197,12 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
         })
         .collect();
     assert_eq!(told.len(), 1, "{told:?}");
-    assert!(told[0].contains("idle for 10 s"), "{}", told[0]);
+    // (Not told `busy`, whose text says "none idle for 10 s": the 32 all had a slot.)
+    assert!(
+        told[0].contains("closing: idle for 10 s while every connection slot is taken"),
+        "{}",
+        told[0]
+    );
 
     // ---- stop: U lost nothing through all of the above ----
     let out = s.stop();
@@ -1487,6 +1539,24 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
             vec!["sid", "del", "fcbb:bb00:100::/48"],
             "no local SID fcbb:bb00:100::/48",
         ),
+        // Clear of connected subnets (p0 has 2001:db8:a::1/64, p1 2001:db8:ff::1/127): the
+        // my-SID table is looked up before the FIB.
+        (
+            vec!["sid", "add", "2001:db8:a::/64", "--behavior", "End"],
+            "2001:db8:a::/64 is the connected subnet of p0 (2001:db8:a::1/64)",
+        ),
+        (
+            vec!["sid", "add", "2001:db8:ff::/48", "--behavior", "End"],
+            "2001:db8:ff::/48 covers the connected subnet 2001:db8:ff::/127 of p1",
+        ),
+        (
+            vec!["sid", "add", "2001:db8:a::1", "--behavior", "End"],
+            "2001:db8:a::1/128 is this switch's own address on p0",
+        ),
+        (
+            vec!["sid", "add", "2001:db8:a::77", "--behavior", "End.DT4"],
+            "2001:db8:a::77/128 is inside the connected subnet 2001:db8:a::/64 of p0",
+        ),
     ] {
         s.refused(&args, expected);
     }
@@ -1591,6 +1661,20 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
             "7",
         ],
         "VRF 7 does not exist",
+    );
+    // As `sid add`: clear of the connected subnets (p0 has 2001:db8:a::1/64).
+    s.refused(
+        &[
+            "table_add",
+            "my_sid",
+            "end",
+            "0",
+            "2001:db8:a::/64",
+            "=>",
+            "0",
+            "0",
+        ],
+        "2001:db8:a::/64 is the connected subnet of p0 (2001:db8:a::1/64)",
     );
     assert_eq!(s.sids(), Vec::<Value>::new(), "nothing was added");
     s.ok(&[
@@ -1936,9 +2020,34 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
             "VLAN 10 has an L3 interface (vlan10)",
         ),
         (vec!["vlan", "del", "50"], "VLAN 50 does not exist"),
+        // The config's trunk rules, in its words.
+        (
+            vec![
+                "vlan",
+                "port",
+                "p8",
+                "trunk",
+                "--allowed",
+                "30",
+                "--native",
+                "40",
+            ],
+            "field `native`: native VLAN 40 is not in allowed [30]; list it there too",
+        ),
+        (
+            vec!["vlan", "port", "p8", "trunk", "--allowed", "30,30"],
+            "field `allowed[1]`: VLAN 30 is listed twice",
+        ),
     ] {
         s.refused(&args, expected);
     }
+    let (code, _, err) = ctl_with(
+        &bin(),
+        &socket,
+        &["vlan", "port", "p8", "trunk", "--native", "30"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a trunk needs --allowed"), "{err}");
     assert_eq!(s.json(&["show", "vlans"]), vlans, "nothing changed");
     s.ok(&["vlan", "add", "50"]);
     s.ok(&["vlan", "port", "p8", "access", "50"]);

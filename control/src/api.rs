@@ -8,7 +8,7 @@
 //! plane". This module turns a line into a [`Command`] and names precisely what is wrong with
 //! a line that is not one; it knows nothing of the switch's names (the server resolves those).
 
-use crate::config::ecmp_weight;
+use crate::config::{check_trunk, ecmp_weight};
 use serde_json::{Map, Value, json};
 
 /// The protocol version this build speaks.
@@ -20,6 +20,12 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 pub const MAX_UPDATES: usize = dataplane::ctl::MAX_BATCH;
 /// Most routes or MACs a show returns unless the request sets `limit`.
 pub const DEFAULT_LIMIT: usize = 10_000;
+
+/// Whether a request line is blank: the server skips such a line without answering it, so
+/// a client must not wait for a reply to one (`ctl raw` refuses it).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
 
 /// A request, its names not yet resolved.
 #[derive(Debug, Clone, PartialEq)]
@@ -1029,14 +1035,16 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                         ));
                     }
                     let allowed = match f.object.get("allowed") {
-                        Some(Value::Array(items)) => items
-                            .iter()
-                            .map(|i| match i.as_u64() {
-                                Some(v) => vid(v, "allowed"),
-                                None => Err(f.err("allowed", "must hold VLAN ids")),
-                            })
-                            .collect::<Result<Vec<u16>, String>>()?,
-                        None | Some(Value::Null) => Vec::new(),
+                        Some(Value::Array(items)) => Some(
+                            items
+                                .iter()
+                                .map(|i| match i.as_u64() {
+                                    Some(v) => vid(v, "allowed"),
+                                    None => Err(f.err("allowed", "must hold VLAN ids")),
+                                })
+                                .collect::<Result<Vec<u16>, String>>()?,
+                        ),
+                        None | Some(Value::Null) => None,
                         Some(other) => {
                             return Err(f.err(
                                 "allowed",
@@ -1045,13 +1053,12 @@ fn parse_update(index: usize, item: &Value) -> Result<UpdateOp, String> {
                         }
                     };
                     let native = f.opt_u64("native")?.map(|v| vid(v, "native")).transpose()?;
-                    if allowed.is_empty() && native.is_none() {
-                        return Err(format!(
-                            "{}: a trunk needs `allowed` VLANs or a `native` one",
-                            f.context
-                        ));
-                    }
-                    (None, allowed, native)
+                    // The config's rules, in its words (`port[N].vlan.allowed[1]` there,
+                    // `allowed[1]` here).
+                    check_trunk(allowed.as_deref(), native).map_err(|(fault, message)| {
+                        format!("{}: field `{}`: {message}", f.context, fault.field())
+                    })?;
+                    (None, allowed.unwrap_or_default(), native)
                 }
                 other => {
                     return Err(f.err(
@@ -1241,6 +1248,92 @@ mod tests {
             } else {
                 assert!(general.is_err(), "line {i}: {general:?}");
             }
+        }
+    }
+
+    #[test]
+    fn trunks_follow_the_configs_rules_in_its_words() {
+        // The same trunk in a config and in `set_port_vlan`: refused at the same place
+        // (`port[0].vlan.X` there, `X` here) with the same message (`config::check_trunk`).
+        let config = |vlan: &str| {
+            format!(
+                "[switch]\nname = \"t\"\nrouter_mac = \"02:00:00:00:01:00\"\n\
+                 [dataplane]\nmode = \"switch\"\nworker_lcores = [1]\n\
+                 [[vlan]]\nid = 10\n[[vlan]]\nid = 20\n\
+                 [[port]]\nname = \"h2\"\ndevargs = \"net_null0\"\nvlan = {vlan}\n"
+            )
+        };
+        for (allowed, native, field, message) in [
+            (
+                Some("[10, 10]"),
+                None,
+                "allowed[1]",
+                "VLAN 10 is listed twice",
+            ),
+            (
+                Some("[20, 10, 20]"),
+                None,
+                "allowed[2]",
+                "VLAN 20 is listed twice",
+            ),
+            (
+                Some("[10]"),
+                Some(20),
+                "native",
+                "native VLAN 20 is not in allowed [10]",
+            ),
+            (Some("[]"), None, "allowed", "is empty"),
+            (Some("[]"), Some(20), "allowed", "is empty"),
+            (None, Some(20), "allowed", "a trunk needs `allowed`"),
+        ] {
+            let mut toml = String::from("{ mode = \"trunk\"");
+            let mut json = String::from(r#"{"op":"set_port_vlan","port":"h2","mode":"trunk""#);
+            if let Some(a) = allowed {
+                toml.push_str(&format!(", allowed = {a}"));
+                json.push_str(&format!(r#","allowed":{a}"#));
+            }
+            if let Some(n) = native {
+                toml.push_str(&format!(", native = {n}"));
+                json.push_str(&format!(r#","native":{n}"#));
+            }
+            toml.push_str(" }");
+            json.push('}');
+            let refused =
+                crate::config::Config::parse(std::path::Path::new("t.toml"), &config(&toml))
+                    .unwrap_err()
+                    .to_string();
+            let (place, config_message) = refused.split_once("`: ").expect("field: message");
+            assert!(
+                place.ends_with(&format!("field `port[0].vlan.{field}")),
+                "{toml}: {refused}"
+            );
+            assert!(config_message.contains(message), "{toml}: {refused}");
+            let (_, api_message) = err(&format!(
+                r#"{{"v":1,"id":1,"cmd":"update","updates":[{json}]}}"#
+            ));
+            assert_eq!(
+                api_message,
+                format!("updates[0] (set_port_vlan): field `{field}`: {config_message}"),
+                "{json}"
+            );
+        }
+        // What the config takes, the API takes.
+        for (toml, json) in [
+            (
+                "allowed = [10, 20], native = 20",
+                r#""allowed":[10,20],"native":20"#,
+            ),
+            ("allowed = [20]", r#""allowed":[20],"native":null"#),
+        ] {
+            crate::config::Config::parse(
+                std::path::Path::new("t.toml"),
+                &config(&format!("{{ mode = \"trunk\", {toml} }}")),
+            )
+            .unwrap_or_else(|e| panic!("{toml}: {e}"));
+            let line = format!(
+                r#"{{"v":1,"id":1,"cmd":"update","updates":[{{"op":"set_port_vlan","port":"h2","mode":"trunk",{json}}}]}}"#
+            );
+            parse_request(line.as_bytes()).unwrap_or_else(|e| panic!("{json}: {e:?}"));
         }
     }
 

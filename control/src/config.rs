@@ -1729,51 +1729,36 @@ impl<'a> SwitchBuilder<'a> {
                         "a trunk has `allowed` (its VLANs) and an optional `native`, not `id`",
                     ));
                 }
-                let Some(allowed_spanned) = &v.allowed else {
-                    return Err(self.loc.at(
-                        vlan.span(),
-                        &format!("{field}.allowed"),
-                        "a trunk needs `allowed`, the list of VLANs it carries",
-                    ));
-                };
-                if allowed_spanned.get_ref().is_empty() {
-                    return Err(self.loc.at(
-                        allowed_spanned.span(),
-                        &format!("{field}.allowed"),
-                        "is empty; a trunk carries at least one VLAN",
-                    ));
-                }
+                // Each VLAN declared, then the trunk's own rules (`check_trunk`, which the
+                // API's `set_port_vlan` follows too).
                 let mut allowed: Vec<u16> = Vec::new();
-                for (j, a) in allowed_spanned.get_ref().iter().enumerate() {
-                    let item = format!("{field}.allowed[{j}]");
-                    let id = self.declared_vlan(self.loc, a, &item)?;
-                    if allowed.contains(&id) {
-                        return Err(self.loc.at(
-                            a.span(),
-                            &item,
-                            format!("VLAN {id} is listed twice"),
-                        ));
+                if let Some(list) = &v.allowed {
+                    for (j, a) in list.get_ref().iter().enumerate() {
+                        allowed.push(self.declared_vlan(
+                            self.loc,
+                            a,
+                            &format!("{field}.allowed[{j}]"),
+                        )?);
                     }
-                    allowed.push(id);
                 }
-                let native = match &v.native {
-                    None => None,
-                    Some(n) => {
-                        let item = format!("{field}.native");
-                        let id = self.declared_vlan(self.loc, n, &item)?;
-                        if !allowed.contains(&id) {
-                            return Err(self.loc.at(
-                                n.span(),
-                                &item,
-                                format!(
-                                    "native VLAN {id} is not in allowed [{}]; list it there too (the native VLAN is one of the trunk's VLANs, carried untagged)",
-                                    join(&allowed)
-                                ),
-                            ));
-                        }
-                        Some(id)
-                    }
-                };
+                let native = v
+                    .native
+                    .as_ref()
+                    .map(|n| self.declared_vlan(self.loc, n, &format!("{field}.native")))
+                    .transpose()?;
+                if let Err((fault, message)) =
+                    check_trunk(v.allowed.as_ref().map(|_| &allowed[..]), native)
+                {
+                    let span = match (fault, &v.allowed, &v.native) {
+                        (TrunkFault::Repeat(j), Some(list), _) => list.get_ref()[j].span(),
+                        (TrunkFault::Empty, Some(list), _) => list.span(),
+                        (TrunkFault::Native, _, Some(n)) => n.span(),
+                        _ => vlan.span(),
+                    };
+                    return Err(self
+                        .loc
+                        .at(span, &format!("{field}.{}", fault.field()), message));
+                }
                 Ok(PortRole::Trunk { allowed, native })
             }
         }
@@ -2623,6 +2608,10 @@ impl SwitchBuilder<'_> {
                     "a SID is an IPv6 prefix",
                 ));
             };
+            check_sid_prefix(prefix, len, vrf, &self.interfaces, |id| {
+                self.interface_label(id)
+            })
+            .map_err(|m| loc.at(sid.prefix.span(), &field("prefix"), m))?;
             if let Some(first) = sid_prefixes.insert((vrf, prefix, len), index) {
                 return Err(loc.at(
                     sid.prefix.span(),
@@ -3024,6 +3013,69 @@ pub fn ecmp_weight(weight: u64) -> Result<u32, String> {
     }
 }
 
+/// What is wrong with a trunk's VLANs (`check_trunk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrunkFault {
+    /// No `allowed` list.
+    Missing,
+    /// An empty `allowed` list.
+    Empty,
+    /// `allowed[i]` repeats an earlier VLAN.
+    Repeat(usize),
+    /// `native` is not one of `allowed`.
+    Native,
+}
+
+impl TrunkFault {
+    /// The key at fault, as the config (under `port[N].vlan`) and the API name it.
+    pub fn field(self) -> String {
+        match self {
+            TrunkFault::Missing | TrunkFault::Empty => "allowed".to_owned(),
+            TrunkFault::Repeat(i) => format!("allowed[{i}]"),
+            TrunkFault::Native => "native".to_owned(),
+        }
+    }
+}
+
+/// A trunk's VLANs as the config (`vlan = { mode = "trunk", ... }`) and the API's
+/// `set_port_vlan` check them: `allowed` is given (`None`: missing), not empty and without
+/// repeats, and `native`, if given, is one of `allowed` (it is not added for you). The error
+/// says which key is wrong and why, in the same words for both.
+pub fn check_trunk(
+    allowed: Option<&[u16]>,
+    native: Option<u16>,
+) -> Result<(), (TrunkFault, String)> {
+    let Some(allowed) = allowed else {
+        return Err((
+            TrunkFault::Missing,
+            "a trunk needs `allowed`, the list of VLANs it carries".to_owned(),
+        ));
+    };
+    if allowed.is_empty() {
+        return Err((
+            TrunkFault::Empty,
+            "is empty; a trunk carries at least one VLAN".to_owned(),
+        ));
+    }
+    for (i, id) in allowed.iter().enumerate() {
+        if allowed[..i].contains(id) {
+            return Err((TrunkFault::Repeat(i), format!("VLAN {id} is listed twice")));
+        }
+    }
+    if let Some(id) = native
+        && !allowed.contains(&id)
+    {
+        return Err((
+            TrunkFault::Native,
+            format!(
+                "native VLAN {id} is not in allowed [{}]; list it there too (the native VLAN is one of the trunk's VLANs, carried untagged)",
+                join(allowed)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A MAC a static neighbour or MAC entry may have, as the config and the API's
 /// `add_neighbor` check it: unicast, not all zero, not the switch's `router_mac` (all zero
 /// while the router MAC itself is checked).
@@ -3269,6 +3321,68 @@ fn interface_address(text: &str, want_v6: bool) -> Result<(IpAddr, u8), String> 
         )),
         None => Ok((addr, len)),
     }
+}
+
+/// Whether a local SID `prefix/len` of VRF `vrf` leaves the connected IPv6 subnets of that
+/// VRF's interfaces (`label` names an interface by its id) alone, as the config and the API's
+/// `add_sid` check it. The my-SID table is looked up before the FIB, so a SID that covers an
+/// interface's subnet, lies inside one or is the switch's own address would take the traffic
+/// of that subnet's hosts (or the switch's own); two prefixes overlap only if one holds the
+/// other, so this refuses every overlap.
+pub fn check_sid_prefix(
+    prefix: Ipv6Addr,
+    len: u8,
+    vrf: u16,
+    interfaces: &[InterfaceSpec],
+    label: impl Fn(u16) -> String,
+) -> Result<(), String> {
+    let sid = IpAddr::V6(prefix);
+    let why = "the my-SID table is looked up before the FIB, so the SID would take";
+    let fix = "give the SID a prefix outside the interfaces' subnets (a locator of its own)";
+    for (id, iface) in interfaces.iter().enumerate() {
+        if iface.vrf != vrf {
+            continue;
+        }
+        for &(addr, l) in &iface.ipv6 {
+            let own = IpAddr::V6(addr);
+            let subnet = masked(own, l);
+            let label = || label(id as u16);
+            if len <= l && masked(own, len) == sid {
+                let what = if len == l {
+                    format!("is the connected subnet of {} ({addr}/{l})", label())
+                } else {
+                    format!(
+                        "covers the connected subnet {subnet}/{l} of {} ({addr}/{l})",
+                        label()
+                    )
+                };
+                return Err(format!(
+                    "{prefix}/{len} {what}: {why} the traffic to its hosts and to the switch's own address; {fix}"
+                ));
+            }
+            if masked(sid, l) == subnet {
+                if len == 128 && prefix == addr {
+                    return Err(format!(
+                        "{prefix}/{len} is this switch's own address on {} ({addr}/{l}): {why} the traffic to it; {fix}",
+                        label()
+                    ));
+                }
+                let (holds, also) = if masked(own, len) == sid {
+                    (
+                        format!(" and holds this switch's own address {addr}"),
+                        " and to the switch's own address",
+                    )
+                } else {
+                    (String::new(), "")
+                };
+                return Err(format!(
+                    "{prefix}/{len} is inside the connected subnet {subnet}/{l} of {} ({addr}/{l}){holds}: {why} the traffic to the hosts there{also}; {fix}",
+                    label()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `ip` may be a neighbour on the L3 interface `label` whose addresses (with their
@@ -5777,6 +5891,75 @@ hop_limit = 200
                 error.message.contains(message),
                 "message for {extra:?}: {error}"
             );
+        }
+    }
+
+    #[test]
+    fn a_sid_prefix_stays_clear_of_connected_subnets_and_own_addresses() {
+        // The my-SID table is looked up before the FIB: a SID over a connected subnet would
+        // take the traffic of its hosts. BASE: port `up` has 2001:db8:ff::1/127 in VRF default.
+        let svi = "[[vlan]]\nid = 20\nipv6 = [\"2001:db8:2::1/64\"]\n[[port]]\nname = \"h2\"\ndevargs = \"net_null2\"\nvlan = { mode = \"access\", id = 20 }\n";
+        let sid = |prefix: &str, behavior: &str| {
+            format!("[[srv6.sid]]\nprefix = \"{prefix}\"\nbehavior = \"{behavior}\"\n")
+        };
+        for (extra, line, message) in [
+            (
+                sid("2001:db8:ff::/64", "End"),
+                2,
+                "2001:db8:ff::/64 covers the connected subnet 2001:db8:ff::/127 of interface 0 (port up) (2001:db8:ff::1/127): the my-SID table is looked up before the FIB",
+            ),
+            (
+                sid("2001:db8:ff::/127", "End"),
+                2,
+                "2001:db8:ff::/127 is the connected subnet of interface 0 (port up) (2001:db8:ff::1/127)",
+            ),
+            (
+                sid("2001:db8:ff::1/128", "End.DT4"),
+                2,
+                "2001:db8:ff::1/128 is this switch's own address on interface 0 (port up)",
+            ),
+            (
+                sid("2001:db8:ff::/128", "End"),
+                2,
+                "2001:db8:ff::/128 is inside the connected subnet 2001:db8:ff::/127 of interface 0 (port up)",
+            ),
+            (sid("::/0", "End"), 2, "::/0 covers the connected subnet"),
+            (
+                format!("{svi}{}", sid("2001:db8:2::/64", "End")),
+                9,
+                "2001:db8:2::/64 is the connected subnet of interface 2 (vlan 20) (2001:db8:2::1/64)",
+            ),
+            (
+                format!("{svi}{}", sid("2001:db8:2::/96", "End")),
+                9,
+                "2001:db8:2::/96 is inside the connected subnet 2001:db8:2::/64 of interface 2 (vlan 20) (2001:db8:2::1/64) and holds this switch's own address 2001:db8:2::1",
+            ),
+            (
+                format!("{svi}{}", sid("2001:db8:2:0:1::/80", "End")),
+                9,
+                "2001:db8:2:0:1::/80 is inside the connected subnet 2001:db8:2::/64 of interface 2 (vlan 20)",
+            ),
+        ] {
+            let text = format!("{BASE}{extra}");
+            let error = error_of(&text);
+            assert_eq!(error.line, BASE_LINES + line, "line for {extra:?}: {error}");
+            assert_eq!(error.field, "srv6.sid[0].prefix", "{extra:?}: {error}");
+            assert!(
+                error.message.contains(message),
+                "message for {extra:?}: {error}"
+            );
+        }
+        // Next to a subnet, or in another VRF than the interface, a SID is fine.
+        for extra in [
+            sid("2001:db8:fe::/64", "End"),
+            sid("2001:db8:ff::2/127", "End"),
+            sid("fcbb:bb00:100::/48", "uN"),
+            format!(
+                "[[vrf]]\nname = \"red\"\n{}vrf = \"red\"\n",
+                sid("2001:db8:ff::/64", "End")
+            ),
+        ] {
+            spec_of(&format!("{BASE}{extra}"));
         }
     }
 

@@ -49,7 +49,8 @@ impl Client {
         })
     }
 
-    /// Sends a raw line and returns the raw reply line.
+    /// Sends one raw request line (one of `raw_requests`: no newline in it, not blank, else
+    /// there is no single reply to wait for) and returns its raw reply line.
     pub fn raw(&mut self, line: &str) -> Result<String, CtlError> {
         self.writer
             .write_all(format!("{line}\n").as_bytes())
@@ -104,6 +105,37 @@ impl Client {
                     .to_owned(),
             ))
         }
+    }
+}
+
+/// The requests of `ctl raw`'s argument, as the server reads them: one request a line (split
+/// at `\n`, sent as written), blank lines skipped (`api::is_blank`: the server skips them
+/// without an answer). None at all is a usage error: there would be no reply to wait for.
+pub fn raw_requests(text: &str) -> Result<Vec<&str>, String> {
+    let requests: Vec<&str> = text
+        .split('\n')
+        .filter(|line| !api::is_blank(line.as_bytes()))
+        .collect();
+    if requests.is_empty() {
+        return Err("raw: the request is blank; give a JSON request line, e.g. \
+             '{\"v\":1,\"id\":1,\"cmd\":\"hello\"}' (the switch skips blank lines without \
+             answering them)"
+            .to_owned());
+    }
+    Ok(requests)
+}
+
+/// The error of a raw reply line that is not `ok` (the switch refused the request), or
+/// `None` for an `ok` one.
+pub fn raw_refusal(reply: &str) -> Option<String> {
+    match serde_json::from_str::<Value>(reply) {
+        Ok(value) if value.is_object() => (value["ok"] != json!(true)).then(|| {
+            value["error"]
+                .as_str()
+                .unwrap_or("unknown error")
+                .to_owned()
+        }),
+        _ => Some(format!("not a reply of the API: {reply}")),
     }
 }
 
@@ -505,8 +537,42 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::to_text;
+    use super::{raw_refusal, raw_requests, to_text};
     use serde_json::json;
+
+    #[test]
+    fn raw_sends_every_line_the_server_answers_and_refuses_a_blank_request() {
+        // The server reads one request a line and skips blank ones unanswered: each other
+        // line is a request with a reply to wait for; none at all is a usage error.
+        assert_eq!(raw_requests(r#"{"v":1}"#), Ok(vec![r#"{"v":1}"#]));
+        assert_eq!(
+            raw_requests("{\"a\":1}\n\n \t\r\n{\"b\":2}\n"),
+            Ok(vec!["{\"a\":1}", "{\"b\":2}"])
+        );
+        // Not blank to the server (vertical tab is no ASCII whitespace there): answered.
+        assert_eq!(raw_requests("\u{b}"), Ok(vec!["\u{b}"]));
+        for blank in ["", "   ", "\n", " \t\r\n\n  "] {
+            let e = raw_requests(blank).unwrap_err();
+            assert!(
+                e.contains("the request is blank") && e.contains("skips blank lines"),
+                "{blank:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_raw_reply_that_is_not_ok_is_a_refusal() {
+        assert_eq!(raw_refusal(r#"{"v":1,"id":1,"ok":true,"result":{}}"#), None);
+        assert_eq!(
+            raw_refusal(r#"{"v":1,"id":null,"ok":false,"error":"not JSON: expected value"}"#),
+            Some("not JSON: expected value".to_owned())
+        );
+        assert_eq!(
+            raw_refusal(r#"{"ok":false}"#),
+            Some("unknown error".to_owned())
+        );
+        assert!(raw_refusal("garbage").unwrap().contains("not a reply"));
+    }
 
     #[test]
     fn the_ports_table_gives_line_rate_bytes_and_device_drops() {

@@ -266,8 +266,18 @@ enum CtlCommand {
     /// P4 form: every entry of TABLE.
     #[command(name = "table_dump")]
     TableDump { table: String },
-    /// Send one raw JSON request line and print the raw reply line.
-    Raw { line: String },
+    /// Send raw JSON request lines (the API's) and print every raw reply line.
+    ///
+    /// As on the socket, each line of LINE is one request and gets one reply line: a LINE of
+    /// several lines sends them one after the other (each on its own, not as one batch: use
+    /// `batch` or one `update` for that) and prints every reply, in order. Lines that are
+    /// blank are left out, as the switch skips them unanswered; a LINE that is all blank is a
+    /// bad command line (exit 2). The exit status is 1 if any reply is not ok (the switch
+    /// refused that request; its error also goes to stderr) or the switch cannot be reached.
+    Raw {
+        /// The request: a JSON object on one line (several lines: several requests).
+        line: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -417,10 +427,10 @@ enum VlanCmd {
         /// The access VLAN.
         #[arg(required_if_eq("mode", "access"))]
         vlan: Option<u16>,
-        /// Trunk: the tagged VLANs (comma-separated).
+        /// Trunk: its VLANs (comma-separated, each once), tagged but for the native one.
         #[arg(long, value_delimiter = ',')]
         allowed: Vec<u16>,
-        /// Trunk: the untagged VLAN.
+        /// Trunk: the untagged VLAN, one of --allowed.
         #[arg(long)]
         native: Option<u16>,
     },
@@ -753,19 +763,37 @@ fn ctl(args: CtlArgs) -> ExitCode {
         Err(code) => return code,
     };
     if let CtlCommand::Raw { line } = &args.command {
+        let requests = match control::ctl::raw_requests(line) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("ironclos ctl: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        };
         let mut client = match connect(&socket) {
             Ok(c) => c,
             Err(code) => return code,
         };
-        return match client.raw(line) {
-            Ok(reply) => {
-                outln!("{reply}");
-                ExitCode::SUCCESS
+        let mut refused = false;
+        for request in requests {
+            match client.raw(request) {
+                Ok(reply) => {
+                    outln!("{reply}");
+                    if let Some(error) = control::ctl::raw_refusal(&reply) {
+                        eprintln!("ironclos ctl: error: {error}");
+                        refused = true;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("ironclos ctl: {e}");
+                    return ExitCode::from(EXIT_RUNTIME);
+                }
             }
-            Err(e) => {
-                eprintln!("ironclos ctl: {e}");
-                ExitCode::from(EXIT_RUNTIME)
-            }
+        }
+        return if refused {
+            ExitCode::from(EXIT_RUNTIME)
+        } else {
+            ExitCode::SUCCESS
         };
     }
     // A bad command line is reported as such (exit 2) before the switch is reached.
@@ -962,6 +990,12 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
                 if mode == "trunk" && vlan.is_some() {
                     return Err(
                         "a trunk takes --allowed and --native, not an access VLAN".to_owned()
+                    );
+                }
+                if mode == "trunk" && allowed.is_empty() {
+                    return Err(
+                        "a trunk needs --allowed, the VLANs it carries (--native is one of them)"
+                            .to_owned(),
                     );
                 }
                 update(json!({

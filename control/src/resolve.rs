@@ -230,6 +230,26 @@ pub(crate) fn sid_prefix(
     Ok((names.vrf(vrf)?, mask6(prefix, len), len))
 }
 
+/// A new local SID's prefix with the config's rule (`config::check_sid_prefix`): clear of
+/// the connected subnets and own addresses of its VRF's interfaces. `add_sid` and the P4
+/// form's `table_add my_sid` check it.
+pub(crate) fn sid_clear_of_subnets(
+    names: &Names,
+    vrf: u16,
+    prefix: Ipv6Addr,
+    len: u8,
+) -> Result<(), String> {
+    let Some(spec) = &names.spec else {
+        return Ok(());
+    };
+    crate::config::check_sid_prefix(prefix, len, vrf, &spec.interfaces, |id| {
+        names
+            .interfaces
+            .get(usize::from(id))
+            .map_or_else(|| format!("interface {id}"), String::clone)
+    })
+}
+
 /// A local SID from `add_sid`'s keys, with the config's rules and defaults, and the neighbour
 /// an End.X / uA goes to (resolved to a nexthop by the worker).
 fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>), String> {
@@ -237,6 +257,7 @@ fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>
     if names.sid_slot(vrf, prefix, len).is_some() {
         return Err(format!("{prefix}/{len} is already a local SID in this VRF"));
     }
+    sid_clear_of_subnets(names, vrf, prefix, len)?;
     let behavior_text = op.behavior.trim();
     let (kind, csid) = sid_behavior_kind(behavior_text)?;
     let adjacency = kind == "end.x";
@@ -1183,6 +1204,49 @@ behavior = "uN"
     }
 
     #[test]
+    fn a_sid_stays_clear_of_connected_subnets_as_in_the_config() {
+        // p0 has 2001:db8:ff::1/127: the my-SID table is looked up before the FIB.
+        let n = names();
+        for (sid, message) in [
+            (
+                "2001:db8:ff::/64",
+                "2001:db8:ff::/64 covers the connected subnet 2001:db8:ff::/127 of p0 (2001:db8:ff::1/127): the my-SID table is looked up before the FIB",
+            ),
+            (
+                "2001:db8:ff::/127",
+                "2001:db8:ff::/127 is the connected subnet of p0 (2001:db8:ff::1/127)",
+            ),
+            (
+                "2001:db8:ff::1",
+                "2001:db8:ff::1/128 is this switch's own address on p0",
+            ),
+            (
+                "2001:db8:ff::",
+                "2001:db8:ff::/128 is inside the connected subnet 2001:db8:ff::/127 of p0",
+            ),
+            (
+                "::/0",
+                "::/0 covers the connected subnet 2001:db8:ff::/127 of p0",
+            ),
+        ] {
+            let e = err(
+                &n,
+                &format!(r#"{{"op":"add_sid","sid":"{sid}","behavior":"End"}}"#),
+            );
+            assert!(e.contains(message), "{sid}: {e}");
+        }
+        for sid in ["2001:db8:fe::/64", "2001:db8:ff::2/127", "fcbb:bb00:2::/48"] {
+            resolve(
+                &n,
+                &op(&format!(
+                    r#"{{"op":"add_sid","sid":"{sid}","behavior":"End"}}"#
+                )),
+            )
+            .unwrap_or_else(|e| panic!("{sid}: {e}"));
+        }
+    }
+
+    #[test]
     fn vlans_and_port_membership() {
         let n = names();
         let updates = batch(
@@ -1213,7 +1277,7 @@ behavior = "uN"
         for (line, message) in [
             (
                 r#"{"op":"set_port_vlan","port":"p0","mode":"trunk"}"#,
-                "a trunk needs `allowed` VLANs or a `native` one",
+                "field `allowed`: a trunk needs `allowed`, the list of VLANs it carries",
             ),
             (
                 r#"{"op":"set_port_vlan","port":"p0","mode":"access","vlan":5,"native":5}"#,

@@ -412,10 +412,13 @@ impl ControlServer {
         }
     }
 
-    /// One round of serving: accept, read, answer, write. Never blocks for long.
+    /// One round of serving: read (and reap), accept, answer, write. Never blocks for long.
     pub fn tick(&mut self) {
-        self.accept();
-        for index in 0..self.conns.len() {
+        // The open connections first: one whose client hung up is reaped (`flush`) before
+        // new ones are counted against `MAX_CONNECTIONS`, so it holds no slot they need.
+        self.read_all_and_reap();
+        // Then new ones, read in this same tick.
+        for index in self.accept() {
             self.read_and_serve(index);
         }
         let until = Instant::now() + REPLY_WAIT;
@@ -448,11 +451,27 @@ impl ControlServer {
         }
     }
 
-    fn accept(&mut self) {
+    /// Reads (and answers) every open connection, writes what it can and drops those whose
+    /// client hung up with nothing left to send or wait for.
+    fn read_all_and_reap(&mut self) {
+        for index in 0..self.conns.len() {
+            self.read_and_serve(index);
+            self.flush(index);
+        }
+    }
+
+    /// Open connections.
+    fn live(&self) -> usize {
+        self.conns.iter().filter(|c| c.is_some()).count()
+    }
+
+    /// Accepts what waits on the listener; the slots of the connections it accepted.
+    fn accept(&mut self) -> Vec<usize> {
+        let (mut accepted, mut reaped) = (Vec::new(), false);
         loop {
             let stream = match self.listener.as_ref().map(|(l, _)| l.accept()) {
                 Some(Ok((s, _))) => s,
-                _ => return,
+                _ => return accepted,
             };
             let refuse = |mut s: UnixStream, why: String| {
                 let _ = s.set_nonblocking(true);
@@ -478,8 +497,12 @@ impl ControlServer {
                     continue;
                 }
             }
-            let live = self.conns.iter().filter(|c| c.is_some()).count();
-            if live >= MAX_CONNECTIONS && !self.evict_idle() {
+            if self.live() >= MAX_CONNECTIONS && !reaped {
+                // Full: a client may have hung up since this tick read the connections.
+                self.read_all_and_reap();
+                reaped = true;
+            }
+            if self.live() >= MAX_CONNECTIONS && !self.evict_idle() {
                 refuse(
                     stream,
                     format!(
@@ -500,10 +523,17 @@ impl ControlServer {
                 closing: false,
                 last_request: Instant::now(),
             };
-            match self.conns.iter().position(Option::is_none) {
-                Some(free) => self.conns[free] = Some(conn),
-                None => self.conns.push(Some(conn)),
-            }
+            let slot = match self.conns.iter().position(Option::is_none) {
+                Some(free) => {
+                    self.conns[free] = Some(conn);
+                    free
+                }
+                None => {
+                    self.conns.push(Some(conn));
+                    self.conns.len() - 1
+                }
+            };
+            accepted.push(slot);
         }
     }
 
@@ -610,7 +640,7 @@ impl ControlServer {
                 self.send(index, reply);
                 continue;
             }
-            if line.iter().all(u8::is_ascii_whitespace) {
+            if api::is_blank(&line) {
                 continue;
             }
             self.serve_line(index, &line);
@@ -727,6 +757,15 @@ impl ControlServer {
             } => {
                 let update =
                     crate::p4ctl::table_add(&self.names, &table, &action, &matches, &params)?;
+                if let Update::AddSid { spec, .. } = &update {
+                    // As `add_sid` and the config: clear of connected subnets.
+                    crate::resolve::sid_clear_of_subnets(
+                        &self.names,
+                        spec.vrf,
+                        spec.prefix,
+                        spec.len,
+                    )?;
+                }
                 self.apply(conn, id, vec![update])
             }
             Command::TableDelete { table, matches } => {
@@ -1499,6 +1538,91 @@ mod tests {
         assert!(err.contains("has mode 0777"), "{err}");
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
         bind_socket(&d.join("s.sock")).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_closed_connection_frees_its_slot_before_new_ones_are_accepted() {
+        use std::io::BufRead;
+        let d = dir("reap");
+        let socket = d.join("s.sock");
+        let text = format!(
+            "[switch]\nname = \"reap\"\n[control]\nsocket = \"{}\"\n\
+             [[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n\
+             [[port]]\nname = \"b\"\ndevargs = \"net_null1\"\n",
+            socket.display()
+        );
+        let config = Config::parse(&d.join("reap.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut server = ControlServer::open(&config).unwrap().expect("a socket");
+        let hello = |stream: &mut UnixStream, server: &mut ControlServer| -> Value {
+            stream
+                .write_all(b"{\"v\":1,\"id\":1,\"cmd\":\"hello\"}\n")
+                .unwrap();
+            server.tick();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(stream.try_clone().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"))
+        };
+        // A client asks, reads its answer and hangs up; 31 more connect and stay.
+        let mut first = UnixStream::connect(&socket).unwrap();
+        assert_eq!(hello(&mut first, &mut server)["ok"], json!(true));
+        let _idle: Vec<UnixStream> = (1..MAX_CONNECTIONS)
+            .map(|_| UnixStream::connect(&socket).unwrap())
+            .collect();
+        server.tick();
+        assert_eq!(
+            server.conns.iter().filter(|c| c.is_some()).count(),
+            MAX_CONNECTIONS
+        );
+        // Hung up before the next one connects: the next one takes its slot, in one tick.
+        drop(first);
+        let mut next = UnixStream::connect(&socket).unwrap();
+        let reply = hello(&mut next, &mut server);
+        assert_eq!(reply["ok"], json!(true), "{reply}");
+        assert_eq!(
+            server.conns.iter().filter(|c| c.is_some()).count(),
+            MAX_CONNECTIONS
+        );
+        drop(server);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_p4_form_keeps_a_sid_clear_of_connected_subnets_too() {
+        let d = dir("p4sid");
+        let text = format!(
+            "[switch]\nname = \"p4sid\"\nrouter_mac = \"02:00:00:00:01:00\"\n\
+             [dataplane]\nmode = \"switch\"\nworker_lcores = [1]\n\
+             [control]\nsocket = \"{}\"\n\
+             [[port]]\nname = \"p0\"\ndevargs = \"net_null0\"\nipv6 = [\"2001:db8:ff::1/127\"]\n",
+            d.join("s.sock").display()
+        );
+        let config = Config::parse(&d.join("p4sid.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+        let mut server = ControlServer::open(&config).unwrap().expect("a socket");
+        let add = |prefix: &str| Command::TableAdd {
+            table: "my_sid".into(),
+            action: "end".into(),
+            matches: vec!["default".into(), prefix.into()],
+            params: vec!["0".into(), "0".into()],
+        };
+        let e = server
+            .execute(0, &json!(1), add("2001:db8:ff::/64"))
+            .unwrap_err();
+        assert!(
+            e.contains("2001:db8:ff::/64 covers the connected subnet 2001:db8:ff::/127 of p0"),
+            "{e}"
+        );
+        // One clear of them goes on to the worker (none here).
+        let e = server
+            .execute(0, &json!(1), add("fcbb:bb00:1::/48"))
+            .unwrap_err();
+        assert!(e.contains("not running yet"), "{e}");
+        drop(server);
         std::fs::remove_dir_all(&d).unwrap();
     }
 
