@@ -460,10 +460,18 @@ fn ctl_drives_a_running_switch_without_losing_unaffected_traffic() {
             .iter()
             .any(|n| n["ip"] == "10.255.0.4"
                 && n["dev"] == "p5"
-                && n["mac"] == "02:00:00:00:51:03"),
+                && n["mac"] == "02:00:00:00:51:03"
+                && n["state"] == "static"),
         "{nexthops}"
     );
-    assert!(s.ok(&["show", "nexthops"]).contains("10.255.0.4"));
+    let table = s.ok(&["show", "nexthops"]);
+    assert!(
+        table.lines().next().is_some_and(|h| h.contains("STATE"))
+            && table
+                .lines()
+                .any(|l| l.contains("10.255.0.4") && l.contains("static")),
+        "{table}"
+    );
     assert!(s.ok(&["show", "neighbors"]).contains("02:00:00:00:51:03"));
     let before_routes = routes(&s);
     assert!(before_routes.contains(&"10.1.0.0/16".to_owned()));

@@ -375,3 +375,88 @@ ipv4 = ["10.0.60.1/24"]
 
     stop(switch);
 }
+
+/// Neighbour reachability against real hosts, with short timers (reachable 1 s, then three
+/// requests 200 ms apart): on an idle switch, hosts that are there answer its requests and
+/// stay resolved; a host that left (its address gone) stops answering and is forgotten.
+#[test]
+fn an_idle_switch_keeps_the_neighbours_that_answer_and_forgets_one_that_left() {
+    if !can_run(&["ip", "ping", "python3"]) {
+        return;
+    }
+    let dir = TestDir::new("hosts-nud");
+    let tag = format!("nu{}", std::process::id() % 100_000);
+    let mut hosts = Hosts::new(&tag);
+    hosts.add("a", "10.0.63.2/24", "10.0.63.1", None);
+    hosts.add("b", "10.0.64.2/24", "10.0.64.1", None);
+    let socket = dir.file("ctl.sock");
+    let config = format!(
+        r#"[control]
+socket = "{socket}"
+[neighbor_timers]
+reachable_s = 1
+retrans_ms = 200
+probes = 3
+[[port]]
+name = "a"
+devargs = "net_af_packet0,iface={a}"
+ipv4 = ["10.0.63.1/24"]
+[[port]]
+name = "b"
+devargs = "net_af_packet1,iface={b}"
+ipv4 = ["10.0.64.1/24"]
+"#,
+        socket = socket.display(),
+        a = hosts.veth("a"),
+        b = hosts.veth("b"),
+    );
+    let (_lock, switch) = start(&dir, &tag, &config);
+    let ctl_json = |what: &str| -> serde_json::Value {
+        let out = common::ironclos()
+            .args([
+                "ctl",
+                "--socket",
+                socket.to_str().unwrap(),
+                "--json",
+                "show",
+                what,
+            ])
+            .output()
+            .expect("ctl");
+        serde_json::from_slice(&out.stdout).expect("ctl JSON")
+    };
+    let neighbours = || ctl_json("drops")["neighbors"].clone();
+    let state_of = |ip: &str| -> String {
+        let nexthops = ctl_json("nexthops");
+        let found = nexthops
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["ip"] == ip)
+            .cloned();
+        found.map_or("absent".into(), |n| n["state"].as_str().unwrap().into())
+    };
+    ping(&hosts, "a", "10.0.64.2");
+    // Idle for several reachable times: each host is asked and answers, every time.
+    std::thread::sleep(Duration::from_millis(3_500));
+    let heard = neighbours();
+    assert!(heard["probes"].as_u64().unwrap() >= 4, "{heard}");
+    assert_eq!(heard["expired"], 0, "{heard}");
+    for ip in ["10.0.63.2", "10.0.64.2"] {
+        let state = state_of(ip);
+        assert!(state == "reachable" || state == "stale", "{ip}: {state}");
+    }
+    // B leaves: within a reachable time and three requests it is forgotten; A stays.
+    hosts.0.must("b", &["ip", "addr", "flush", "dev", "eth0"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while neighbours()["expired"] == 0 {
+        assert!(std::time::Instant::now() < deadline, "B never expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(state_of("10.0.64.2"), "unresolved");
+    assert_ne!(state_of("10.0.63.2"), "unresolved");
+    assert_eq!(neighbours()["expired"], 1);
+    ping(&hosts, "a", "10.0.63.1");
+
+    stop(switch);
+}

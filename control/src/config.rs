@@ -70,6 +70,7 @@ struct RawConfig {
     #[serde(default)]
     control: RawControl,
     l2: Option<Spanned<RawL2>>,
+    neighbor_timers: Option<Spanned<RawNeighborTimers>>,
     ecmp: Option<Spanned<RawEcmp>>,
     #[serde(default, rename = "vrf")]
     vrfs: Vec<Spanned<RawVrf>>,
@@ -246,6 +247,14 @@ struct RawL2 {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawNeighborTimers {
+    reachable_s: Option<Spanned<i64>>,
+    retrans_ms: Option<Spanned<i64>>,
+    probes: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawEcmp {
     seed: Option<Spanned<i64>>,
     buckets: Option<Spanned<i64>>,
@@ -332,6 +341,11 @@ pub mod defaults {
     pub const MAC_AGING_S: i64 = 300;
     /// Switch mode: MAC table entries.
     pub const MAC_TABLE_SIZE: i64 = 65_536;
+    /// Switch mode: a learned neighbour is asked again this long after it was last heard,
+    /// `NEIGHBOR_PROBES` times this far apart, then forgotten (Linux's defaults).
+    pub const NEIGHBOR_REACHABLE_S: i64 = 30;
+    pub const NEIGHBOR_RETRANS_MS: i64 = 1000;
+    pub const NEIGHBOR_PROBES: i64 = 3;
     /// Switch mode: ECMP flow hash seed.
     pub const ECMP_SEED: i64 = 0;
     /// Switch mode: buckets per ECMP group.
@@ -345,6 +359,9 @@ pub mod limits {
     use std::ops::RangeInclusive;
     pub const MAC_AGING_S: RangeInclusive<i64> = 1..=1_000_000;
     pub const MAC_TABLE_SIZE: RangeInclusive<i64> = 1..=4_194_304;
+    pub const NEIGHBOR_REACHABLE_S: RangeInclusive<i64> = 1..=3600;
+    pub const NEIGHBOR_RETRANS_MS: RangeInclusive<i64> = 10..=60_000;
+    pub const NEIGHBOR_PROBES: RangeInclusive<i64> = 1..=10;
     pub const ECMP_SEED: RangeInclusive<i64> = 0..=u32::MAX as i64;
     pub const ECMP_BUCKETS: RangeInclusive<i64> = 16..=65_536;
     pub const ECMP_WEIGHT: RangeInclusive<i64> = 1..=65_535;
@@ -873,10 +890,13 @@ impl Config {
             format!("nexthop {n} ({} on {})", nh.ip, iface_name(nh.interface))
         };
         let mut lines = vec![format!(
-            "router MAC {}; MAC aging {} s, MAC table {} entries; ECMP {} buckets per group, flow hash seed {}",
+            "router MAC {}; MAC aging {} s, MAC table {} entries; neighbours reachable {} s, then {} requests {} ms apart; ECMP {} buckets per group, flow hash seed {}",
             format_mac(spec.router_mac),
             spec.mac_aging / PICOS_PER_SECOND,
             spec.mac_capacity,
+            spec.neighbor_timers.reachable_time / PICOS_PER_SECOND,
+            spec.neighbor_timers.max_probes,
+            spec.neighbor_timers.retry_interval / (PICOS_PER_SECOND / 1000),
             spec.ecmp_buckets,
             spec.flow_hash_seed
         )];
@@ -1477,6 +1497,31 @@ impl<'a> SwitchBuilder<'a> {
                 )
             }
         };
+        let timers = raw.neighbor_timers.as_ref().map(Spanned::get_ref);
+        let reachable_s = self.int_or(
+            timers.and_then(|t| t.reachable_s.as_ref()),
+            "neighbor_timers.reachable_s",
+            defaults::NEIGHBOR_REACHABLE_S,
+            limits::NEIGHBOR_REACHABLE_S,
+        )?;
+        let retrans_ms = self.int_or(
+            timers.and_then(|t| t.retrans_ms.as_ref()),
+            "neighbor_timers.retrans_ms",
+            defaults::NEIGHBOR_RETRANS_MS,
+            limits::NEIGHBOR_RETRANS_MS,
+        )?;
+        let probes = self.int_or(
+            timers.and_then(|t| t.probes.as_ref()),
+            "neighbor_timers.probes",
+            defaults::NEIGHBOR_PROBES,
+            limits::NEIGHBOR_PROBES,
+        )?;
+        let neighbor_timers = dataplane::tables::neighbor::NeighborConfig {
+            reachable_time: reachable_s as u64 * PICOS_PER_SECOND,
+            retry_interval: retrans_ms as u64 * (PICOS_PER_SECOND / 1000),
+            max_probes: probes as u32,
+            ..Default::default()
+        };
         let (seed, buckets) = match &raw.ecmp {
             None => (defaults::ECMP_SEED, defaults::ECMP_BUCKETS),
             Some(ecmp) => {
@@ -1554,6 +1599,7 @@ impl<'a> SwitchBuilder<'a> {
             static_neighbors: self.static_neighbors,
             mac_aging: mac_aging_s as u64 * PICOS_PER_SECOND,
             mac_capacity: mac_table_size as usize,
+            neighbor_timers,
             flow_hash_seed: seed as u32,
             ecmp_buckets: buckets as usize,
             qos,
@@ -4051,6 +4097,24 @@ ipv4 = ["10.0.10.1/24"]
             "out of range",
         ),
         (
+            "[neighbor_timers]\nreachable_s = 0\n",
+            "neighbor_timers.reachable_s",
+            2,
+            "0 is out of range 1..=3600",
+        ),
+        (
+            "[neighbor_timers]\nretrans_ms = 5\n",
+            "neighbor_timers.retrans_ms",
+            2,
+            "5 is out of range 10..=60000",
+        ),
+        (
+            "[neighbor_timers]\nprobes = 11\n",
+            "neighbor_timers.probes",
+            2,
+            "11 is out of range 1..=10",
+        ),
+        (
             "[l2]\nmac_agin_s = 5\n",
             "l2.mac_agin_s",
             2,
@@ -4483,6 +4547,10 @@ worker_lcores = [1]
 [l2]
 mac_aging_s = 60
 mac_table_size = 1024
+[neighbor_timers]
+reachable_s = 5
+retrans_ms = 250
+probes = 2
 [ecmp]
 seed = 7
 buckets = 64
@@ -4723,6 +4791,12 @@ port = "tr"
             ],
             mac_aging: 60 * PICOS_PER_SECOND,
             mac_capacity: 1024,
+            neighbor_timers: dataplane::tables::neighbor::NeighborConfig {
+                reachable_time: 5 * PICOS_PER_SECOND,
+                retry_interval: PICOS_PER_SECOND / 4,
+                max_probes: 2,
+                ..Default::default()
+            },
             flow_hash_seed: 7,
             ecmp_buckets: 64,
             qos: dataplane::qos::QosSpec::new(config.ports.len()),
@@ -4943,7 +5017,7 @@ port = "tr"
     fn the_summary_describes_ports_vlans_interfaces_nexthops_groups_and_routes() {
         let config = parse(FULL).unwrap();
         let expected = [
-            "router MAC 02:00:00:00:01:00; MAC aging 60 s, MAC table 1024 entries; ECMP 64 buckets per group, flow hash seed 7",
+            "router MAC 02:00:00:00:01:00; MAC aging 60 s, MAC table 1024 entries; neighbours reachable 5 s, then 2 requests 250 ms apart; ECMP 64 buckets per group, flow hash seed 7",
             "vrf 0 default",
             "vrf 1 tenant1",
             "port 0 h1 = net_null0: access, VLAN 10",

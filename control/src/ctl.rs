@@ -366,10 +366,18 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
             out
         }
         "show_nexthops" => table(
-            &["ID", "IP", "DEV", "MAC"],
+            &["ID", "IP", "DEV", "MAC", "STATE"],
             rows(result)
                 .iter()
-                .map(|n| vec![s(&n["id"]), s(&n["ip"]), s(&n["dev"]), s(&n["mac"])])
+                .map(|n| {
+                    vec![
+                        s(&n["id"]),
+                        s(&n["ip"]),
+                        s(&n["dev"]),
+                        s(&n["mac"]),
+                        s(&n["state"]),
+                    ]
+                })
                 .collect(),
         ),
         "show_groups" => {

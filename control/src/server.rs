@@ -1112,6 +1112,7 @@ impl ControlServer {
             "dev": self.names.dev_name(n.interface),
             "mac": n.mac.map(format_mac),
             "resolved": n.mac.is_some(),
+            "state": n.state,
         })
     }
 

@@ -213,6 +213,9 @@ pub struct NexthopEntry {
     pub interface: u16,
     pub ip: IpAddr,
     pub mac: Option<[u8; 6]>,
+    /// The neighbour's state: `static` (configured, pinned), `reachable` (learned, heard
+    /// within the reachable time), `stale` (learned, being asked again), `unresolved`.
+    pub state: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

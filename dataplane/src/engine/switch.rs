@@ -26,7 +26,7 @@ use crate::qos::{
 };
 use crate::slowpath::{Learned, Outgoing, SlowPath};
 use crate::tables::flowlet::{BalanceCounters, BalanceSpec, EgressLoad};
-use crate::tables::neighbor::{NeighborConfig, NeighborTable};
+use crate::tables::neighbor::NeighborTable;
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -251,7 +251,7 @@ impl SwitchWorker {
             requests: Vec::with_capacity(256),
             link_generation_seen: 0,
             last_aging: 0,
-            neighbors: NeighborTable::new(NeighborConfig::default()),
+            neighbors: NeighborTable::new(spec.neighbor_timers),
             neighbor_deadline: Picos::MAX,
             schedule,
             port_macs: ports.iter().map(|p| p.mac()).collect(),

@@ -2,7 +2,8 @@
 
 use super::SwitchWorker;
 use crate::clock::Picos;
-use crate::ctl::{Reply, Request, Update};
+use crate::ctl::{Dump, Reply, Request, Update};
+use crate::tables::neighbor::NeighborState;
 
 impl SwitchWorker {
     /// Serves the next control request, if one is waiting (two plain loads when none is),
@@ -14,9 +15,12 @@ impl SwitchWorker {
         };
         let now = now();
         let reply = match request {
-            Request::Dump(kinds) => {
-                Reply::Dump(kinds.into_iter().map(|k| self.forwarder.dump(k)).collect())
-            }
+            Request::Dump(kinds) => Reply::Dump(
+                kinds
+                    .into_iter()
+                    .map(|k| self.with_reachability(self.forwarder.dump(k)))
+                    .collect(),
+            ),
             Request::Apply(updates) => self.apply_batch(&updates, now),
         };
         self.shared.ctl.answer(id, reply);
@@ -25,6 +29,24 @@ impl SwitchWorker {
         if self.tm.has_pfc_frames() {
             self.transmit_due(now, true);
         }
+    }
+
+    /// A nexthop dump with each learned neighbour's reachability: `stale` while the worker
+    /// asks it again.
+    fn with_reachability(&self, dump: Dump) -> Dump {
+        let Dump::Nexthops(mut nexthops) = dump else {
+            return dump;
+        };
+        for entry in nexthops.iter_mut().filter(|e| e.state == "reachable") {
+            let state = self
+                .neighbors
+                .find(entry.ip, entry.interface)
+                .and_then(|id| self.neighbors.state(id));
+            if matches!(state, Some(NeighborState::Stale { .. })) {
+                entry.state = "stale";
+            }
+        }
+        Dump::Nexthops(nexthops)
     }
 
     /// Validates the whole batch, then applies it; a failure while applying undoes what was

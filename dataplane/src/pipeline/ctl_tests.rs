@@ -699,3 +699,31 @@ fn a_static_neighbour_is_the_operators_until_deleted_and_arp_or_aging_cannot_cha
         Err(Verdict::Drop(DropReason::NeighborUnresolved))
     );
 }
+
+#[test]
+fn the_nexthop_dump_says_which_neighbours_are_static_learned_or_unresolved() {
+    let mut f = forwarder();
+    let spine1: IpAddr = "10.255.0.0".parse().unwrap();
+    let spine2: IpAddr = "10.255.0.2".parse().unwrap();
+    apply(
+        &mut f,
+        &[Update::AddNeighbor {
+            interface: 1,
+            ip: spine2,
+            mac: SPINE2,
+        }],
+    )
+    .unwrap();
+    let state_of = |f: &Forwarder, ip: IpAddr| {
+        let Dump::Nexthops(nexthops) = f.dump(DumpKind::Nexthops) else {
+            panic!("a nexthop dump")
+        };
+        nexthops.iter().find(|n| n.ip == ip).map(|n| n.state)
+    };
+    assert_eq!(state_of(&f, spine2), Some("static"));
+    assert_eq!(state_of(&f, spine1), Some("unresolved"));
+    f.neighbor_resolved(0, spine1, SPINE1);
+    assert_eq!(state_of(&f, spine1), Some("reachable"));
+    f.neighbor_lost(0, spine1);
+    assert_eq!(state_of(&f, spine1), Some("unresolved"));
+}

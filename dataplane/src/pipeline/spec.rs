@@ -118,6 +118,8 @@ pub struct SwitchSpec {
     /// Learned MACs not seen for this long are forgotten.
     pub mac_aging: Picos,
     pub mac_capacity: usize,
+    /// Reachability timers of learned neighbours (`[neighbor_timers]`).
+    pub neighbor_timers: crate::tables::neighbor::NeighborConfig,
     pub flow_hash_seed: u32,
     /// Buckets per ECMP group (a power of two).
     pub ecmp_buckets: usize,
@@ -148,6 +150,7 @@ impl SwitchSpec {
             static_neighbors: Vec::new(),
             mac_aging: Self::DEFAULT_MAC_AGING,
             mac_capacity: Self::DEFAULT_MAC_CAPACITY,
+            neighbor_timers: Default::default(),
             flow_hash_seed: 0,
             ecmp_buckets: Self::DEFAULT_ECMP_BUCKETS,
             qos: QosSpec::new(ports),

@@ -1336,6 +1336,12 @@ impl Forwarder {
                         interface: n.interface,
                         ip: n.ip,
                         mac: n.mac,
+                        // A learned one's reachability is the worker's to tell.
+                        state: match (n.pinned, n.mac) {
+                            (true, _) => "static",
+                            (false, Some(_)) => "reachable",
+                            (false, None) => "unresolved",
+                        },
                     })
                     .collect(),
             ),
