@@ -1768,7 +1768,7 @@ fn is_announcement(frame: &[u8], ethertype: u16, l3: usize) -> bool {
 /// (RFC 1812 5.3.7, 5.3.5.1; this switch routes no multicast): 0/8, 127/8, multicast and class
 /// E (224/3, with 255.255.255.255). Two compares, as the express lane's screen makes them.
 #[inline(always)]
-pub(super) fn is_martian_v4(first: u8) -> bool {
+pub(super) const fn is_martian_v4(first: u8) -> bool {
     !((first.wrapping_sub(1) < 223) & (first != 127))
 }
 

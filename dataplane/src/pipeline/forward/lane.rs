@@ -36,7 +36,7 @@ mod ipv6;
 use super::srv6::EndpointStep;
 use super::{
     ETHERTYPE_IPV4, ETHERTYPE_IPV6, Forwarder, IP_PROTO_TCP, IP_PROTO_UDP, NO_PORT, PortMode,
-    Verdict, is_martian_v4, is_martian_v6, route_value,
+    Verdict, is_martian_v4, route_value,
 };
 use crate::clock::Picos;
 use crate::counters::DropReason;
@@ -228,41 +228,59 @@ fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
 }
 
 /// The destination of an IPv4 frame with version 4 and a 20-byte header (options take the
-/// full pipeline), a total length from 20 to what the frame holds, a valid header checksum,
-/// a TTL above 1 and addresses that may be routed (others are the full pipeline's drops).
+/// full pipeline), a total length from 20 to what the frame holds, a valid header checksum
+/// and a TTL above 1 (the addresses are screened once per flow in pass 2).
 #[inline(always)]
 fn express_ipv4_destination(frame: &[u8]) -> Option<u32> {
     let seen: &[u8; IPV4_SEEN] = frame.first_chunk()?;
     let ip: &[u8; 20] = seen[LANE_L3..].first_chunk()?;
     let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     // One combined test: every frame of a routed burst passes them all.
-    let express = (ip[0] == 0x45)
-        & (ip[8] > 1)
-        & (total_len >= 20)
-        & (total_len <= frame.len() - LANE_L3)
-        & !is_martian_v4(ip[12])
-        & !is_martian_v4(ip[16]);
+    let express =
+        (ip[0] == 0x45) & (ip[8] > 1) & (total_len >= 20) & (total_len <= frame.len() - LANE_L3);
     (express && checksum::ipv4_header_sums_to_ones(ip))
         .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
 
-/// The destination of an IPv6 frame with version 6, its payload within the frame, neither
-/// address link-local, both addresses ones that may be routed and a hop limit above 1.
+/// Whether an IPv4 address with this first byte may take the lane: not one of those no packet
+/// is routed from or to (`is_martian_v4`), which the full pipeline drops. One load each for
+/// source and destination, where compares cost twice as many instructions.
+const LANE_IPV4_FIRST_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = !is_martian_v4(byte as u8);
+        byte += 1;
+    }
+    table
+};
+
+/// Whether an IPv6 address with this first byte may take the lane: not in ::/8 (::, ::1 and
+/// the reserved rest), fe00::/8 (link-local fe80::/10 among it) or ff00::/8 (multicast). The
+/// full pipeline decides for those: it drops the martian and link-local ones and routes the
+/// others.
+const LANE_IPV6_FIRST_BYTE: [bool; 256] = {
+    let mut table = [true; 256];
+    table[0x00] = false;
+    table[0xfe] = false;
+    table[0xff] = false;
+    table
+};
+
+/// The destination of an IPv6 frame with version 6, its payload within the frame, both
+/// addresses outside ::/8, fe00::/8 and ff00::/8 (`LANE_IPV6_FIRST_BYTE`) and a hop limit
+/// above 1.
 #[inline(always)]
 fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
     let seen: &[u8; IPV6_SEEN] = frame.first_chunk()?;
     let ip: &[u8; 40] = seen[LANE_L3..].first_chunk()?;
     let payload_len = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
     let address = |at: usize| u128::from_be_bytes(*ip[at..].first_chunk().expect("16 bytes"));
-    let (source, destination) = (address(8), address(24));
-    // fe80::/10 in the top ten bits.
-    let link_local = |a: u128| a >> 118 == 0xfe80 >> 6;
+    let destination = address(24);
     let express = (ip[0] >> 4 == 6)
         & (40 + payload_len <= frame.len() - LANE_L3)
-        & !link_local(source)
-        & !link_local(destination)
-        & !is_martian_v6(source)
-        & !is_martian_v6(destination)
+        & LANE_IPV6_FIRST_BYTE[usize::from(ip[8])]
+        & LANE_IPV6_FIRST_BYTE[usize::from(ip[24])]
         & (ip[7] > 1);
     express.then_some(destination)
 }
@@ -539,10 +557,17 @@ impl Forwarder {
         seed: u32,
         last: &mut Option<LastGroup<'a>>,
     ) -> Staged<'a> {
-        let Some(route) = fib.lookup(destination) else {
+        let Some(seen) = frame.first_chunk::<IPV4_SEEN>() else {
             return Staged::Not;
         };
-        let Some(seen) = frame.first_chunk::<IPV4_SEEN>() else {
+        // Addresses no packet is routed from or to: the full pipeline's drops. Checked here,
+        // once per flow (the frames of a flow that follow share its staging), not per frame.
+        let ip = &seen[LANE_L3..];
+        if !(LANE_IPV4_FIRST_BYTE[usize::from(ip[12])] & LANE_IPV4_FIRST_BYTE[usize::from(ip[16])])
+        {
+            return Staged::Not;
+        }
+        let Some(route) = fib.lookup(destination) else {
             return Staged::Not;
         };
         self.stage_route(route, || ipv4_flow_hash(seen, seed), frame.len(), last)
