@@ -70,6 +70,22 @@ fn stop(mut switch: Reaper) {
     assert_eq!(out.status, Some(0), "{}", out.stderr);
 }
 
+/// `ironclos ctl --json show WHAT` on the switch's control socket.
+fn show_json(socket: &std::path::Path, what: &str) -> serde_json::Value {
+    let out = common::ironclos()
+        .args([
+            "ctl",
+            "--socket",
+            socket.to_str().unwrap(),
+            "--json",
+            "show",
+            what,
+        ])
+        .output()
+        .expect("ctl");
+    serde_json::from_slice(&out.stdout).expect("ctl JSON")
+}
+
 fn ping(hosts: &Hosts, from: &str, to: &str) {
     netns::ping(&hosts.0, from, &["ping"], to);
 }
@@ -344,19 +360,10 @@ ipv4 = ["10.0.60.1/24"]
     );
     let (_lock, switch) = start(&dir, &tag, &config);
     let link = || {
-        let out = common::ironclos()
-            .args([
-                "ctl",
-                "--socket",
-                socket.to_str().unwrap(),
-                "--json",
-                "show",
-                "ports",
-            ])
-            .output()
-            .expect("ctl");
-        let ports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ports JSON");
-        ports[0]["link"].as_str().unwrap_or_default().to_owned()
+        show_json(&socket, "ports")[0]["link"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     };
     let wait_for = |state: &str| {
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -411,23 +418,9 @@ ipv4 = ["10.0.64.1/24"]
         b = hosts.veth("b"),
     );
     let (_lock, switch) = start(&dir, &tag, &config);
-    let ctl_json = |what: &str| -> serde_json::Value {
-        let out = common::ironclos()
-            .args([
-                "ctl",
-                "--socket",
-                socket.to_str().unwrap(),
-                "--json",
-                "show",
-                what,
-            ])
-            .output()
-            .expect("ctl");
-        serde_json::from_slice(&out.stdout).expect("ctl JSON")
-    };
-    let neighbours = || ctl_json("drops")["neighbors"].clone();
+    let neighbours = || show_json(&socket, "drops")["neighbors"].clone();
     let state_of = |ip: &str| -> String {
-        let nexthops = ctl_json("nexthops");
+        let nexthops = show_json(&socket, "nexthops");
         let found = nexthops
             .as_array()
             .unwrap()

@@ -164,6 +164,24 @@ fn v6_routed_to_spine1(frame: &[u8]) -> Vec<u8> {
     out
 }
 
+/// An untagged IPv6 frame as the leaf routes it to `mac`: MACs rewritten, hop limit - 1.
+fn routed_v6(frame: &[u8], mac: Mac) -> Vec<u8> {
+    let mut out = frame.to_vec();
+    out[0..6].copy_from_slice(&mac);
+    out[6..12].copy_from_slice(&ROUTER);
+    out[14 + 7] -= 1;
+    out
+}
+
+/// The unicast frames output `port` sent (the switch's broadcast and multicast left out).
+fn unicast_out(dir: &TestDir, port: usize) -> Vec<Vec<u8>> {
+    outputs(dir)[port]
+        .iter()
+        .filter(|f| f[0] & 1 == 0)
+        .cloned()
+        .collect()
+}
+
 fn drops(stats: &serde_json::Value) -> HashMap<String, u64> {
     stats["drops"]
         .as_object()
@@ -1350,22 +1368,13 @@ fn a_neighbour_that_announces_a_new_mac_is_reached_at_it() {
     trace.write(&dir);
     let (_, stats) = replay(&dir, &leaf_config(&dir));
     let routed = |frame: &[u8], mac: Mac| {
-        let mut out = frame.to_vec();
-        out[0..6].copy_from_slice(&mac);
-        out[6..12].copy_from_slice(&ROUTER);
         if frame[12..14] == [0x08, 0x00] {
             return routed_v4(frame, 14, mac, ROUTER);
         }
-        out[14 + 7] -= 1;
-        out
+        routed_v6(frame, mac)
     };
-    let unicast_to_x: Vec<Vec<u8>> = outputs(&dir)[1]
-        .iter()
-        .filter(|f| f[0] & 1 == 0)
-        .cloned()
-        .collect();
     assert_eq!(
-        unicast_to_x,
+        unicast_out(&dir, 1),
         vec![
             routed(&at_x1_4, x1),
             routed(&at_x1_6, x1),
@@ -1594,33 +1603,18 @@ fn a_neighbour_on_a_routed_port_that_announces_a_new_mac_is_reached_at_it() {
     trace.send(0, to_static.clone());
     trace.write(&dir);
     let (_, stats) = replay(&dir, &config);
-    let out = outputs(&dir);
-    let unicast = |port: usize| -> Vec<Vec<u8>> {
-        out[port]
-            .iter()
-            .filter(|f| f[0] & 1 == 0)
-            .cloned()
-            .collect()
-    };
-    let routed6 = |frame: &[u8], mac: Mac| {
-        let mut f = frame.to_vec();
-        f[0..6].copy_from_slice(&mac);
-        f[6..12].copy_from_slice(&ROUTER);
-        f[14 + 7] -= 1;
-        f
-    };
     assert_eq!(
-        unicast(5),
+        unicast_out(&dir, 5),
         vec![
             routed_v4(&at_s1_4, 14, s1, ROUTER),
             routed_v4(&at_s2_4, 14, s2, ROUTER)
         ]
     );
     assert_eq!(
-        unicast(4),
+        unicast_out(&dir, 4),
         vec![
-            routed6(&at_s1_6, s1),
-            routed6(&at_s2_6, s2),
+            routed_v6(&at_s1_6, s1),
+            routed_v6(&at_s2_6, s2),
             routed_v4(&to_static, 14, SPINE1, ROUTER)
         ]
     );
@@ -1913,24 +1907,12 @@ fn an_advertisement_without_override_resolves_a_neighbour_but_never_changes_its_
     trace.send(4, x_still_at_h1.clone());
     trace.write(&dir);
     let (_, stats) = replay(&dir, &leaf_config(&dir));
-    let routed = |frame: &[u8], mac: Mac| {
-        let mut f = frame.to_vec();
-        f[0..6].copy_from_slice(&mac);
-        f[6..12].copy_from_slice(&ROUTER);
-        f[14 + 7] -= 1;
-        f
-    };
-    let unicast: Vec<Vec<u8>> = outputs(&dir)[1]
-        .iter()
-        .filter(|f| f[0] & 1 == 0)
-        .cloned()
-        .collect();
     assert_eq!(
-        unicast,
+        unicast_out(&dir, 1),
         vec![
-            routed(&x_at_h1, h1),
-            routed(&y_at_h2, h2),
-            routed(&x_still_at_h1, h1),
+            routed_v6(&x_at_h1, h1),
+            routed_v6(&y_at_h2, h2),
+            routed_v6(&x_still_at_h1, h1),
         ]
     );
     assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
