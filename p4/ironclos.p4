@@ -1822,6 +1822,12 @@ control IroncIngress(inout headers_t hdr,
                     punt_to_cpu();
                     return;
                 }
+                /* The link's own protocols (LLDP, LACP, STP):
+                 * Rust: is_ieee_reserved_multicast. */
+                if (hdr.ethernet.dst_addr[47:4] == 0x0180c200000) {
+                    drop_with_reason(DROP_RESERVED_MULTICAST);
+                    return;
+                }
                 drop_with_reason(DROP_NOT_FOR_US);
                 return;
             }

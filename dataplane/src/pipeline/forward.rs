@@ -150,6 +150,11 @@ struct Interface {
 /// link itself (STP, LACP, 802.1X, LLDP): never forwarded by a bridge.
 const IEEE_RESERVED_MULTICAST: [u8; 5] = [0x01, 0x80, 0xc2, 0x00, 0x00];
 
+/// Whether `dst` is one of the 802.1Q link-reserved group addresses (`IEEE_RESERVED_MULTICAST`).
+fn is_ieee_reserved_multicast(dst: [u8; 6]) -> bool {
+    dst[..5] == IEEE_RESERVED_MULTICAST && dst[5] <= 0x0f
+}
+
 /// `Interface::mtu` before any port MTU is known: nothing a frame holds exceeds it.
 const NO_MTU_LIMIT: u16 = u16::MAX;
 
@@ -995,7 +1000,7 @@ impl Forwarder {
             }
         }
         if dst[0] & 1 != 0 {
-            if dst[..5] == IEEE_RESERVED_MULTICAST && dst[5] <= 0x0f {
+            if is_ieee_reserved_multicast(dst) {
                 return Verdict::Drop(DropReason::ReservedMulticast);
             }
             return Verdict::Flood {
@@ -1130,6 +1135,11 @@ impl Forwarder {
                     reason: PuntReason::Announcement,
                     interface,
                 };
+            }
+            // LLDP, LACP, STP from the peer: the link's own protocols, which the switch does
+            // not run; counted as such rather than as traffic that missed its address.
+            if is_ieee_reserved_multicast(dst) {
+                return Verdict::Drop(DropReason::ReservedMulticast);
             }
         }
         Verdict::Drop(DropReason::NotForUs)

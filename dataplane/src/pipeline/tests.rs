@@ -417,6 +417,21 @@ fn malformed_and_special_frames_are_dropped_with_their_reason() {
         f.process(&mut eth(B, SPINE1, None, 0x0800, &[]), 5, T0),
         Verdict::Drop(DropReason::NotForUs)
     );
+    // The peer's LLDP (01-80-C2-00-00-0E) and LACP (-02) on a routed port: the link's own
+    // protocols (802.1Q table 8-1), not traffic that missed the router MAC; -10 is outside the
+    // reserved block and misses as any other multicast the switch does not join.
+    for (last, reason) in [
+        (0x0e, DropReason::ReservedMulticast),
+        (0x02, DropReason::ReservedMulticast),
+        (0x10, DropReason::NotForUs),
+    ] {
+        let group = [0x01, 0x80, 0xc2, 0, 0, last];
+        assert_eq!(
+            f.process(&mut eth(group, SPINE1, None, 0x88cc, &[0; 46]), 5, T0),
+            Verdict::Drop(reason),
+            "01-80-c2-00-00-{last:02x}"
+        );
+    }
 }
 
 /// The frame an IPv4 packet from `frame` must become when routed to `dst_mac`: only the MACs,
