@@ -1392,6 +1392,10 @@ fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_
     // three times; an answer keeps A (second replay); without one A is lost one second after
     // the third request, so a packet for A at T + 34 s is held (dropped, counted) while the
     // switch resolves A afresh. Static neighbours (the spines) are never asked.
+    // The renewed requests are unicast to A's MAC (RFC 1122 2.3.2.1's unicast poll, RFC 4861
+    // 7.3.3's probe, as Linux sends them: target hardware address still zero) and leave only
+    // p0, where VLAN 10's MAC table has A; only the fresh resolution of A, who then has no
+    // MAC, is a broadcast to all of VLAN 10.
     const SECOND_US: u64 = 1_000_000;
     let a_ip = Ipv4Addr::new(10, 0, 10, 5);
     let gateway = Ipv4Addr::new(10, 0, 10, 1);
@@ -1420,6 +1424,13 @@ fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_
     );
     let switch_asks = ethernet(
         BROADCAST,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
+    );
+    let switch_asks_a = ethernet(
+        HOST_A,
         ROUTER,
         None,
         0x0806,
@@ -1468,13 +1479,18 @@ fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_
             routed_v4(&to_a(1), 14, HOST_A, ROUTER),
             // Three renewed requests at T + 30, 31 and 32 s, then, A lost at T + 33 s, the
             // packet at T + 34 s makes the switch resolve A again.
-            padded(&switch_asks),
-            padded(&switch_asks),
-            padded(&switch_asks),
+            padded(&switch_asks_a),
+            padded(&switch_asks_a),
+            padded(&switch_asks_a),
             padded(&switch_asks),
         ]
     );
-    assert_eq!(out[1].len(), 4, "the requests go to all of VLAN 10");
+    assert_eq!(
+        out[1],
+        vec![padded(&switch_asks)],
+        "only the fresh resolution goes to all of VLAN 10"
+    );
+    assert_eq!(out[3], vec![tagged(&padded(&switch_asks), 10)]);
     assert!(
         out[4].is_empty() && out[5].is_empty(),
         "static neighbours are not asked"
@@ -1490,9 +1506,13 @@ fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_
         vec![
             padded(&reply_to_a),
             routed_v4(&to_a(1), 14, HOST_A, ROUTER),
-            padded(&switch_asks),
+            padded(&switch_asks_a),
             routed_v4(&to_a(2), 14, HOST_A, ROUTER),
         ]
+    );
+    assert!(
+        out[1].is_empty() && out[3].is_empty(),
+        "the renewed request leaves only A's port"
     );
     assert_eq!(
         drops(&stats)
@@ -1503,6 +1523,183 @@ fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_
     );
     assert_eq!(stats["neighbors"]["probes"], 1);
     assert_eq!(stats["neighbors"]["expired"], 0);
+}
+
+/// A Neighbor Solicitation (RFC 4861 4.3) for `target` from `src` at `mac` to `dst` at
+/// `dst_mac`, hop limit 255, with a source link-layer address option.
+fn neighbor_solicit(
+    mac: Mac,
+    dst_mac: Mac,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    target: Ipv6Addr,
+) -> Vec<u8> {
+    let mut icmp = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&target.octets());
+    icmp.extend_from_slice(&[1, 1]);
+    icmp.extend_from_slice(&mac);
+    ethernet(
+        dst_mac,
+        mac,
+        None,
+        0x86dd,
+        &icmpv6_packet(src, dst, 255, icmp),
+    )
+}
+
+#[test]
+fn a_learned_ipv6_neighbour_is_asked_again_unicast_out_of_its_port() {
+    // Host D (2001:db8:10::d, behind trunk p3, VLAN 10 tagged) solicits its gateway at T:
+    // the switch answers and learns D. From T + 30 s it asks D again with unicast
+    // solicitations (RFC 4861 7.3.3): to D's MAC and to D's address, not the solicited-node
+    // group, out of p3 only, where VLAN 10's MAC table has D, tagged as p3 needs.
+    // * D answers as Linux answers a unicast NS: solicited, no Override, no target
+    //   link-layer address option (RFC 4861 7.2.4); that confirms D (RFC 4861 7.2.5), so the
+    //   packet at T + 34 s reaches it.
+    // * D is silent: lost one second after the third request, so the packet at T + 34 s is
+    //   dropped and D resolved afresh, to the solicited-node group, in all of VLAN 10.
+    // * D is silent and VLAN 10's MAC table forgot it (10 s MAC aging): the unicast
+    //   solicitations are flooded in VLAN 10, as the bridge floods an unknown unicast.
+    const SECOND_US: u64 = 1_000_000;
+    let d_ip: Ipv6Addr = "2001:db8:10::d".parse().unwrap();
+    let gateway: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    let to_d = |seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6_udp(
+                "2001:db8:7::1".parse().unwrap(),
+                d_ip,
+                30,
+                5000,
+                6000,
+                &[seq; 4],
+            ),
+        )
+    };
+    let d_solicits = neighbor_solicit(
+        HOST_D,
+        [0x33, 0x33, 0xff, 0, 0, 0x01],
+        d_ip,
+        "ff02::1:ff00:1".parse().unwrap(),
+        gateway,
+    );
+    let switch_answers = neighbor_advert(ROUTER, HOST_D, gateway, d_ip, 0xe0);
+    let switch_asks_d = neighbor_solicit(ROUTER, HOST_D, gateway, d_ip, d_ip);
+    let switch_asks_everyone = neighbor_solicit(
+        ROUTER,
+        [0x33, 0x33, 0xff, 0, 0, 0x0d],
+        gateway,
+        "ff02::1:ff00:d".parse().unwrap(),
+        d_ip,
+    );
+    let mut answer = vec![136, 0, 0, 0, 0x40, 0, 0, 0];
+    answer.extend_from_slice(&d_ip.octets());
+    let d_answers = ethernet(
+        ROUTER,
+        HOST_D,
+        Some(10),
+        0x86dd,
+        &icmpv6_packet(d_ip, gateway, 255, answer),
+    );
+    #[derive(Clone, Copy, PartialEq)]
+    enum Case {
+        Answered,
+        Silent,
+        Forgotten,
+    }
+    let run = |case: Case| {
+        let dir = TestDir::new(match case {
+            Case::Answered => "sw-nud6-answered",
+            Case::Silent => "sw-nud6-silent",
+            Case::Forgotten => "sw-nud6-forgotten",
+        });
+        let mut trace = Trace::new();
+        trace.send(3, tagged(&d_solicits, 10));
+        let learned_at = trace.clock_us;
+        trace.send(4, to_d(1));
+        if case == Case::Answered {
+            trace.clock_us = learned_at + 30 * SECOND_US + SECOND_US / 2;
+            trace.send(3, d_answers.clone());
+        }
+        trace.clock_us = learned_at + 34 * SECOND_US;
+        trace.send(4, to_d(2));
+        trace.write(&dir);
+        let mut config = leaf_config(&dir);
+        if case == Case::Forgotten {
+            config.push_str("\n[l2]\nmac_aging_s = 10\n");
+        }
+        let (_, stats) = replay(&dir, &config);
+        (outputs(&dir), stats)
+    };
+    let on_p3 = |frame: &[u8]| tagged(frame, 10);
+
+    let (out, stats) = run(Case::Answered);
+    assert_eq!(
+        out[3],
+        vec![
+            on_p3(&switch_answers),
+            on_p3(&routed_v6(&to_d(1), HOST_D)),
+            on_p3(&switch_asks_d),
+            on_p3(&routed_v6(&to_d(2), HOST_D)),
+        ]
+    );
+    assert!(
+        out[0].is_empty() && out[1].is_empty(),
+        "the renewed solicitation leaves only D's port"
+    );
+    assert_eq!(stats["neighbors"]["probes"], 1);
+    assert_eq!(stats["neighbors"]["expired"], 0);
+    assert_eq!(
+        drops(&stats)
+            .get("neighbor_unresolved")
+            .copied()
+            .unwrap_or(0),
+        0
+    );
+
+    let (out, stats) = run(Case::Silent);
+    assert_eq!(
+        out[3],
+        vec![
+            on_p3(&switch_answers),
+            on_p3(&routed_v6(&to_d(1), HOST_D)),
+            on_p3(&switch_asks_d),
+            on_p3(&switch_asks_d),
+            on_p3(&switch_asks_d),
+            on_p3(&switch_asks_everyone),
+        ]
+    );
+    for port in [0, 1] {
+        assert_eq!(
+            out[port],
+            vec![switch_asks_everyone.clone()],
+            "only the fresh resolution goes to all of VLAN 10 (p{port})"
+        );
+    }
+    assert_eq!(stats["neighbors"]["probes"], 3);
+    assert_eq!(stats["neighbors"]["expired"], 1);
+    assert_eq!(drops(&stats)["neighbor_unresolved"], 1);
+
+    let (out, stats) = run(Case::Forgotten);
+    let flooded = |tag: bool| {
+        let mut frames = vec![switch_asks_d.clone(); 3];
+        frames.push(switch_asks_everyone.clone());
+        if tag {
+            frames = frames.iter().map(|f| on_p3(f)).collect();
+        }
+        frames
+    };
+    let mut expected_p3 = vec![on_p3(&switch_answers), on_p3(&routed_v6(&to_d(1), HOST_D))];
+    expected_p3.extend(flooded(true));
+    assert_eq!(out[3], expected_p3);
+    assert_eq!(out[0], flooded(false));
+    assert_eq!(out[1], flooded(false));
+    assert!(out[2].is_empty(), "p2 is in VLAN 20");
+    assert_eq!(stats["neighbors"]["probes"], 3);
+    assert_eq!(stats["neighbors"]["expired"], 1);
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! punts ARP and neighbour discovery for the switch's addresses and IP packets addressed to the
 //! switch; this module answers them (ARP replies, Neighbor Advertisements, echo replies), learns
 //! neighbours from them, and sends the ARP requests and Neighbor Solicitations the fast path asks
-//! for with `ControlRequest::Resolve`.
+//! for with `ControlRequest::Resolve` (broadcast / to the solicited-node group), and those the
+//! switch worker's neighbour timers ask for to re-verify a neighbour it has a MAC for (unicast
+//! to that MAC, [`SlowPath::probe`]).
 //!
 //! Like the pipeline it is pure and deterministic: frames and time go in, frames to send and
 //! neighbours learned come out. It never touches DPDK, so the engine can run it on the control
@@ -93,6 +95,11 @@ pub enum Learned {
         ip: IpAddr,
         mac: [u8; 6],
     },
+    /// A solicited Neighbor Advertisement without a Target Link-Layer Address option said `ip`
+    /// on `interface` is reachable: how a unicast solicitation is answered (RFC 4861 7.2.4
+    /// lets the option be omitted then, and Linux omits it). It confirms the MAC the switch
+    /// has for that neighbour and changes or creates none (RFC 4861 7.2.5).
+    Confirm { interface: u16, ip: IpAddr },
 }
 
 /// The switch's own protocol handling: ARP, IPv6 neighbour discovery and ping.
@@ -542,21 +549,72 @@ impl SlowPath {
     /// family, or an `ip` that cannot be a neighbour (unspecified, multicast, broadcast, or the
     /// switch's own).
     pub fn resolve(&mut self, interface: u16, ip: IpAddr, _now: Picos, out: &mut Vec<Outgoing>) {
+        self.request(interface, ip, None, out);
+    }
+
+    /// Asks a neighbour the switch has a MAC for, `mac`, whether it is still there (neighbour
+    /// unreachability detection): the request [`Self::resolve`] sends, but unicast to `mac`,
+    /// as RFC 4861 7.3.3 has a node in the PROBE state do and Linux does for ARP too
+    /// (`ucast_probes`; RFC 1122 2.3.2.1 suggests unicast polls). So a refresh disturbs only
+    /// the neighbour it is about, not every host of the VLAN:
+    ///
+    /// * ARP: Ethernet destination `mac`, the rest as a broadcast request's (target hardware
+    ///   address 00:00:00:00:00:00).
+    /// * ND: Ethernet destination `mac` and IPv6 destination the target address itself, not
+    ///   its solicited-node group; hop limit 255 and the source link-layer address option as
+    ///   ever (RFC 4861 7.2.2: with it, the target need not resolve the switch to answer).
+    ///
+    /// A routed port gets one frame. On a VLAN interface it leaves only `port`, where the
+    /// bridge has `mac` (its MAC table), tagged as that port needs; with no such port (the
+    /// MAC aged out of the table, or `port` is not a member of the VLAN) it leaves every
+    /// member, as the bridge floods an unknown unicast. A `mac` no neighbour can have (group,
+    /// zero, the router's) is not aimed at: the request goes as [`Self::resolve`]'s.
+    pub fn probe(
+        &mut self,
+        interface: u16,
+        ip: IpAddr,
+        mac: [u8; 6],
+        port: Option<u16>,
+        _now: Picos,
+        out: &mut Vec<Outgoing>,
+    ) {
+        let mac = EthernetAddress(mac);
+        if !self.is_neighbor_mac(mac) {
+            self.request(interface, ip, None, out);
+            return;
+        }
+        self.request(interface, ip, Some((mac, port)), out);
+    }
+
+    /// An ARP request or NS for `ip` out of `interface`: broadcast / to the solicited-node
+    /// group out of every port of the interface when `unicast` is None; else to its MAC, out
+    /// of its port when that is a member of the interface's VLAN (see [`Self::probe`]).
+    fn request(
+        &mut self,
+        interface: u16,
+        ip: IpAddr,
+        unicast: Option<(EthernetAddress, Option<u16>)>,
+        out: &mut Vec<Outgoing>,
+    ) {
         let Some(iface) = self.interfaces.get(usize::from(interface)) else {
             return;
         };
+        let to = unicast.map(|(mac, _)| mac);
         let frame = match ip {
-            IpAddr::V4(target) => self.arp_request(iface, target),
-            IpAddr::V6(target) => self.neighbor_solicit(iface, target),
+            IpAddr::V4(target) => self.arp_request(iface, target, to),
+            IpAddr::V6(target) => self.neighbor_solicit(iface, target, to),
         };
         let Some(frame) = frame else { return };
         let vlan = vlan_of(iface);
         let ports: Vec<u16> = match iface.attachment {
             Attachment::Port(port) => vec![port],
-            Attachment::Vlan(v) => (0..self.ports.len())
-                .filter_map(|p| u16::try_from(p).ok())
-                .filter(|&p| self.is_member(p, v))
-                .collect(),
+            Attachment::Vlan(v) => match unicast.and_then(|(_, port)| port) {
+                Some(port) if self.is_member(port, v) => vec![port],
+                _ => (0..self.ports.len())
+                    .filter_map(|p| u16::try_from(p).ok())
+                    .filter(|&p| self.is_member(p, v))
+                    .collect(),
+            },
         };
         for port in ports {
             let Some(outgoing) = self.finish(port, vlan, &frame) else {
@@ -622,9 +680,14 @@ impl SlowPath {
         Some(())
     }
 
-    /// An ARP request frame (untagged, unpadded) for `target`, or None when there is nothing
-    /// sensible to send.
-    fn arp_request(&self, iface: &InterfaceSpec, target: Ipv4Addr) -> Option<Vec<u8>> {
+    /// An ARP request frame (untagged, unpadded) for `target`, broadcast or, with `to`, unicast
+    /// to that MAC; None when there is nothing sensible to send.
+    fn arp_request(
+        &self,
+        iface: &InterfaceSpec,
+        target: Ipv4Addr,
+        to: Option<EthernetAddress>,
+    ) -> Option<Vec<u8>> {
         if target.is_unspecified()
             || target.is_broadcast()
             || target.is_multicast()
@@ -638,6 +701,12 @@ impl SlowPath {
             .find(|&&(net, len)| in_subnet4(target, net, len))
             .or_else(|| iface.ipv4.first())?
             .0;
+        // A unicast request (a refresh) keeps the target hardware address zero rather than
+        // the cached MAC: in RFC 826 the requester does not know it (the responder fills it
+        // in when it answers), Linux's `arp_process` does not read it in a request, and
+        // Linux's own unicast probes (`arp_solicit`, which passes no target_hw to
+        // `arp_create`) zero it too. So a refresh is a broadcast request readdressed,
+        // nothing a host could treat otherwise.
         let request = ArpRepr {
             operation: ArpOperation::REQUEST,
             source_hardware_addr: self.router_mac,
@@ -648,6 +717,10 @@ impl SlowPath {
         let mut buf = vec![0u8; ethernet::HEADER_LEN + arp::PACKET_LEN];
         let len = request.emit_frame(&mut buf).ok()?;
         buf.truncate(len);
+        if let Some(mac) = to {
+            // `emit_frame` sends requests to broadcast: readdress the Ethernet header.
+            buf[..6].copy_from_slice(&mac.0);
+        }
         Some(buf)
     }
 
@@ -821,7 +894,22 @@ impl SlowPath {
                 if dst.is_multicast() && flags.contains(NeighborFlags::SOLICITED) {
                     return None;
                 }
-                let mac = lladdr?;
+                let Some(mac) = lladdr else {
+                    // RFC 4861 7.2.5: without the option, a solicited advertisement (the
+                    // answer to a unicast NS, which the switch's refreshes are) confirms the
+                    // MAC the switch has; an unsolicited one says nothing.
+                    if !flags.contains(NeighborFlags::SOLICITED)
+                        || !self.is_on_link_v6(iface, target_addr)
+                    {
+                        return None;
+                    }
+                    ctx.learned.push(Learned::Confirm {
+                        interface: ctx.interface,
+                        ip: IpAddr::V6(target_addr),
+                    });
+                    self.neighbors_learned += 1;
+                    return Some(());
+                };
                 if !self.is_neighbor_mac(mac) || !self.is_on_link_v6(iface, target_addr) {
                     return None;
                 }
@@ -891,9 +979,15 @@ impl SlowPath {
         Some(())
     }
 
-    /// A Neighbor Solicitation frame (untagged, unpadded) for `target`, or None when there
-    /// is nothing sensible to send.
-    fn neighbor_solicit(&self, iface: &InterfaceSpec, target: Ipv6Addr) -> Option<Vec<u8>> {
+    /// A Neighbor Solicitation frame (untagged, unpadded) for `target`: to its solicited-node
+    /// group or, with `to`, unicast to that MAC and to `target` itself (RFC 4861 7.2.2); None
+    /// when there is nothing sensible to send.
+    fn neighbor_solicit(
+        &self,
+        iface: &InterfaceSpec,
+        target: Ipv6Addr,
+        to: Option<EthernetAddress>,
+    ) -> Option<Vec<u8>> {
         if target.is_unspecified()
             || target.is_multicast()
             || target.is_loopback()
@@ -911,16 +1005,16 @@ impl SlowPath {
             target_addr: target,
             lladdr: Some(self.router_mac),
         };
-        let group = solicited_node(&target);
+        let (eth_dst, ip_dst) = match to {
+            Some(mac) => (mac, target),
+            None => {
+                let group = solicited_node(&target);
+                (EthernetAddress::from_ipv6_multicast(&group), group)
+            }
+        };
         let mut buf = vec![0u8; frame_len_v6(solicit.buffer_len())];
         let len = solicit
-            .emit_frame(
-                self.router_mac,
-                EthernetAddress::from_ipv6_multicast(&group),
-                &source,
-                &group,
-                &mut buf,
-            )
+            .emit_frame(self.router_mac, eth_dst, &source, &ip_dst, &mut buf)
             .ok()?;
         buf.truncate(len);
         Some(buf)
@@ -1745,16 +1839,60 @@ mod tests {
             );
         }
         assert_eq!((sp.neighbors_learned, sp.ignored), (2, 0));
-        // Without the option there is nothing to learn; hop limit 254 is not ND.
-        let mut no_option = NA_FROM_H.to_vec();
-        no_option.truncate(78);
-        no_option[19] = 0x18;
-        fix_icmpv6_checksum(&mut no_option);
+        // Without the option and unsolicited (flags O) there is nothing to learn; hop
+        // limit 254 is not ND.
+        let mut unsolicited_no_option = no_option_na(0x20);
+        fix_icmpv6_checksum(&mut unsolicited_no_option);
         let mut hop254 = NA_FROM_H;
         hop254[21] = 254;
-        for frame in [&no_option[..], &hop254] {
+        for frame in [&unsolicited_no_option[..], &hop254] {
             let run = punt(&mut sp, frame, 0, PuntReason::Local, 0);
             assert!(run.out.is_empty() && run.learned.is_empty());
+        }
+        assert_eq!(sp.ignored, 2);
+    }
+
+    /// `NA_FROM_H` without its target link-layer address option, with `flags`; checksum left
+    /// for the caller to fix.
+    fn no_option_na(flags: u8) -> Vec<u8> {
+        let mut na = NA_FROM_H.to_vec();
+        na.truncate(78);
+        na[19] = 0x18;
+        na[58] = flags;
+        na
+    }
+
+    #[test]
+    fn a_solicited_na_without_the_option_confirms_the_neighbour() {
+        // How Linux answers a unicast NS (the switch's refresh): solicited, no Override, no
+        // target link-layer address option (RFC 4861 7.2.4 allows leaving it out). RFC 4861
+        // 7.2.5: it makes the entry reachable with the MAC it has.
+        let mut sp = SlowPath::new(&spec());
+        let mut answer = no_option_na(0x40);
+        fix_icmpv6_checksum(&mut answer);
+        for reason in [PuntReason::Local, PuntReason::NeighborDiscovery] {
+            let run = punt(&mut sp, &answer, 0, reason, 0);
+            assert!(run.out.is_empty());
+            assert_eq!(
+                run.learned,
+                [Learned::Confirm {
+                    interface: 0,
+                    ip: IpAddr::V6(v6("2001:db8:10::a"))
+                }]
+            );
+        }
+        assert_eq!((sp.neighbors_learned, sp.ignored), (2, 0));
+        // Not for an off-link target, and not when multicast (it cannot be solicited then).
+        let mut off_link = answer.clone();
+        off_link[62..78].copy_from_slice(&v6("2001:db8:99::a").octets());
+        fix_icmpv6_checksum(&mut off_link);
+        let mut to_all_nodes = answer.clone();
+        to_all_nodes[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+        to_all_nodes[38..54].copy_from_slice(&v6("ff02::1").octets());
+        fix_icmpv6_checksum(&mut to_all_nodes);
+        for frame in [&off_link, &to_all_nodes] {
+            let run = punt(&mut sp, frame, 0, PuntReason::NeighborDiscovery, 0);
+            assert!(run.out.is_empty() && run.learned.is_empty(), "{frame:02x?}");
         }
         assert_eq!(sp.ignored, 2);
     }
@@ -2182,6 +2320,196 @@ mod tests {
         );
     }
 
+    // ---- probe: unicast refreshes ------------------------------------------------------------
+
+    /// Who has 10.0.10.10? Tell 10.0.10.1 (R), unicast to H: a refresh of a neighbour the
+    /// switch has at H (RFC 1122 2.3.2.1's unicast poll, as Linux sends it). Only the
+    /// Ethernet destination differs from a broadcast request; the target hardware address
+    /// stays unknown (zero).
+    const UNICAST_ARP_FOR_H: [u8; 42] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x0a, // dst: H
+        0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // src: R
+        0x08, 0x06, // ARP
+        0x00, 0x01, 0x08, 0x00, 0x06, 0x04, // Ethernet/IPv4
+        0x00, 0x01, // request
+        0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // sha: R
+        0x0a, 0x00, 0x0a, 0x01, // spa: 10.0.10.1
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // tha: unknown
+        0x0a, 0x00, 0x0a, 0x0a, // tpa: 10.0.10.10
+    ];
+
+    /// R solicits 2001:db8:10::a from 2001:db8:10::1, unicast (RFC 4861 7.3.3 PROBE): to H
+    /// and to 2001:db8:10::a itself, not its solicited-node group (7.2.2), hop limit 255,
+    /// source link-layer address R. Checksum 0xeb33 worked out off-line, re-checked with
+    /// `ref_sum`.
+    const UNICAST_NS_FOR_H: [u8; 86] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x0a, // dst: H
+        0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // src: R
+        0x86, 0xdd, // IPv6
+        0x60, 0x00, 0x00, 0x00, 0x00, 0x20, 0x3a, 0xff, // 32 bytes, hop limit 255
+        0x20, 0x01, 0x0d, 0xb8, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, // 2001:db8:10::1
+        0x20, 0x01, 0x0d, 0xb8, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, // 2001:db8:10::a
+        0x87, 0x00, 0xeb, 0x33, 0x00, 0x00, 0x00, 0x00, // NS, checksum, reserved
+        0x20, 0x01, 0x0d, 0xb8, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, // target
+        0x01, 0x01, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // source link-layer address: R
+    ];
+
+    /// The same from 2001:db8:fe::1 for 2001:db8:fe::2 at H, on the routed port; checksum
+    /// 0xe879 worked out off-line.
+    const UNICAST_NS_ON_ROUTED_PORT: [u8; 86] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x0a, // dst: H
+        0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // src: R
+        0x86, 0xdd, // IPv6
+        0x60, 0x00, 0x00, 0x00, 0x00, 0x20, 0x3a, 0xff, // 32 bytes, hop limit 255
+        0x20, 0x01, 0x0d, 0xb8, 0, 0xfe, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, // 2001:db8:fe::1
+        0x20, 0x01, 0x0d, 0xb8, 0, 0xfe, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, // 2001:db8:fe::2
+        0x87, 0x00, 0xe8, 0x79, 0x00, 0x00, 0x00, 0x00, // NS, checksum, reserved
+        0x20, 0x01, 0x0d, 0xb8, 0, 0xfe, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, // target
+        0x01, 0x01, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, // source link-layer address: R
+    ];
+
+    #[test]
+    fn expected_unicast_solicitations_have_valid_checksums() {
+        assert_icmpv6_checksum(&UNICAST_NS_FOR_H);
+        assert_icmpv6_checksum(&UNICAST_NS_ON_ROUTED_PORT);
+    }
+
+    #[test]
+    fn probe_on_a_vlan_goes_unicast_out_of_the_port_the_bridge_has_the_mac_on() {
+        let mut sp = SlowPath::new(&spec());
+        let h4 = IpAddr::V4(v4("10.0.10.10"));
+        let h6 = IpAddr::V6(v6("2001:db8:10::a"));
+        let mut out = Vec::new();
+        // H behind port 0 (access): one untagged frame there, none on port 1.
+        sp.probe(0, h4, H, Some(0), 0, &mut out);
+        sp.probe(0, h6, H, Some(0), 0, &mut out);
+        assert_eq!(
+            out,
+            [
+                Outgoing {
+                    port: 0,
+                    frame: padded(&UNICAST_ARP_FOR_H, 60)
+                },
+                Outgoing {
+                    port: 0,
+                    frame: UNICAST_NS_FOR_H.to_vec()
+                },
+            ]
+        );
+        // H behind port 1 (trunk, VLAN 10 tagged): tagged there, none on port 0.
+        let mut out = Vec::new();
+        sp.probe(0, h4, H, Some(1), 0, &mut out);
+        sp.probe(0, h6, H, Some(1), 0, &mut out);
+        assert_eq!(
+            out,
+            [
+                Outgoing {
+                    port: 1,
+                    frame: tagged(&padded(&UNICAST_ARP_FOR_H, 60), 10)
+                },
+                Outgoing {
+                    port: 1,
+                    frame: tagged(&UNICAST_NS_FOR_H, 10)
+                },
+            ]
+        );
+        // Counted per frame, as broadcast ones are.
+        assert_eq!((sp.arp_requests_sent, sp.nd_solicits_sent), (2, 2));
+    }
+
+    #[test]
+    fn probe_floods_the_vlan_when_the_bridge_does_not_have_the_mac() {
+        // As the bridge floods an unknown unicast: every member, each tagged as it needs; a
+        // port that is not a member of the VLAN (routed port 2, VLAN 30's port 3) is no answer.
+        let mut sp = SlowPath::new(&spec());
+        let unicast = padded(&UNICAST_ARP_FOR_H, 60);
+        let flooded = [
+            Outgoing {
+                port: 0,
+                frame: unicast.clone(),
+            },
+            Outgoing {
+                port: 1,
+                frame: tagged(&unicast, 10),
+            },
+        ];
+        for port in [None, Some(2), Some(3), Some(99)] {
+            let mut out = Vec::new();
+            sp.probe(0, IpAddr::V4(v4("10.0.10.10")), H, port, 0, &mut out);
+            assert_eq!(out, flooded, "{port:?}");
+        }
+        let mut out = Vec::new();
+        sp.probe(0, IpAddr::V6(v6("2001:db8:10::a")), H, None, 0, &mut out);
+        assert_eq!(
+            out,
+            [
+                Outgoing {
+                    port: 0,
+                    frame: UNICAST_NS_FOR_H.to_vec()
+                },
+                Outgoing {
+                    port: 1,
+                    frame: tagged(&UNICAST_NS_FOR_H, 10)
+                },
+            ]
+        );
+        assert_eq!((sp.arp_requests_sent, sp.nd_solicits_sent), (8, 2));
+    }
+
+    #[test]
+    fn probe_on_a_routed_port_is_one_unicast_frame() {
+        let mut sp = SlowPath::new(&spec());
+        let mut out = Vec::new();
+        // A port argument means nothing to a routed port's interface.
+        sp.probe(1, IpAddr::V4(v4("10.255.0.1")), H, None, 0, &mut out);
+        sp.probe(1, IpAddr::V4(v4("10.255.0.1")), H, Some(0), 0, &mut out);
+        sp.probe(1, IpAddr::V6(v6("2001:db8:fe::2")), H, None, 0, &mut out);
+        let mut arp = arp_request_from_r([10, 255, 0, 0], [10, 255, 0, 1]);
+        arp[..6].copy_from_slice(&H);
+        assert_eq!(
+            out,
+            [
+                Outgoing {
+                    port: 2,
+                    frame: arp.clone()
+                },
+                Outgoing {
+                    port: 2,
+                    frame: arp
+                },
+                Outgoing {
+                    port: 2,
+                    frame: UNICAST_NS_ON_ROUTED_PORT.to_vec()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn probe_to_a_mac_no_neighbour_can_have_is_a_broadcast_request() {
+        let mut sp = SlowPath::new(&spec());
+        for mac in [[0xff; 6], [0x01, 0, 0x5e, 0, 0, 1], [0; 6], R] {
+            let (mut probed, mut resolved) = (Vec::new(), Vec::new());
+            sp.probe(
+                0,
+                IpAddr::V6(v6("2001:db8:10::a")),
+                mac,
+                Some(0),
+                0,
+                &mut probed,
+            );
+            sp.resolve(0, IpAddr::V6(v6("2001:db8:10::a")), 0, &mut resolved);
+            assert_eq!(probed, resolved, "{mac:02x?}");
+            assert_eq!(probed[0].frame, NS_FOR_H);
+        }
+        // And what resolve would not send, probe does not either.
+        let mut out = Vec::new();
+        sp.probe(0, IpAddr::V4(v4("10.0.10.1")), H, Some(0), 0, &mut out);
+        sp.probe(2, IpAddr::V6(v6("2001:db8:30::5")), H, Some(3), 0, &mut out);
+        sp.probe(9, IpAddr::V4(v4("10.0.10.10")), H, Some(0), 0, &mut out);
+        assert!(out.is_empty());
+    }
+
     // ---- with the fast path ------------------------------------------------------------------
 
     #[test]
@@ -2272,6 +2600,15 @@ mod tests {
             (tagged(&NS, 10), 1, PuntReason::NeighborDiscovery),
             (DAD_NS.to_vec(), 0, PuntReason::NeighborDiscovery),
             (NA_FROM_H.to_vec(), 0, PuntReason::Local),
+            (
+                {
+                    let mut na = no_option_na(0x40);
+                    fix_icmpv6_checksum(&mut na);
+                    na
+                },
+                0,
+                PuntReason::Local,
+            ),
             (PING4.to_vec(), 0, PuntReason::Local),
             (PING4_SMALL.to_vec(), 0, PuntReason::Local),
             (PING6.to_vec(), 0, PuntReason::Local),

@@ -528,13 +528,24 @@ impl SwitchWorker {
     }
 
     /// Neighbour reachability at `now`: learned neighbours past their reachable time are
-    /// asked again (ARP request, Neighbor Solicitation), and those that did not answer lose
-    /// their MAC in the forwarder, so traffic to them stops and is resolved afresh.
+    /// asked again (ARP request, Neighbor Solicitation), unicast to the MAC they have (on a
+    /// VLAN, out of the port the bridge has it on, flooded in the VLAN if the MAC table lost
+    /// it); those that did not answer lose their MAC in the forwarder, so traffic to them
+    /// stops and is resolved afresh (broadcast). One `neighbor_probes` per request, whatever
+    /// the number of frames it took.
     #[cold]
     #[inline(never)]
     pub(super) fn run_neighbor_timers(&mut self, now: Picos) {
-        for (ip, interface) in self.neighbors.needs_resolution(now) {
-            self.slow.resolve(interface, ip, now, &mut self.outgoing);
+        for request in self.neighbors.needs_resolution(now) {
+            let (interface, ip) = (request.interface, request.ip);
+            match request.mac {
+                Some(mac) => {
+                    let port = self.forwarder.bridge_port(interface, mac, now);
+                    self.slow
+                        .probe(interface, ip, mac, port, now, &mut self.outgoing);
+                }
+                None => self.slow.resolve(interface, ip, now, &mut self.outgoing),
+            }
             self.counters.neighbor_probes.add(1);
         }
         for id in self.neighbors.expire(now) {
@@ -1021,6 +1032,20 @@ impl SwitchWorker {
                     ip,
                     mac,
                 ),
+                // An answer to a unicast refresh without the neighbour's MAC in it: confirms
+                // the MAC a learned neighbour has (the table holds exactly the learned
+                // neighbours, with the forwarder's MAC); static ones are not tracked.
+                Learned::Confirm { interface, ip } => {
+                    let mac = self
+                        .neighbors
+                        .find(ip, interface)
+                        .and_then(|id| self.neighbors.state(id))
+                        .and_then(|state| state.mac());
+                    match mac {
+                        Some(mac) => (true, interface, ip, mac),
+                        None => (false, interface, ip, [0; 6]),
+                    }
+                }
             };
             // What confirms a learned neighbour marks it reachable; static neighbours are
             // neither changed nor tracked.

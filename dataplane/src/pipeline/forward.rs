@@ -872,6 +872,18 @@ impl Forwarder {
         self.router_mac
     }
 
+    /// The port where the bridge has `mac` (a live learned or a static entry of its MAC
+    /// table) in the VLAN of L3 interface `interface`: where a frame to that MAC is bridged.
+    /// None for a routed port's interface, or a MAC the VLAN's table lacks (a bridged frame
+    /// to it is flooded). Read-only, cold: the switch worker aims its unicast neighbour
+    /// refreshes with it.
+    pub fn bridge_port(&self, interface: u16, mac: [u8; 6], now: Picos) -> Option<u16> {
+        match self.interfaces.get(usize::from(interface))?.attachment {
+            Attachment::Vlan(vlan) => self.macs.lookup(vlan, mac, now),
+            Attachment::Port(_) => None,
+        }
+    }
+
     /// Number of learned and static MACs.
     pub fn mac_count(&self) -> usize {
         self.macs.len()

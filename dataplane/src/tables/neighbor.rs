@@ -29,7 +29,13 @@
 //!   `base_reachable_time`, without its randomisation, which would break replay).
 //! * `Stale`: still forwards with the old MAC (dropping traffic to a live neighbour because a
 //!   timer ran out would be worse than a few frames to a MAC that just changed) while it is
-//!   re-verified: a refresh request goes out at once and then as for `Incomplete`.
+//!   re-verified: a refresh request goes out at once and then as for `Incomplete`. These are
+//!   RFC 4861 7.3.3's PROBE: [`NeighborTable::needs_resolution`] gives them with the cached
+//!   MAC, for the caller to send them unicast to it (Linux's `ucast_probes`, also for ARP as
+//!   RFC 1122 2.3.2.1 suggests); an `Incomplete` entry's go to broadcast / the solicited-node
+//!   group. Like Linux with its default `mcast_resolicit = 0`, no broadcast follows the
+//!   unanswered unicast ones: the entry fails and, once it is asked for again, is resolved
+//!   afresh.
 //! * `Failed`: no MAC ([`NeighborTable::expire`] reports the ids; the switch worker then
 //!   drops the MAC in the forwarder, whose traffic to the neighbour resolves it afresh, and
 //!   stops tracking it). Left tracked, resolution restarts `failed_backoff` after the failure.
@@ -136,6 +142,20 @@ impl NeighborState {
             Self::Incomplete { .. } | Self::Failed { .. } => None,
         }
     }
+}
+
+/// A request [`NeighborTable::needs_resolution`] says is due: an ARP request for IPv4, a
+/// Neighbor Solicitation for IPv6.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeighborRequest {
+    /// The neighbour's address (the request's target).
+    pub ip: IpAddr,
+    /// The interface it is on.
+    pub interface: u16,
+    /// The MAC the neighbour is cached at, when the request re-verifies it (`Stale`): send the
+    /// request unicast to it (RFC 4861 7.3.3). `None` (`Incomplete`): nobody to address,
+    /// broadcast (ARP) or to the solicited-node group (ND).
+    pub mac: Option<[u8; 6]>,
 }
 
 /// Result of [`NeighborTable::learn`].
@@ -324,11 +344,12 @@ impl NeighborTable {
         outcome
     }
 
-    /// The requests to send now, as `(target address, interface)`: an ARP request for IPv4, a
-    /// neighbour solicitation for IPv6. Calling this records them as sent at `now`, so each is
-    /// returned once per retry interval; call it (and [`NeighborTable::expire`]) every tick of
-    /// the control loop, in either order. Returned in id order.
-    pub fn needs_resolution(&mut self, now: u64) -> impl Iterator<Item = (IpAddr, u16)> + use<> {
+    /// The requests to send now: an ARP request for IPv4, a neighbour solicitation for IPv6,
+    /// with the MAC to send it to when the neighbour has one (`Stale`). Calling this records
+    /// them as sent at `now`, so each is returned once per retry interval; call it (and
+    /// [`NeighborTable::expire`]) every tick of the control loop, in either order. Returned in
+    /// id order.
+    pub fn needs_resolution(&mut self, now: u64) -> impl Iterator<Item = NeighborRequest> + use<> {
         let cfg = self.config;
         let mut out = Vec::new();
         for slot in self.slots.iter_mut().flatten() {
@@ -359,7 +380,11 @@ impl NeighborTable {
                 }
                 NeighborState::Reachable { .. } => continue,
             }
-            out.push((slot.nh.ip, slot.nh.interface));
+            out.push(NeighborRequest {
+                ip: slot.nh.ip,
+                interface: slot.nh.interface,
+                mac: slot.state.mac(),
+            });
         }
         out.into_iter()
     }
@@ -481,7 +506,39 @@ mod tests {
     }
 
     fn probes(t: &mut NeighborTable, now: u64) -> Vec<(IpAddr, u16)> {
-        t.needs_resolution(now).collect()
+        t.needs_resolution(now)
+            .map(|r| (r.ip, r.interface))
+            .collect()
+    }
+
+    #[test]
+    fn refresh_requests_carry_the_cached_mac_and_first_resolutions_none() {
+        // RFC 4861 7.3.3: a neighbour whose MAC is known but unconfirmed (Stale, the PROBE
+        // state) is asked unicast at that MAC; one with no MAC (Incomplete, or after a
+        // failure) is asked by broadcast / multicast.
+        let mut t = NeighborTable::default();
+        let known = t.add_nexthop(v4(1), 1);
+        let unknown = t.add_nexthop(v4(2), 1);
+        t.learn(v4(1), MAC1, 1, 0);
+        let request = |ip, mac| NeighborRequest {
+            ip,
+            interface: 1,
+            mac,
+        };
+        let due = |t: &mut NeighborTable, now| t.needs_resolution(now).collect::<Vec<_>>();
+        assert_eq!(due(&mut t, 0), vec![request(v4(2), None)]);
+        t.remove_nexthop(unknown);
+        // Every refresh of the Stale entry, the first and the retries, is unicast.
+        for s in 30..33 {
+            assert_eq!(
+                due(&mut t, s * S),
+                vec![request(v4(1), Some(MAC1))],
+                "at {s} s"
+            );
+        }
+        assert_eq!(t.expire(33 * S), vec![known]);
+        // Failed, it has no MAC any more: after the backoff it is asked by broadcast again.
+        assert_eq!(due(&mut t, 43 * S), vec![request(v4(1), None)]);
     }
 
     #[test]
