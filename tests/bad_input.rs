@@ -478,6 +478,19 @@ fn switch_rules_exit_2_at_the_offending_field_and_defaults_fill_in() {
             "srv6.sid[0].prefix",
             "2001:db8:ff::1/128 is this switch's own address on interface 0 (port up1)",
         ),
+        // A policy's prefix is a route: as a [[route]]'s, not an interface's subnet or address.
+        (
+            "[[srv6.policy]]\nprefix = \"10.0.3.0/24\"\nsegments = [\"fcbb:bb00:100::\"]\n",
+            2,
+            "srv6.policy[0].prefix",
+            "10.0.3.0/24 is the connected subnet of interface 1 (port up2) (10.0.3.1/24); it is routed there already",
+        ),
+        (
+            "[[srv6.policy]]\nname = \"p\"\nprefix = \"10.0.0.1/32\"\nsegments = [\"fcbb:bb00:100::\"]\n",
+            3,
+            "srv6.policy[0].prefix",
+            "10.0.0.1/32 is this switch's own address on interface 0 (port up1)",
+        ),
     ] {
         let path = write_config(&dir, &format!("{base}{extra}"));
         for args in [
@@ -649,6 +662,87 @@ fn table_add_without_the_arrow_is_a_bad_command_line_with_a_clean_message() {
         "ironclos ctl: table_add needs `=>` between the match fields and the action \
          parameters (e.g. `table_add ipv4_lpm blackhole 0 10.9.0.0/16 =>`)"
     );
+}
+
+#[test]
+fn group_balancing_options_without_mode_are_a_bad_command_line() {
+    // A group update without --mode sets hash balancing (`group set` replaces the balancing,
+    // whatever the group's mode now): an option of the other modes cannot apply, and is
+    // refused before the switch is reached (no socket needed).
+    let ctl = |args: &[&str]| {
+        let out = ironclos()
+            .args(["ctl", "--socket", "/nonexistent/ironclos.sock"])
+            .args(args)
+            .output()
+            .expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let without_mode = "a group update without --mode sets hash balancing, so give --mode";
+    for (args, expected) in [
+        (
+            &["group", "set", "g", "--flowlet-timeout-us", "10"][..],
+            "--flowlet-timeout-us is for flowlet balancing: {} flowlet",
+        ),
+        (
+            &["group", "set", "g", "--flowlet-table-size", "1024"],
+            "--flowlet-table-size is for flowlet balancing: {} flowlet",
+        ),
+        (
+            &["group", "set", "g", "--choice", "least-loaded"],
+            "--choice is for flowlet or per-packet balancing: {} flowlet or --mode per-packet",
+        ),
+        (
+            &["group", "set", "g", "--avoid-ecn"],
+            "--avoid-ecn is for least-loaded flowlet or per-packet balancing: {} flowlet or \
+             --mode per-packet (with --choice least-loaded)",
+        ),
+        (
+            &[
+                "group",
+                "add",
+                "g",
+                "--member",
+                "10.0.0.0,up1",
+                "--flowlet-timeout-us",
+                "10",
+            ],
+            "--flowlet-timeout-us is for flowlet balancing: {} flowlet",
+        ),
+    ] {
+        let (code, stderr) = ctl(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("ironclos ctl: {}", expected.replace("{}", without_mode)),
+            "{args:?}"
+        );
+    }
+    // With a mode, the command line is good: ctl goes on to the (missing) socket.
+    let (code, stderr) = ctl(&[
+        "group",
+        "set",
+        "g",
+        "--mode",
+        "flowlet",
+        "--flowlet-timeout-us",
+        "10",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+    let out = ironclos()
+        .args(["ctl", "group", "set", "--help"])
+        .output()
+        .expect("run");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for text in ["without --mode the group hashes", "needs --mode flowlet"] {
+        assert!(
+            help.contains(text),
+            "`ctl group set --help` lacks {text:?}:\n{help}"
+        );
+    }
 }
 
 #[test]

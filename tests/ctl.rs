@@ -1547,6 +1547,19 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
             vec!["sid", "del", "fcbb:bb00:100::/48"],
             "no local SID fcbb:bb00:100::/48",
         ),
+        // As in the config: no host bits, in field `sid` (`sid del` too, below).
+        (
+            vec!["sid", "add", "fcbb:bb00:100::5/48", "--behavior", "uN"],
+            "updates[0]: `sid`: host bits set: `fcbb:bb00:100::5/48` is not a network address; \
+             write fcbb:bb00:100::/48",
+        ),
+        (
+            vec![
+                "raw",
+                r#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"add_sid","sid":"fcbb:bb00:100::5/48","behavior":"uN"}]}"#,
+            ],
+            "`sid`: host bits set",
+        ),
         // Clear of connected subnets (p0 has 2001:db8:a::1/64, p1 2001:db8:ff::1/127): the
         // my-SID table is looked up before the FIB.
         (
@@ -1586,6 +1599,11 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
     );
     grows("the SID counts S", &|| s.sid_packets("fcbb:bb00:100::/48"));
     assert!(s.ok(&["show", "srv6"]).contains("uN"));
+    s.refused(
+        &["sid", "del", "fcbb:bb00:100::1/48"],
+        "`sid`: host bits set: `fcbb:bb00:100::1/48`",
+    );
+    assert_eq!(s.sids().len(), 1, "the SID stays");
     s.refused(
         &["sid", "add", "fcbb:bb00:100::/48", "--behavior", "End"],
         "already a local SID",
@@ -1724,6 +1742,12 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         &["policy", "add", "pn", "--segments", "fcbb:bb00:300::"],
         "SRv6 policy `pn` exists already",
     );
+    // As a [[srv6.policy]]'s prefix: not a connected subnet (p0 has 2001:db8:a::1/64).
+    s.refused(
+        &["route", "add", "2001:db8:a::/64", "--policy", "pn"],
+        "updates[0]: `prefix`: 2001:db8:a::/64 is the connected subnet of p0 (2001:db8:a::1/64); \
+         it is routed there already",
+    );
     let p2 = s.tx("p2");
     s.ok(&["route", "add", "10.8.0.0/16", "--policy", "pn"]);
     grows("Q is encapsulated by pn", &|| s.policy_packets("pn"));
@@ -1842,9 +1866,15 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         &["group", "set", "g9", "--mode", "flowlet"],
         "no ECMP group `g9`",
     );
+    // Without `mode` a set_group sets hashing (`group set` refuses flowlet options without
+    // --mode as a bad command line: tests/bad_input.rs).
     s.refused(
-        &["group", "set", "g2", "--flowlet-timeout-us", "200"],
-        "`flowlet_timeout_us`: applies to mode \"flowlet\" only",
+        &[
+            "raw",
+            r#"{"v":1,"id":1,"cmd":"update","updates":[{"op":"set_group","group":"g2","flowlet_timeout_us":200}]}"#,
+        ],
+        "`flowlet_timeout_us`: applies to mode \"flowlet\" only (this group is \"hash\"); \
+         a set_group without `mode` sets hash balancing, so give `mode`",
     );
     s.ok(&[
         "group",

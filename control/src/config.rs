@@ -2038,19 +2038,12 @@ impl<'a> SwitchBuilder<'a> {
     /// first (a /32 interface address is reported as its subnet, not as its address).
     fn index_interface_prefixes(&mut self) {
         for (id, iface) in self.interfaces.iter().enumerate() {
-            let addresses = iface
-                .ipv4
-                .iter()
-                .map(|&(a, l)| (IpAddr::V4(a), l))
-                .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
-            for (addr, len) in addresses {
-                let value = (id as u16, addr, len);
-                self.interface_prefixes
-                    .entry((iface.vrf, masked(addr, len), len))
-                    .or_insert(value);
-                self.interface_prefixes
-                    .entry((iface.vrf, addr, host_len(addr)))
-                    .or_insert(value);
+            for (addr, len) in interface_addresses(iface) {
+                for (prefix, prefix_len) in interface_route_prefixes(addr, len) {
+                    self.interface_prefixes
+                        .entry((iface.vrf, prefix, prefix_len))
+                        .or_insert((id as u16, addr, len));
+                }
             }
         }
     }
@@ -2151,35 +2144,7 @@ impl<'a> SwitchBuilder<'a> {
         let prefix_span = route.prefix.span.clone();
         let (prefix, len) = route_prefix(route.prefix.text)
             .map_err(|m| loc.at(prefix_span.clone(), &prefix_field, m))?;
-        // The prefix is taken now: if this route is rejected, so is the whole config.
-        match self.route_origins.entry((vrf, prefix, len)) {
-            Entry::Vacant(slot) => {
-                slot.insert(origin);
-            }
-            Entry::Occupied(first) => {
-                let first = *first.get();
-                return Err(loc.at(
-                    prefix_span,
-                    &prefix_field,
-                    format!(
-                        "{prefix}/{len} in VRF {} is already routed by {}",
-                        self.vrf_names[usize::from(vrf)],
-                        self.route_origin_label(first)
-                    ),
-                ));
-            }
-        }
-        if let Some(&(id, addr, addr_len)) = self.interface_prefixes.get(&(vrf, prefix, len)) {
-            let label = self.interface_label(id);
-            let message = if len == addr_len {
-                format!(
-                    "{prefix}/{len} is the connected subnet of {label} ({addr}/{addr_len}); it is routed there already"
-                )
-            } else {
-                format!("{prefix}/{len} is this switch's own address on {label}")
-            };
-            return Err(loc.at(prefix_span, &prefix_field, message));
-        }
+        self.claim_route_prefix(loc, prefix_span, &prefix_field, (vrf, prefix, len), origin)?;
 
         let mut targets = [
             route.group.as_ref().map(|g| (g.span.clone(), "group")),
@@ -2274,6 +2239,44 @@ impl<'a> SwitchBuilder<'a> {
             len,
             target,
         });
+        Ok(())
+    }
+
+    /// Takes `prefix/len` of VRF `vrf` for a route (`origin`: a `[[route]]`, a route file's
+    /// line or an `[[srv6.policy]]`'s prefix; `span` and `field` locate the prefix): a prefix is
+    /// routed once, and never one an interface address takes, its connected subnet or the
+    /// switch's own address (`check_route_prefix`'s rule, here through the index). The prefix is
+    /// taken first: if this route is rejected, so is the whole config.
+    fn claim_route_prefix(
+        &mut self,
+        loc: &Locator,
+        span: Range<usize>,
+        field: &(impl fmt::Display + ?Sized),
+        (vrf, prefix, len): (u16, IpAddr, u8),
+        origin: RouteOrigin,
+    ) -> Result<(), ConfigError> {
+        match self.route_origins.entry((vrf, prefix, len)) {
+            Entry::Vacant(slot) => {
+                slot.insert(origin);
+            }
+            Entry::Occupied(first) => {
+                let first = *first.get();
+                return Err(loc.at(
+                    span,
+                    field,
+                    format!(
+                        "{prefix}/{len} in VRF {} is already routed by {}",
+                        self.vrf_names[usize::from(vrf)],
+                        self.route_origin_label(first)
+                    ),
+                ));
+            }
+        }
+        if let Some(&(id, addr, addr_len)) = self.interface_prefixes.get(&(vrf, prefix, len)) {
+            let message =
+                interface_prefix_taken((prefix, len), (addr, addr_len), &self.interface_label(id));
+            return Err(loc.at(span, field, message));
+        }
         Ok(())
     }
 
@@ -2924,23 +2927,13 @@ impl SwitchBuilder<'_> {
                 Some(n) => self.identifier(n, &field("name"))?,
                 None => format!("{prefix}/{len}"),
             };
-            match self.route_origins.entry((vrf, prefix, len)) {
-                Entry::Vacant(slot) => {
-                    slot.insert(RouteOrigin::Srv6Policy(index as u32));
-                }
-                Entry::Occupied(first) => {
-                    let first = *first.get();
-                    return Err(loc.at(
-                        policy.prefix.span(),
-                        &field("prefix"),
-                        format!(
-                            "{prefix}/{len} in VRF {} is already routed by {}",
-                            self.vrf_names[usize::from(vrf)],
-                            self.route_origin_label(first)
-                        ),
-                    ));
-                }
-            }
+            self.claim_route_prefix(
+                loc,
+                policy.prefix.span(),
+                &field("prefix"),
+                (vrf, prefix, len),
+                RouteOrigin::Srv6Policy(index as u32),
+            )?;
             match policy_names.entry(name.clone()) {
                 Entry::Vacant(slot) => {
                     slot.insert((index, policy.name.is_some()));
@@ -3367,6 +3360,68 @@ fn interface_address(text: &str, want_v6: bool) -> Result<(IpAddr, u8), String> 
         )),
         None => Ok((addr, len)),
     }
+}
+
+/// An interface's addresses with their prefix lengths, IPv4 first.
+fn interface_addresses(iface: &InterfaceSpec) -> impl Iterator<Item = (IpAddr, u8)> + '_ {
+    iface
+        .ipv4
+        .iter()
+        .map(|&(a, l)| (IpAddr::V4(a), l))
+        .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+}
+
+/// The prefixes interface address `addr/len` takes in its VRF's FIB: its connected subnet,
+/// then the switch's own address (a /32 or /128 address's subnet is its own address, and is
+/// named as the subnet).
+fn interface_route_prefixes(addr: IpAddr, len: u8) -> [(IpAddr, u8); 2] {
+    [(masked(addr, len), len), (addr, host_len(addr))]
+}
+
+/// Why no route may take `prefix/len`: interface address `addr/addr_len` of interface `label`
+/// takes it (`interface_route_prefixes`).
+fn interface_prefix_taken(
+    (prefix, len): (IpAddr, u8),
+    (addr, addr_len): (IpAddr, u8),
+    label: &str,
+) -> String {
+    if len == addr_len {
+        format!(
+            "{prefix}/{len} is the connected subnet of {label} ({addr}/{addr_len}); it is routed there already"
+        )
+    } else {
+        format!("{prefix}/{len} is this switch's own address on {label}")
+    }
+}
+
+/// Whether a route's `prefix/len` in VRF `vrf` (whatever its target: a neighbour, a group, an
+/// SRv6 policy, a blackhole) leaves the prefixes that VRF's interface addresses take alone:
+/// neither a connected subnet nor the switch's own address (`label` names an interface by its
+/// id). The rule of the config's `[[route]]`s, route files and `[[srv6.policy]]` prefixes
+/// (`SwitchBuilder::claim_route_prefix`, which looks it up in an index) and of the API's
+/// `add_route` (`resolve`). A prefix inside a connected subnet, or around one, is another
+/// prefix: the longest match decides, as between any two routes.
+pub(crate) fn check_route_prefix(
+    (prefix, len): (IpAddr, u8),
+    vrf: u16,
+    interfaces: &[InterfaceSpec],
+    label: impl Fn(u16) -> String,
+) -> Result<(), String> {
+    for (id, iface) in interfaces.iter().enumerate() {
+        if iface.vrf != vrf {
+            continue;
+        }
+        for (addr, addr_len) in interface_addresses(iface) {
+            if interface_route_prefixes(addr, addr_len).contains(&(prefix, len)) {
+                return Err(interface_prefix_taken(
+                    (prefix, len),
+                    (addr, addr_len),
+                    &label(id as u16),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a local SID `prefix/len` of VRF `vrf` leaves the connected IPv6 subnets of that

@@ -449,8 +449,9 @@ enum GroupCmd {
     },
     /// Delete a group no route or SID points at.
     Del { name: String },
-    /// Replace a group's balancing (keys not given take their defaults; members stay):
-    /// `group set spines --mode flowlet --flowlet-timeout-us 200`.
+    /// Replace a group's balancing (keys not given take their defaults, so without --mode
+    /// the group hashes; members stay): `group set spines --mode flowlet
+    /// --flowlet-timeout-us 200`.
     Set {
         name: String,
         #[command(flatten)]
@@ -462,26 +463,66 @@ enum GroupCmd {
 /// choice, 100 us, 4096 entries).
 #[derive(clap::Args)]
 struct BalanceArgs {
-    /// hash | flowlet | per-packet.
+    /// hash | flowlet | per-packet (default hash).
     #[arg(long)]
     mode: Option<String>,
-    /// random | least-loaded (flowlet and per-packet modes).
+    /// random | least-loaded (needs --mode flowlet or per-packet).
     #[arg(long)]
     choice: Option<String>,
-    /// The idle gap that ends a flowlet (flowlet mode).
+    /// The idle gap that ends a flowlet (needs --mode flowlet).
     #[arg(long)]
     flowlet_timeout_us: Option<u64>,
-    /// Flowlet entries, a power of two (flowlet mode).
+    /// Flowlet entries, a power of two (needs --mode flowlet).
     #[arg(long)]
     flowlet_table_size: Option<u64>,
-    /// Least-loaded choice skips members whose port marks ECN.
+    /// Least-loaded choice skips members whose port marks ECN (needs --choice least-loaded).
     #[arg(long)]
     avoid_ecn: bool,
 }
 
 impl BalanceArgs {
-    /// The balancing keys of an `add_group` or `set_group` update, added to `op`.
-    fn into_op(self, mut op: Value) -> Value {
+    /// The balancing keys of an `add_group` or `set_group` update, added to `op`. Without
+    /// `--mode` a group hashes (`group set` too: it replaces the balancing), so an option of
+    /// the other modes is a bad command line rather than a refusal that blames the group's
+    /// hashing the user did not ask for.
+    fn into_op(self, mut op: Value) -> Result<Value, String> {
+        if self.mode.is_none() {
+            let flowlet_or_per_packet = "flowlet or --mode per-packet";
+            let other_modes = [
+                (
+                    self.choice.is_some(),
+                    "--choice",
+                    "flowlet or per-packet",
+                    flowlet_or_per_packet,
+                ),
+                (
+                    self.flowlet_timeout_us.is_some(),
+                    "--flowlet-timeout-us",
+                    "flowlet",
+                    "flowlet",
+                ),
+                (
+                    self.flowlet_table_size.is_some(),
+                    "--flowlet-table-size",
+                    "flowlet",
+                    "flowlet",
+                ),
+                (
+                    self.avoid_ecn,
+                    "--avoid-ecn",
+                    "least-loaded flowlet or per-packet",
+                    "flowlet or --mode per-packet (with --choice least-loaded)",
+                ),
+            ];
+            if let Some((_, option, balancing, mode)) =
+                other_modes.into_iter().find(|(given, ..)| *given)
+            {
+                return Err(format!(
+                    "{option} is for {balancing} balancing: a group update without --mode \
+                     sets hash balancing, so give --mode {mode}"
+                ));
+            }
+        }
         op["mode"] = json!(self.mode);
         op["choice"] = json!(self.choice);
         op["flowlet_timeout_us"] = json!(self.flowlet_timeout_us);
@@ -489,7 +530,7 @@ impl BalanceArgs {
         if self.avoid_ecn {
             op["avoid_ecn"] = json!(true);
         }
-        op
+        Ok(op)
     }
 }
 
@@ -966,12 +1007,13 @@ fn ctl_request(command: CtlCommand) -> Result<(&'static str, Map<String, Value>)
                     })
                     .collect::<Result<Vec<_>, String>>()?;
                 update(
-                    balance.into_op(json!({"op": "add_group", "group": name, "members": members})),
+                    balance
+                        .into_op(json!({"op": "add_group", "group": name, "members": members}))?,
                 )
             }
             GroupCmd::Del { name } => update(json!({"op": "del_group", "group": name})),
             GroupCmd::Set { name, balance } => {
-                update(balance.into_op(json!({"op": "set_group", "group": name})))
+                update(balance.into_op(json!({"op": "set_group", "group": name}))?)
             }
         },
         CtlCommand::Vlan { op } => match op {

@@ -217,17 +217,58 @@ fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
     Ipv6Addr::from(u128::from(addr) & mask)
 }
 
-/// An IPv6 SID prefix and its VRF.
+/// Names the field an error is in (`` `prefix`: host bits set: ... ``).
+fn in_field(field: &'static str) -> impl Fn(String) -> String {
+    move |message| format!("`{field}`: {message}")
+}
+
+/// A prefix as an update gives it (a bare address is a host prefix), with the config's rule
+/// for a route's or a SID's prefix: no host bits (`config::network_address`).
+fn network_prefix(text: &str) -> Result<(IpAddr, u8), String> {
+    let (prefix, len) = parse_prefix(text)?;
+    crate::config::network_address(prefix, len, text)?;
+    Ok((prefix, len))
+}
+
+/// An `add_route`'s prefix in VRF `vrf`, with the config's rules: no host bits, and not a
+/// prefix one of the VRF's interface addresses takes (`config::check_route_prefix`).
+fn new_route_prefix(n: &Names, vrf: u16, text: &str) -> Result<(IpAddr, u8), String> {
+    let (prefix, len) = network_prefix(text).map_err(in_field("prefix"))?;
+    if let Some(spec) = &n.spec {
+        crate::config::check_route_prefix((prefix, len), vrf, &spec.interfaces, |id| {
+            n.dev_name(id)
+        })
+        .map_err(in_field("prefix"))?;
+    }
+    Ok((prefix, len))
+}
+
+/// An IPv6 SID prefix, without host bits as in the config.
+fn sid_network(text: &str) -> Result<(Ipv6Addr, u8), String> {
+    match network_prefix(text)? {
+        (IpAddr::V6(prefix), len) => Ok((prefix, len)),
+        (IpAddr::V4(_), _) => Err(format!("`{text}`: a SID is an IPv6 prefix")),
+    }
+}
+
+/// An IPv6 SID prefix (without host bits) and its VRF.
 pub(crate) fn sid_prefix(
     names: &Names,
     vrf: Option<&str>,
     text: &str,
 ) -> Result<(u16, Ipv6Addr, u8), String> {
-    let (prefix, len) = parse_prefix(text)?;
-    let IpAddr::V6(prefix) = prefix else {
-        return Err(format!("`{text}`: a SID is an IPv6 prefix"));
-    };
-    Ok((names.vrf(vrf)?, mask6(prefix, len), len))
+    let (prefix, len) = sid_network(text)?;
+    Ok((names.vrf(vrf)?, prefix, len))
+}
+
+/// The SID of an `add_sid` or `del_sid` and its VRF: `sid_prefix`, errors in field `sid` named.
+fn sid_field(
+    names: &Names,
+    op_vrf: Option<&str>,
+    text: &str,
+) -> Result<(u16, Ipv6Addr, u8), String> {
+    let (prefix, len) = sid_network(text).map_err(in_field("sid"))?;
+    Ok((names.vrf(op_vrf)?, prefix, len))
 }
 
 /// A new local SID's prefix with the config's rule (`config::check_sid_prefix`): clear of
@@ -253,7 +294,7 @@ pub(crate) fn sid_clear_of_subnets(
 /// A local SID from `add_sid`'s keys, with the config's rules and defaults, and the neighbour
 /// an End.X / uA goes to (resolved to a nexthop by the worker).
 fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>), String> {
-    let (vrf, prefix, len) = sid_prefix(names, op.vrf.as_deref(), &op.sid)?;
+    let (vrf, prefix, len) = sid_field(names, op.vrf.as_deref(), &op.sid)?;
     if names.sid_slot(vrf, prefix, len).is_some() {
         return Err(format!("{prefix}/{len} is already a local SID in this VRF"));
     }
@@ -444,8 +485,8 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             prefix: text,
             to,
         } => {
-            let (prefix, len) = parse_prefix(text)?;
-            crate::config::network_address(prefix, len, text)?;
+            let vrf = n.vrf(vrf.as_deref())?;
+            let (prefix, len) = new_route_prefix(n, vrf, text)?;
             let target = match to {
                 RouteTo::Via { ip, dev } => {
                     let interface = n.dev(dev)?;
@@ -459,15 +500,14 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
                 RouteTo::Blackhole => Target::Blackhole,
             };
             Update::AddRoute {
-                vrf: n.vrf(vrf.as_deref())?,
+                vrf,
                 prefix,
                 len,
                 target,
             }
         }
         UpdateOp::DelRoute { vrf, prefix: text } => {
-            let (prefix, len) = parse_prefix(text)?;
-            crate::config::network_address(prefix, len, text)?;
+            let (prefix, len) = network_prefix(text).map_err(in_field("prefix"))?;
             Update::DelRoute {
                 vrf: n.vrf(vrf.as_deref())?,
                 prefix,
@@ -553,7 +593,7 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             }
         }
         UpdateOp::DelSid { sid, vrf } => {
-            let (vrf, prefix, len) = sid_prefix(n, vrf.as_deref(), sid)?;
+            let (vrf, prefix, len) = sid_field(n, vrf.as_deref(), sid)?;
             let slot = n
                 .sid_slot(vrf, prefix, len)
                 .ok_or_else(|| format!("no local SID {prefix}/{len} in VRF {}", n.vrf_name(vrf)))?;
@@ -628,7 +668,14 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             balance: request,
         } => Update::SetGroupBalance {
             group: n.group(group)?,
-            balance: balance(request)?,
+            // The group's current mode does not count: the balancing is replaced, and the
+            // refusal says so rather than only blame a hashing the client did not ask for.
+            balance: balance(request).map_err(|m| match request.mode {
+                None => {
+                    format!("{m}; a set_group without `mode` sets hash balancing, so give `mode`")
+                }
+                Some(_) => m,
+            })?,
         },
         UpdateOp::AddVlan { vlan } => {
             if !(1..=4094).contains(vlan) {
@@ -741,7 +788,15 @@ mod tests {
     use std::path::Path;
 
     fn names() -> Names {
-        let text = r#"[switch]
+        let config =
+            Config::parse(Path::new("r.toml"), names_config()).unwrap_or_else(|e| panic!("{e}"));
+        Names::of(&config)
+    }
+
+    /// The test switch: p0 (10.255.0.1/31, 2001:db8:ff::1/127), p1 (10.255.0.3/31), p2
+    /// (10.0.4.1/24, 10.0.6.1/30), group `up`, SID fcbb:bb00:1::/48.
+    fn names_config() -> &'static str {
+        r#"[switch]
 name = "r"
 router_mac = "02:00:00:00:01:00"
 [dataplane]
@@ -770,9 +825,7 @@ members = [{ port = "p0", via = "10.255.0.0" }]
 [[srv6.sid]]
 prefix = "fcbb:bb00:1::/48"
 behavior = "uN"
-"#;
-        let config = Config::parse(Path::new("r.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-        Names::of(&config)
+"#
     }
 
     fn ops(line: &str) -> Vec<UpdateOp> {
@@ -1243,6 +1296,144 @@ behavior = "uN"
                 )),
             )
             .unwrap_or_else(|e| panic!("{sid}: {e}"));
+        }
+    }
+
+    /// The config's message for `extra` appended to the test switch's config: what follows
+    /// the field it names.
+    fn config_refusal(extra: &str, field: &str) -> String {
+        let text = format!("{}{extra}", names_config());
+        let error = Config::parse(Path::new("r.toml"), &text).unwrap_err();
+        assert_eq!(error.field, field, "{extra}: {error}");
+        error.message
+    }
+
+    #[test]
+    fn a_sid_prefix_has_no_host_bits_as_in_the_config() {
+        // The config refuses the prefix; `add_sid` and `del_sid` refuse it with the same
+        // words in field `sid`, rather than drop the host bits (a `del_sid` would then
+        // delete the SID fcbb:bb00:1::/48 of the config).
+        let n = names();
+        let message = config_refusal(
+            "[[srv6.sid]]\nprefix = \"fcbb:bb00:2::5/48\"\nbehavior = \"uN\"\n",
+            "srv6.sid[1].prefix",
+        );
+        assert_eq!(
+            message,
+            "host bits set: `fcbb:bb00:2::5/48` is not a network address; write fcbb:bb00:2::/48"
+        );
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"add_sid","sid":"fcbb:bb00:2::5/48","behavior":"uN"}"#
+            ),
+            format!("`sid`: {message}")
+        );
+        assert_eq!(
+            err(&n, r#"{"op":"del_sid","sid":"fcbb:bb00:1::1/48"}"#),
+            "`sid`: host bits set: `fcbb:bb00:1::1/48` is not a network address; write fcbb:bb00:1::/48"
+        );
+        // As a route's prefix.
+        assert_eq!(
+            err(&n, r#"{"op":"del_route","prefix":"10.7.0.1/16"}"#),
+            "`prefix`: host bits set: `10.7.0.1/16` is not a network address; write 10.7.0.0/16"
+        );
+        // A bare address is a /128, and the network address is taken.
+        for sid in ["fcbb:bb00:2::5", "fcbb:bb00:2::/48"] {
+            resolve(
+                &n,
+                &op(&format!(
+                    r#"{{"op":"add_sid","sid":"{sid}","behavior":"End"}}"#
+                )),
+            )
+            .unwrap_or_else(|e| panic!("{sid}: {e}"));
+        }
+        resolve(&n, &op(r#"{"op":"del_sid","sid":"fcbb:bb00:1::/48"}"#)).unwrap();
+    }
+
+    #[test]
+    fn a_route_takes_no_interface_prefix_whatever_its_target_as_in_the_config() {
+        // The config's rule for a [[route]] and an [[srv6.policy]]'s prefix: not an
+        // interface's connected subnet nor the switch's own address (`add_route` to a policy
+        // is how the API gives a policy a prefix). p0 has 10.255.0.1/31 and 2001:db8:ff::1/127.
+        let n = names();
+        let policy = |prefix: &str| {
+            format!("[[srv6.policy]]\nprefix = \"{prefix}\"\nsegments = [\"fcbb:bb00:2::\"]\n")
+        };
+        for (prefix, config_message, api_message) in [
+            (
+                "10.255.0.0/31",
+                "10.255.0.0/31 is the connected subnet of interface 0 (port p0) (10.255.0.1/31); it is routed there already",
+                "10.255.0.0/31 is the connected subnet of p0 (10.255.0.1/31); it is routed there already",
+            ),
+            (
+                "10.0.6.0/30",
+                "10.0.6.0/30 is the connected subnet of interface 2 (port p2) (10.0.6.1/30); it is routed there already",
+                "10.0.6.0/30 is the connected subnet of p2 (10.0.6.1/30); it is routed there already",
+            ),
+            (
+                "2001:db8:ff::1/128",
+                "2001:db8:ff::1/128 is this switch's own address on interface 0 (port p0)",
+                "2001:db8:ff::1/128 is this switch's own address on p0",
+            ),
+        ] {
+            assert_eq!(
+                config_refusal(&policy(prefix), "srv6.policy[0].prefix"),
+                config_message
+            );
+            let api_message = format!("`prefix`: {api_message}");
+            let routes = batch(
+                &n,
+                &format!(
+                    r#"[{{"op":"add_policy","policy":"pn","segments":["fcbb:bb00:2::"]}},
+                        {{"op":"add_route","prefix":"{prefix}","policy":"pn"}}]"#
+                ),
+            );
+            assert_eq!(routes.unwrap_err(), api_message, "{prefix}");
+            for target in [
+                r#""blackhole":true"#,
+                r#""group":"up""#,
+                r#""via":"10.0.4.2","dev":"p2""#,
+            ] {
+                let line = format!(r#"{{"op":"add_route","prefix":"{prefix}",{target}}}"#);
+                assert_eq!(err(&n, &line), api_message, "{line}");
+            }
+        }
+        // Inside a connected subnet (not the switch's address) or around one: the longest
+        // match decides, as between any two routes; the config takes them too.
+        for prefix in ["10.255.0.0/32", "10.0.4.128/25", "10.0.0.0/8", "::/0"] {
+            let text = format!("{}{}", names_config(), policy(prefix));
+            Config::parse(Path::new("r.toml"), &text).unwrap_or_else(|e| panic!("{prefix}: {e}"));
+            batch(
+                &n,
+                &format!(
+                    r#"[{{"op":"add_policy","policy":"pn","segments":["fcbb:bb00:2::"]}},
+                        {{"op":"add_route","prefix":"{prefix}","policy":"pn"}}]"#
+                ),
+            )
+            .unwrap_or_else(|e| panic!("{prefix}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_set_group_without_mode_says_it_sets_hashing() {
+        // The group's current mode does not count: set_group replaces the balancing.
+        let n = names();
+        for (keys, key) in [
+            (r#""flowlet_timeout_us":200"#, "flowlet_timeout_us"),
+            (r#""choice":"least-loaded""#, "choice"),
+        ] {
+            let e = err(&n, &format!(r#"{{"op":"set_group","group":"up",{keys}}}"#));
+            assert!(e.starts_with(&format!("`{key}`: applies to mode")), "{e}");
+            assert!(
+                e.ends_with("; a set_group without `mode` sets hash balancing, so give `mode`"),
+                "{e}"
+            );
+            let e = err(
+                &n,
+                &format!(r#"{{"op":"set_group","group":"up","mode":"hash",{keys}}}"#),
+            );
+            assert!(!e.contains("without `mode`"), "{e}");
         }
     }
 
