@@ -99,9 +99,14 @@ struct Trace {
 
 impl Trace {
     fn new() -> Trace {
+        Trace::starting_at(1_000_000)
+    }
+
+    /// A trace whose first frame comes 10 us after `start_us` (pcap time).
+    fn starting_at(start_us: u64) -> Trace {
         Trace {
             inputs: vec![Vec::new(); PORTS],
-            clock_us: 1_000_000,
+            clock_us: start_us,
         }
     }
 
@@ -898,7 +903,6 @@ fn scheduled_updates_and_config_changes_take_effect_at_their_trace_times() {
     // No route at first; at 1_000_045 a batch adds 10.9.0.0/16 via spine 2 (p5); at 1_000_075
     // another deletes it; at 1_000_085 a config file adds it via spine 1 (p4). So frames 0-3
     // and 7 are no-route drops, 4-6 leave on p5 and 8-9 on p4.
-    let dir = TestDir::new("switch-schedule-updates");
     let mut trace = Trace::new();
     let frames: Vec<Vec<u8>> = (0..10u8)
         .map(|k| {
@@ -916,42 +920,96 @@ fn scheduled_updates_and_config_changes_take_effect_at_their_trace_times() {
     for frame in &frames {
         trace.send(0, frame.clone());
     }
-    trace.write(&dir);
-    let config = leaf_config(&dir);
-    let route_via_p4 =
-        "\n[[route]]\nprefix = \"10.9.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"p4\"\n";
-    std::fs::write(dir.file("v2.toml"), format!("{config}{route_via_p4}")).unwrap();
-    let schedule = r#"
-[[event]]
-at_us = 1000045
-updates = [{ op = "add_route", prefix = "10.9.0.0/16", via = "10.255.0.2", dev = "p5" }]
-[[event]]
-at_us = 1000075
-updates = [{ op = "del_route", prefix = "10.9.0.0/16" }]
-[[event]]
-at_us = 1000085
-config = "v2.toml"
-"#;
-    let schedule_path = dir.file("schedule.toml");
-    std::fs::write(&schedule_path, schedule).unwrap();
-    let (_, stats) = replay_with(
-        &dir,
-        &config,
-        &["--schedule", schedule_path.to_str().unwrap()],
-    );
-    let out = outputs(&dir);
     let on = |range: std::ops::Range<usize>, spine: Mac| -> Vec<Vec<u8>> {
         frames[range]
             .iter()
             .map(|f| routed_v4(f, 14, spine, ROUTER))
             .collect()
     };
-    assert_eq!(out[5], on(4..7, SPINE2), "p5 while the batch's route stood");
-    assert_eq!(out[4], on(8..10, SPINE1), "p4 after the config change");
-    assert_eq!(drops(&stats)["no_route"], 5);
+    // The same a second time with the trace and schedule moved to 2023-11-14 22:13:20 UTC
+    // (gen-trace's start, as any capture's, beyond what picoseconds since 1970 hold in a
+    // u64): virtual time then counts from that day's midnight, the run's `trace_origin_us`.
+    for (start_us, origin_us) in [
+        (1_000_000u64, 0u64),
+        (1_700_000_000_000_000, 1_699_920_000_000_000),
+    ] {
+        let dir = TestDir::new(&format!("switch-schedule-updates-{start_us}"));
+        let mut moved = Trace::starting_at(start_us);
+        for frame in &frames {
+            moved.send(0, frame.clone());
+        }
+        moved.write(&dir);
+        let config = leaf_config(&dir);
+        let route_via_p4 =
+            "\n[[route]]\nprefix = \"10.9.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"p4\"\n";
+        std::fs::write(dir.file("v2.toml"), format!("{config}{route_via_p4}")).unwrap();
+        let schedule = format!(
+            r#"
+[[event]]
+at_us = {}
+updates = [{{ op = "add_route", prefix = "10.9.0.0/16", via = "10.255.0.2", dev = "p5" }}]
+[[event]]
+at_us = {}
+updates = [{{ op = "del_route", prefix = "10.9.0.0/16" }}]
+[[event]]
+at_us = {}
+config = "v2.toml"
+"#,
+            start_us - 1_000_000 + 1000045,
+            start_us - 1_000_000 + 1000075,
+            start_us - 1_000_000 + 1000085
+        );
+        let schedule_path = dir.file("schedule.toml");
+        std::fs::write(&schedule_path, schedule).unwrap();
+        let (_, stats) = replay_with(
+            &dir,
+            &config,
+            &["--schedule", schedule_path.to_str().unwrap()],
+        );
+        let out = outputs(&dir);
+        assert_eq!(out[5], on(4..7, SPINE2), "p5 while the batch's route stood");
+        assert_eq!(out[4], on(8..10, SPINE1), "p4 after the config change");
+        assert_eq!(drops(&stats)["no_route"], 5);
+        assert_eq!(stats["trace_origin_us"], origin_us);
+    }
+
+    // Events at the same time apply in file order (README): add via p5, delete, add via p4
+    // leaves the route via p4 for frames 4-9; any other order refuses the delete or ends on p5.
+    let dir = TestDir::new("switch-schedule-ties");
+    trace.write(&dir);
+    let add = |spine: &str, port: &str| {
+        format!(
+            "[[event]]\nat_us = 1000045\nupdates = [{{ op = \"add_route\", prefix = \"10.9.0.0/16\", via = \"{spine}\", dev = \"{port}\" }}]\n"
+        )
+    };
+    let delete = "[[event]]\nat_us = 1000045\nupdates = [{ op = \"del_route\", prefix = \"10.9.0.0/16\" }]\n";
+    let schedule_path = dir.file("schedule.toml");
+    std::fs::write(
+        &schedule_path,
+        format!(
+            "{}{delete}{}",
+            add("10.255.0.2", "p5"),
+            add("10.255.0.0", "p4")
+        ),
+    )
+    .unwrap();
+    let (_, stats) = replay_with(
+        &dir,
+        &leaf_config(&dir),
+        &["--schedule", schedule_path.to_str().unwrap()],
+    );
+    let out = outputs(&dir);
+    assert_eq!(
+        out[4],
+        on(4..10, SPINE1),
+        "the last of the tied events stands"
+    );
+    assert!(out[5].is_empty());
+    assert_eq!(drops(&stats)["no_route"], 4);
 
     // A batch the switch refuses (deleting a route it does not have) ends the run with
-    // status 2, naming the event; nothing of the batch applies.
+    // status 2, naming the event, at its time: nothing of the batch applies and the frames
+    // after it are not replayed.
     let dir = TestDir::new("switch-schedule-refused");
     trace.write(&dir);
     let config_path = dir.file("ironclos.toml");
@@ -962,12 +1020,15 @@ config = "v2.toml"
         "[[event]]\nat_us = 1000045\nupdates = [{ op = \"add_route\", prefix = \"10.9.0.0/16\", via = \"10.255.0.2\", dev = \"p5\" }, { op = \"del_route\", prefix = \"10.77.0.0/16\" }]\n",
     )
     .unwrap();
+    let stats_path = dir.file("stats.json");
     let run = common::run_ironclos(
         &[
             "run",
             "--config",
             config_path.to_str().unwrap(),
             "--exit-when-idle",
+            "--stats-json",
+            stats_path.to_str().unwrap(),
             "--schedule",
             schedule_path.to_str().unwrap(),
         ],
@@ -975,13 +1036,22 @@ config = "v2.toml"
     );
     assert_eq!(run.status, Some(2), "{}", run.stderr);
     assert!(
-        run.stderr.contains("1000045 us was refused") && run.stderr.contains("update 1"),
+        run.stderr.contains("event[0] at 1000045 us was refused")
+            && run.stderr.contains("update 1"),
         "{}",
         run.stderr
     );
     assert!(
         dir.read_pcap("out5.pcap").is_empty(),
         "the batch's route never applied"
+    );
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
+    assert_eq!(stats["stop_cause"], "schedule_refused");
+    assert_eq!(
+        drops(&stats)["no_route"],
+        4,
+        "frames 0-3 came before the event; 4-9 were never replayed"
     );
 }
 

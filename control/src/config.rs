@@ -1093,6 +1093,7 @@ impl Config {
             burst: self.burst as usize,
             rx_descriptors: self.rx_descriptors,
             tx_descriptors: self.tx_descriptors,
+            trace_origin_us: 0,
             exit_when_idle: options.exit_when_idle,
             duration: options.duration,
         }

@@ -1191,7 +1191,15 @@ fn run(
         );
         return ExitCode::from(EXIT_CONFIG);
     }
-    let events = match schedule.map(|file| control::schedule::load(file, &config)) {
+    // A replay's virtual time counts from the day its traces start (pcap time since 1970 does
+    // not fit picoseconds in a u64); a schedule's times are pcap times.
+    let trace_origin_us = if options.exit_when_idle {
+        control::schedule::replay_origin_us(&config)
+    } else {
+        0
+    };
+    let events = match schedule.map(|file| control::schedule::load(file, &config, trace_origin_us))
+    {
         None => Vec::new(),
         Some(Ok(events)) => events,
         Some(Err(e)) => {
@@ -1204,6 +1212,7 @@ fn run(
         return ExitCode::from(EXIT_CONFIG);
     }
     let mut engine_config = config.engine_config(options);
+    engine_config.trace_origin_us = trace_origin_us;
     if events_file.is_some() {
         match &mut engine_config.mode {
             ForwardingMode::Switch(spec) => spec.qos.events = true,
@@ -1335,10 +1344,13 @@ fn run(
     }
     if !run_report.schedule_rejections.is_empty() {
         let file = schedule.map_or_else(String::new, |f| f.display().to_string());
-        for (at, why) in &run_report.schedule_rejections {
+        for refused in &run_report.schedule_rejections {
             eprintln!(
-                "ironclos: {file}: the event at {} us was refused, nothing of it applied: {why}",
-                at / dataplane::clock::PICOS_PER_MICRO
+                "ironclos: {file}: event[{}] at {} us was refused, nothing of it applied, and the \
+                 replay ended there: {}",
+                refused.index,
+                run_report.trace_origin_us + refused.at / dataplane::clock::PICOS_PER_MICRO,
+                refused.why
             );
         }
         return ExitCode::from(EXIT_CONFIG);

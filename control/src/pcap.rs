@@ -57,31 +57,64 @@ pub fn read_pcap(mut input: impl Read) -> Result<Vec<PcapPacket>, PcapError> {
     parse_pcap(&bytes)
 }
 
-/// Parses pcap bytes.
-pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<PcapPacket>, PcapError> {
-    if bytes.len() < 24 {
-        return Err(PcapError::BadMagic(0));
+/// A file's byte order and time unit, from its global header.
+#[derive(Debug, Clone, Copy)]
+struct Format {
+    little_endian: bool,
+    nanos: bool,
+}
+
+impl Format {
+    /// Checks the 24-byte global header: magic and Ethernet link type.
+    fn of(bytes: &[u8]) -> Result<Format, PcapError> {
+        if bytes.len() < 24 {
+            return Err(PcapError::BadMagic(0));
+        }
+        let magic_le = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
+        let (little_endian, nanos) = match magic_le {
+            MAGIC_MICROS => (true, false),
+            MAGIC_NANOS => (true, true),
+            m if m.swap_bytes() == MAGIC_MICROS => (false, false),
+            m if m.swap_bytes() == MAGIC_NANOS => (false, true),
+            m => return Err(PcapError::BadMagic(m)),
+        };
+        let format = Format {
+            little_endian,
+            nanos,
+        };
+        let linktype = format.word(bytes, 20);
+        if linktype != LINKTYPE_ETHERNET {
+            return Err(PcapError::UnsupportedLinkType(linktype));
+        }
+        Ok(format)
     }
-    let magic_le = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"));
-    let (little_endian, nanos) = match magic_le {
-        MAGIC_MICROS => (true, false),
-        MAGIC_NANOS => (true, true),
-        m if m.swap_bytes() == MAGIC_MICROS => (false, false),
-        m if m.swap_bytes() == MAGIC_NANOS => (false, true),
-        m => return Err(PcapError::BadMagic(m)),
-    };
-    let word = |at: usize| -> u32 {
+
+    /// The u32 at `at`; the caller checked that four bytes are there.
+    fn word(self, bytes: &[u8], at: usize) -> u32 {
         let raw: [u8; 4] = bytes[at..at + 4].try_into().expect("4 bytes");
-        if little_endian {
+        if self.little_endian {
             u32::from_le_bytes(raw)
         } else {
             u32::from_be_bytes(raw)
         }
-    };
-    let linktype = word(20);
-    if linktype != LINKTYPE_ETHERNET {
-        return Err(PcapError::UnsupportedLinkType(linktype));
     }
+
+    /// The time of the record whose 16-byte header starts at `at`, in nanoseconds.
+    fn timestamp_ns(self, bytes: &[u8], at: usize) -> u64 {
+        let seconds = u64::from(self.word(bytes, at));
+        let fraction = u64::from(self.word(bytes, at + 4));
+        seconds * 1_000_000_000
+            + if self.nanos {
+                fraction
+            } else {
+                fraction * 1_000
+            }
+    }
+}
+
+/// Parses pcap bytes.
+pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<PcapPacket>, PcapError> {
+    let format = Format::of(bytes)?;
     let mut packets = Vec::new();
     let mut at = 24;
     while at < bytes.len() {
@@ -92,9 +125,8 @@ pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<PcapPacket>, PcapError> {
                 reason: "truncated record header",
             });
         }
-        let seconds = u64::from(word(at));
-        let fraction = u64::from(word(at + 4));
-        let captured = word(at + 8) as usize;
+        let timestamp_ns = format.timestamp_ns(bytes, at);
+        let captured = format.word(bytes, at + 8) as usize;
         at += 16;
         if captured > SNAPLEN as usize {
             return Err(PcapError::BadRecord {
@@ -108,8 +140,6 @@ pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<PcapPacket>, PcapError> {
                 reason: "truncated record data",
             });
         }
-        let timestamp_ns =
-            seconds * 1_000_000_000 + if nanos { fraction } else { fraction * 1_000 };
         packets.push(PcapPacket {
             timestamp_ns,
             data: bytes[at..at + captured].to_vec(),
@@ -117,6 +147,15 @@ pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<PcapPacket>, PcapError> {
         at += captured;
     }
     Ok(packets)
+}
+
+/// The time of a pcap file's first record in nanoseconds (`None` for a file without records),
+/// reading only its first 40 bytes: a replay's time origin comes from its inputs' first frames.
+pub fn first_timestamp_ns(path: &std::path::Path) -> Result<Option<u64>, PcapError> {
+    let mut head = Vec::with_capacity(40);
+    std::fs::File::open(path)?.take(40).read_to_end(&mut head)?;
+    let format = Format::of(&head)?;
+    Ok((head.len() == 40).then(|| format.timestamp_ns(&head, 24)))
 }
 
 /// Writes packets as a microsecond pcap file (timestamps are truncated to microseconds).

@@ -72,6 +72,7 @@ pub fn to_json(report: &RunReport) -> Value {
             "policies": srv6_objects(&report.srv6_policies),
         },
         "stop_cause": report.stop_cause.as_str(),
+        "trace_origin_us": report.trace_origin_us,
         "forwarding_seconds": report.forwarding_time.as_secs_f64(),
         "ports": ports,
         "drops": drops,

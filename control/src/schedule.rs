@@ -68,8 +68,14 @@ fn located(
     }
 }
 
-/// Reads and validates a schedule against the config's ports; events come back sorted by time.
-pub fn load(path: &Path, config: &Config) -> Result<Vec<ScheduledEvent>, ConfigError> {
+/// Reads and validates a schedule against the config's ports; events come back sorted by time
+/// (ties in file order), at virtual times: `at_us` less `origin_us`, the replay's time origin
+/// (`replay_origin_us`).
+pub fn load(
+    path: &Path,
+    config: &Config,
+    origin_us: u64,
+) -> Result<Vec<ScheduledEvent>, ConfigError> {
     let source = std::fs::read_to_string(path).map_err(|e| ConfigError {
         file: path.to_owned(),
         line: 0,
@@ -77,7 +83,28 @@ pub fn load(path: &Path, config: &Config) -> Result<Vec<ScheduledEvent>, ConfigE
         field: "(file)".to_owned(),
         message: format!("cannot read: {e}"),
     })?;
-    parse(path, &source, config)
+    parse(path, &source, config, origin_us)
+}
+
+/// Where a replay of `config`'s inputs starts its virtual time, in pcap microseconds
+/// (`dataplane::clock::trace_origin_us` of the earliest first frame of the ports' `rx_pcap`
+/// files). An input that cannot be read is left to DPDK, which names it when it fails.
+pub fn replay_origin_us(config: &Config) -> u64 {
+    let earliest_ns = config
+        .ports
+        .iter()
+        .filter_map(|port| {
+            port.devargs
+                .split(',')
+                .find_map(|arg| arg.trim().strip_prefix("rx_pcap="))
+        })
+        .filter_map(|file| {
+            crate::pcap::first_timestamp_ns(Path::new(file))
+                .ok()
+                .flatten()
+        })
+        .min();
+    earliest_ns.map_or(0, |ns| dataplane::clock::trace_origin_us(ns / 1_000))
 }
 
 /// Validates schedule text; `path` only names it in errors.
@@ -85,6 +112,7 @@ pub fn parse(
     path: &Path,
     source: &str,
     config: &Config,
+    origin_us: u64,
 ) -> Result<Vec<ScheduledEvent>, ConfigError> {
     let raw: RawSchedule = toml::from_str(source).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
@@ -104,9 +132,20 @@ pub fn parse(
     for index in order {
         let event = &raw.event[index];
         let at_field = format!("event[{index}].at_us");
-        let at = event
-            .at_us
-            .get_ref()
+        let at_us = *event.at_us.get_ref();
+        if at_us < origin_us {
+            return Err(located(
+                path,
+                source,
+                event.at_us.span().start,
+                at_field,
+                format!(
+                    "{at_us} is before the replay's time origin, {origin_us} us (midnight UTC of \
+                     the day the input traces start): at_us is in the pcap timestamps' clock"
+                ),
+            ));
+        }
+        let at = (at_us - origin_us)
             .checked_mul(PICOS_PER_MICRO)
             .ok_or_else(|| {
                 located(
@@ -114,7 +153,7 @@ pub fn parse(
                     source,
                     event.at_us.span().start,
                     at_field.clone(),
-                    "is too large".to_owned(),
+                    "is too far after the traces' start (more than 213 days)".to_owned(),
                 )
             })?;
         let actions = usize::from(event.link.is_some())
@@ -188,7 +227,7 @@ pub fn parse(
             current = new;
             ScheduledAction::Apply(batch)
         };
-        events.push(ScheduledEvent { at, action });
+        events.push(ScheduledEvent { at, index, action });
     }
     Ok(events)
 }
@@ -264,19 +303,40 @@ mod tests {
     #[test]
     fn events_are_resolved_to_ports_and_sorted() {
         let text = "[[event]]\nat_us = 20\nport = \"b\"\nlink = \"up\"\n[[event]]\nat_us = 10\nport = \"b\"\nlink = \"down\"\n";
-        let events = parse(Path::new("s.toml"), text, &config()).unwrap();
+        let events = parse(Path::new("s.toml"), text, &config(), 0).unwrap();
         assert_eq!(
             events,
             vec![
                 ScheduledEvent {
                     at: 10 * PICOS_PER_MICRO,
+                    index: 1,
                     action: ScheduledAction::Link { port: 1, up: false }
                 },
                 ScheduledEvent {
                     at: 20 * PICOS_PER_MICRO,
+                    index: 0,
                     action: ScheduledAction::Link { port: 1, up: true }
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn event_times_count_from_the_replay_origin() {
+        // gen-trace's traces start at 1_700_000_000 s, 80_000 s into their UTC day.
+        let origin = dataplane::clock::trace_origin_us(1_700_000_000_000_000);
+        let text = "[[event]]\nat_us = 1700000000000200\nport = \"b\"\nlink = \"down\"\n";
+        let events = parse(Path::new("s.toml"), text, &config(), origin).unwrap();
+        assert_eq!(events[0].at, (80_000 * 1_000_000 + 200) * PICOS_PER_MICRO);
+        // An event given in time since the trace's start, not pcap time, is before the origin.
+        let text = "[[event]]\nat_us = 200\nport = \"b\"\nlink = \"down\"\n";
+        let error = parse(Path::new("s.toml"), text, &config(), origin).unwrap_err();
+        assert_eq!((error.line, error.field.as_str()), (2, "event[0].at_us"));
+        assert!(
+            error
+                .message
+                .contains("before the replay's time origin, 1699920000000000 us"),
+            "{error}"
         );
     }
 
@@ -334,7 +394,7 @@ mod tests {
             ),
         ];
         for (text, line, field, message) in cases {
-            let error = parse(Path::new("s.toml"), text, &config()).unwrap_err();
+            let error = parse(Path::new("s.toml"), text, &config(), 0).unwrap_err();
             assert_eq!(error.line, line, "{text:?}: {error}");
             assert_eq!(error.field, field, "{text:?}: {error}");
             assert!(error.message.contains(message), "{text:?}: {error}");
@@ -363,7 +423,7 @@ updates = [
   { op = "add_route", prefix = "10.8.0.0/16", via = "10.0.0.2", dev = "b" },
 ]
 "#;
-        let events = parse(Path::new("s.toml"), text, &routed()).unwrap();
+        let events = parse(Path::new("s.toml"), text, &routed(), 0).unwrap();
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].at, 10 * PICOS_PER_MICRO);
         let ScheduledAction::Apply(first) = &events[0].action else {
@@ -403,7 +463,7 @@ updates = [
         std::fs::write(dir.join("v2.toml"), format!("{ROUTED}{route}")).unwrap();
         std::fs::write(dir.join("v3.toml"), ROUTED).unwrap();
         let text = "[[event]]\nat_us = 5\nconfig = \"v2.toml\"\n[[event]]\nat_us = 6\nconfig = \"v3.toml\"\n";
-        let events = parse(&dir.join("s.toml"), text, &routed()).unwrap();
+        let events = parse(&dir.join("s.toml"), text, &routed(), 0).unwrap();
         let prefix = "10.7.0.0".parse().unwrap();
         assert_eq!(
             events[0].action,
@@ -470,7 +530,7 @@ updates = [
             ),
         ];
         for (text, line, field, message) in cases {
-            let error = parse(Path::new("s.toml"), text, &routed()).unwrap_err();
+            let error = parse(Path::new("s.toml"), text, &routed(), 0).unwrap_err();
             assert_eq!(error.line, line, "{text:?}: {error}");
             assert!(error.field.starts_with(field), "{text:?}: {error}");
             assert!(error.message.contains(message), "{text:?}: {error}");

@@ -97,10 +97,25 @@ impl TraceClock {
         self.now
     }
 
-    /// The pcap PMD stores microseconds since the epoch.
-    pub fn from_pcap_micros(micros: u64) -> Picos {
-        micros.saturating_mul(PICOS_PER_MICRO)
+    /// Virtual time of a pcap timestamp (the PMD stores microseconds since the epoch):
+    /// picoseconds since `origin_us` (`trace_origin_us`), 0 for a timestamp before it. Picos
+    /// since the epoch itself would not fit a u64 after August 1970.
+    pub fn from_pcap_micros(micros: u64, origin_us: u64) -> Picos {
+        micros
+            .saturating_sub(origin_us)
+            .saturating_mul(PICOS_PER_MICRO)
     }
+}
+
+/// Microseconds in a day.
+pub const MICROS_PER_DAY: u64 = 86_400 * 1_000_000;
+
+/// Where a replay's virtual time starts, in pcap microseconds: midnight (UTC) of the day of
+/// `earliest_us`, the earliest first timestamp of the input traces. Whole days keep a trace's
+/// time of day readable in virtual time, and traces stamped near the epoch (tests count from
+/// 1 s) keep their timestamps as virtual time; a u64 of picoseconds then lasts 213 days.
+pub fn trace_origin_us(earliest_us: u64) -> u64 {
+    earliest_us - earliest_us % MICROS_PER_DAY
 }
 
 impl Clock for TraceClock {
@@ -189,8 +204,29 @@ mod tests {
     }
 
     #[test]
+    fn pcap_time_counts_from_the_origin_day() {
+        // 2023-11-14 22:13:20 UTC, gen-trace's start: 80_000 s into its day.
+        let stamp = 1_700_000_000_000_000;
+        let origin = trace_origin_us(stamp);
+        assert_eq!(origin, 1_699_920_000_000_000);
+        assert_eq!(origin % MICROS_PER_DAY, 0);
+        assert_eq!(
+            TraceClock::from_pcap_micros(stamp + 7, origin),
+            (80_000 * 1_000_000 + 7) * PICOS_PER_MICRO,
+            "microseconds apart stay microseconds apart"
+        );
+        assert_eq!(TraceClock::from_pcap_micros(origin - 1, origin), 0);
+        // Traces of the first day (the tests' 1 s start) keep their timestamps.
+        assert_eq!(trace_origin_us(1_000_000), 0);
+        assert_eq!(
+            TraceClock::from_pcap_micros(1_000_010, 0),
+            1_000_010 * PICOS_PER_MICRO
+        );
+    }
+
+    #[test]
     fn trace_clock_never_goes_backward() {
-        let mut clock = TraceClock::new(TraceClock::from_pcap_micros(5));
+        let mut clock = TraceClock::new(TraceClock::from_pcap_micros(5, 0));
         assert_eq!(clock.now(), 5 * PICOS_PER_MICRO);
         clock.advance_to(3 * PICOS_PER_MICRO);
         assert_eq!(clock.now(), 5 * PICOS_PER_MICRO);

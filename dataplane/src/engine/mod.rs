@@ -59,6 +59,9 @@ pub struct EngineConfig {
     pub burst: usize,
     pub rx_descriptors: u16,
     pub tx_descriptors: u16,
+    /// A replay's time origin in pcap microseconds: virtual time is a frame's pcap time less
+    /// this (`clock::trace_origin_us`); schedules and the event log are in that time.
+    pub trace_origin_us: u64,
     /// Stop once every input is exhausted (pcap end of file).
     pub exit_when_idle: bool,
     /// Stop after this long (benchmarks).
@@ -68,9 +71,22 @@ pub struct EngineConfig {
 /// Something that happens at a given trace time in a replay (`--schedule`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScheduledEvent {
-    /// Trace time (the pcap timestamps' clock).
+    /// Virtual time: the pcap timestamps' clock less the replay's origin
+    /// (`EngineConfig::trace_origin_us`).
     pub at: crate::clock::Picos,
+    /// Its place in the schedule file (`event[index]`), for messages.
+    pub index: usize,
     pub action: ScheduledAction,
+}
+
+/// A scheduled batch the switch refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleRejection {
+    /// The event's place in the schedule file (`ScheduledEvent::index`) and its virtual time.
+    pub index: usize,
+    pub at: crate::clock::Picos,
+    /// Which update of the batch, and why.
+    pub why: String,
 }
 
 /// What a scheduled event does.
@@ -92,6 +108,9 @@ pub enum StopCause {
     /// A replay's workers stopped because no frame could move (the mbufs ran out with the
     /// inputs not read to their end): `RunReport::replay_stalled`.
     ReplayStalled,
+    /// The switch refused a `--schedule` event: the replay ended there
+    /// (`RunReport::schedule_rejections`).
+    ScheduleRefused,
 }
 
 impl StopCause {
@@ -101,6 +120,7 @@ impl StopCause {
             StopCause::Duration => "duration",
             StopCause::InputsExhausted => "inputs_exhausted",
             StopCause::ReplayStalled => "replay_stalled",
+            StopCause::ScheduleRefused => "schedule_refused",
         }
     }
 }
@@ -199,6 +219,8 @@ impl QueueSnapshot {
 /// Everything a run counted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
+    /// `EngineConfig::trace_origin_us`: what the run's virtual times count from.
+    pub trace_origin_us: u64,
     pub ports: Vec<PortReport>,
     pub drops: Vec<(DropReason, u64)>,
     /// Frames handed to the slow path (ARP/ND/ICMP for the switch) and frames it sent.
@@ -221,8 +243,8 @@ pub struct RunReport {
     pub flowlet_moves: Vec<FlowletMove>,
     /// The replay could not go on for lack of mbufs (see `[dataplane] mbufs`).
     pub replay_stalled: bool,
-    /// Scheduled update batches the worker refused: (trace time, why), in time order.
-    pub schedule_rejections: Vec<(crate::clock::Picos, String)>,
+    /// The scheduled update batch the worker refused, which ended the replay (at most one).
+    pub schedule_rejections: Vec<ScheduleRejection>,
     /// Longest time a worker spent forwarding.
     pub forwarding_time: Duration,
     pub stop_cause: StopCause,
@@ -441,6 +463,7 @@ fn run_with_eal(
         link_up: infos.iter().map(|i| AtomicBool::new(i.link.up)).collect(),
         link_generation: AtomicU64::new(0),
         replay_stalled: AtomicBool::new(false),
+        schedule_refused: AtomicBool::new(false),
         schedule_rejections: Mutex::new(Vec::new()),
         qos_events: Mutex::new(Vec::new()),
         ctl: Arc::new(crate::ctl::Channel::new()),
@@ -496,7 +519,7 @@ fn run_with_eal(
                 Arc::clone(&pool),
                 stop,
                 burst,
-                config.exit_when_idle,
+                config.exit_when_idle.then_some(config.trace_origin_us),
                 schedule.to_vec(),
                 Arc::clone(&queue_counters),
             )
@@ -576,6 +599,7 @@ fn run_with_eal(
     drop(ports);
     drop(pool);
     Ok(RunReport {
+        trace_origin_us: config.trace_origin_us,
         ports: reports,
         drops: snapshot.drops,
         punted: snapshot.punted,
@@ -649,6 +673,9 @@ fn control_loop(
             if shared.replay_stalled.load(Ordering::Relaxed) {
                 return StopCause::ReplayStalled;
             }
+            if shared.schedule_refused.load(Ordering::Relaxed) {
+                return StopCause::ScheduleRefused;
+            }
             return StopCause::InputsExhausted;
         }
         if config
@@ -704,8 +731,10 @@ pub(crate) struct WorkerShared {
     pub(crate) link_generation: AtomicU64,
     /// A replay ran out of mbufs with every free one held in queues: it could not go on.
     pub(crate) replay_stalled: AtomicBool,
+    /// The worker refused a scheduled event and ended its replay there.
+    pub(crate) schedule_refused: AtomicBool,
     /// Scheduled update batches the worker refused (written by the worker, read at the end).
-    pub(crate) schedule_rejections: Mutex<Vec<(crate::clock::Picos, String)>>,
+    pub(crate) schedule_rejections: Mutex<Vec<ScheduleRejection>>,
     /// The switch worker's QoS event log, handed over once at the end of the run.
     pub(crate) qos_events: Mutex<Vec<QosEvent>>,
     /// Run-time requests to the switch worker (crate::ctl).

@@ -116,7 +116,8 @@ pub(crate) struct SwitchWorker {
     pool: Arc<Mempool>,
     stop: StopSignal,
     burst: usize,
-    replay: bool,
+    /// In a replay, its time origin (`EngineConfig::trace_origin_us`); `None` when live.
+    replay_origin_us: Option<u64>,
     outgoing: Vec<Outgoing>,
     learned: Vec<Learned>,
     requests: Vec<ControlRequest>,
@@ -190,10 +191,13 @@ impl SwitchWorker {
         pool: Arc<Mempool>,
         stop: StopSignal,
         burst: usize,
-        replay: bool,
+        replay_origin_us: Option<u64>,
         mut schedule: Vec<ScheduledEvent>,
         queue_counters: Arc<TmCounters>,
     ) -> Result<SwitchWorker, ForwarderError> {
+        // `apply_schedule` pops from the end: latest first in the vector, and events at the
+        // same time in reverse of the order given (the schedule file's), so ties apply in it.
+        schedule.reverse();
         schedule.sort_by_key(|e| std::cmp::Reverse(e.at));
         let mut forwarder = Forwarder::new(spec)?;
         forwarder.set_port_mtus(port_mtus);
@@ -245,7 +249,7 @@ impl SwitchWorker {
             pool,
             stop,
             burst,
-            replay,
+            replay_origin_us,
             outgoing: Vec::with_capacity(MAX_FLOOD_PORTS),
             learned: Vec::with_capacity(4),
             requests: Vec::with_capacity(256),
@@ -268,8 +272,8 @@ impl SwitchWorker {
     pub(crate) fn run(mut self) {
         let hz = dpdk::tsc_hz().max(1);
         let start = dpdk::tsc();
-        if self.replay {
-            self.run_replay();
+        if let Some(origin_us) = self.replay_origin_us {
+            self.run_replay(origin_us);
         } else {
             self.run_live(start, hz);
         }
@@ -446,7 +450,7 @@ impl SwitchWorker {
                         .counters
                         .drop_packets(DropReason::ControlFrameNoMbuf, 1),
                 }
-                if self.replay {
+                if self.replay_origin_us.is_some() {
                     self.peer_pause(frame);
                 }
             }
@@ -473,7 +477,16 @@ impl SwitchWorker {
                             .schedule_rejections
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .push((event.at, format!("update {index}: {error}")));
+                            .push(super::ScheduleRejection {
+                                index: event.index,
+                                at: event.at,
+                                why: format!("update {index}: {error}"),
+                            });
+                        // The run ends here (README): what follows was written for a switch
+                        // that took the batch, so replaying it would only mislead.
+                        self.schedule.clear();
+                        self.shared.schedule_refused.store(true, Ordering::Release);
+                        return;
                     }
                 }
             }

@@ -9,7 +9,7 @@
 //! after an arrival it should have held back.
 
 use super::{SwitchWorker, WorkerShared};
-use crate::clock::{PICOS_PER_MICRO, Picos};
+use crate::clock::{Picos, TraceClock};
 use crate::dpdk::{Mbuf, MbufBurst};
 use crate::qos::{self, LineRate, PfcFrame, pfc};
 use std::collections::VecDeque;
@@ -90,7 +90,8 @@ impl SwitchWorker {
         (best, held)
     }
 
-    pub(super) fn run_replay(&mut self) {
+    /// Replays the inputs; a frame's pcap time less `origin_us` is its virtual timestamp.
+    pub(super) fn run_replay(&mut self, origin_us: u64) {
         let ports = self.rx.len();
         // How far ahead of a held-back TC an input is read, to find frames of other TCs.
         let read_ahead = (self.pool.size() as usize / ports.max(1) / 2).max(self.burst);
@@ -107,7 +108,7 @@ impl SwitchWorker {
         let mut held = vec![false; ports];
         let mut burst = MbufBurst::new();
         let mut now: Picos = 0;
-        while !self.stop.is_requested() {
+        while !self.stop.is_requested() && !self.schedule_refused() {
             self.poll_links(|| now);
             let mut unread: Option<(Picos, usize)> = None;
             for port in 0..ports {
@@ -134,10 +135,8 @@ impl SwitchWorker {
                 for mbuf in burst.drain() {
                     let packet = mbuf.packet();
                     let tc = qos::classify(packet.data(), maps);
-                    let stamp = packet
-                        .rx_timestamp()
-                        .unwrap_or(0)
-                        .saturating_mul(PICOS_PER_MICRO);
+                    let stamp =
+                        TraceClock::from_pcap_micros(packet.rx_timestamp().unwrap_or(0), origin_us);
                     let len = packet.len() as u32;
                     pending[port].push_back(Pending {
                         mbuf,
@@ -198,6 +197,10 @@ impl SwitchWorker {
                     link_free[port] = at;
                     now = now.max(at);
                     self.run_until(now);
+                    if self.schedule_refused() {
+                        // The frame arrives after the refused event: the run ended before it.
+                        break;
+                    }
                     self.handle(frame.mbuf, port as u16, now);
                     self.serve_requests(now);
                     self.age(now);
@@ -220,6 +223,10 @@ impl SwitchWorker {
         while let Some(at) = self.schedule.last().map(|e| e.at) {
             self.run_until(at);
         }
+    }
+
+    fn schedule_refused(&self) -> bool {
+        self.shared.schedule_refused.load(Ordering::Relaxed)
     }
 
     fn shared_stalled(&self) {
