@@ -1997,7 +1997,7 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
     for (args, expected) in [
         (
             vec!["pfc", "p4", "3", "xon=45KB"],
-            "xon 45000 is above xoff 40000",
+            "xon 45000 is above xoff (40000)",
         ),
         (
             vec!["pfc", "p4", "3", "xoff=1000", "xon=2000"],

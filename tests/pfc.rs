@@ -358,6 +358,26 @@ fn too_little_headroom_for_the_cable_drops_lossless_frames_and_warns() {
     // cannot hold them.
     let model = check_incast("pfc-headroom", &[200, 200], 10_000, 5_000, 8_000);
     assert!(model.headroom_drops > 0);
+    // check-config says so before any run: 8000 B is less than one frame of the largest size
+    // the port may carry (no mtu: 9100 B), which is dropped once the bytes held pass
+    // xoff + headroom - 9100 = xoff - 1100.
+    let dir = TestDir::new("pfc-headroom-check");
+    let path = dir.file("check.toml");
+    std::fs::write(&path, config(&dir, 2, &qos_profile(10_000, 5_000, 8_000))).unwrap();
+    let out = common::run_ironclos(
+        &["check-config", path.to_str().unwrap()],
+        std::time::Duration::from_secs(30),
+    );
+    out.assert_success();
+    assert!(
+        out.stdout.contains(
+            "warning: port p0 TC 3: PFC headroom 8000 B is less than one 9100-byte frame \
+             (no mtu: 9100 assumed): a frame that size is dropped (headroom_full) once the \
+             ingress bytes pass xoff - 1100 B"
+        ),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -927,6 +927,7 @@ impl Config {
         }
         let names: Vec<String> = self.ports.iter().map(|p| p.name.clone()).collect();
         lines.extend(crate::qos_config::summary(&spec.qos, &names));
+        lines.extend(crate::qos_config::pfc_warnings(&spec.qos, &self.ports));
         lines.extend(crate::ecmp_config::summary(&self.group_balances()));
         for vlan in &spec.vlans {
             let mut members = Vec::new();

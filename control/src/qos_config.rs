@@ -5,7 +5,7 @@
 use crate::config::{ConfigError, Locator};
 use dataplane::clock::PICOS_PER_MICRO;
 use dataplane::clock::Picos;
-use dataplane::qos::pfc::{HeadroomInputs, PfcThresholds};
+use dataplane::qos::pfc::{self, HeadroomInputs, PfcThresholds};
 use dataplane::qos::{
     EcnProfile, PortQos, PortSpeed, QosSpec, Sched, TC_COUNT, TcSpec, Trust, WatchdogAction,
     WatchdogSpec,
@@ -18,15 +18,47 @@ use toml::Spanned;
 /// Port speeds the shaper knows (Gb/s); each divides 8000, so wire times are exact.
 pub const SPEEDS_GBPS: [i64; 7] = [10, 25, 40, 50, 100, 200, 400];
 pub const DEFAULT_SPEED_GBPS: i64 = 100;
-pub const MAX_BUFFER_BYTES: u64 = 1 << 34;
+/// The largest buffer, and the largest PFC threshold (`pfc::MAX_PFC_BYTES`).
+pub const MAX_BUFFER_BYTES: u64 = pfc::MAX_PFC_BYTES;
 
 /// A byte count: an integer, or a string with a unit (B, KB, MB, GB = powers of 1000; KiB,
 /// MiB, GiB = powers of 1024).
-#[derive(Debug, Deserialize, Clone)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub(crate) enum RawSize {
     Bytes(i64),
     Text(String),
+}
+
+/// By hand rather than `untagged`, so that `xoff = 1.5` or `xoff = true` says what a size is
+/// instead of "data did not match any variant".
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a byte count: an integer, or a string like \"100KB\" or \"1MiB\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawSize, E> {
+                Ok(RawSize::Bytes(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawSize, E> {
+                i64::try_from(v)
+                    .map(RawSize::Bytes)
+                    .map_err(|_| E::custom(format!("{v} bytes is too large")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<RawSize, E> {
+                Err(E::custom(format!(
+                    "{v} is not a whole number of bytes: write an integer, or a string with a \
+                     smaller unit (\"1500KB\", not \"1.5MB\")"
+                )))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawSize, E> {
+                Ok(RawSize::Text(v.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,6 +134,8 @@ struct Profile {
     pfc: [Option<PfcSetting>; TC_COUNT],
 }
 
+/// The smallest frame with its FCS: no queue limit or PFC headroom may be smaller.
+pub const MIN_FRAME_BYTES: u64 = 64;
 pub const DEFAULT_CABLE_M: i64 = PortQos::DEFAULT_CABLE_M as i64;
 pub const MAX_CABLE_M: i64 = 100_000;
 
@@ -112,8 +146,16 @@ pub(crate) fn parse_size(raw: &RawSize) -> Result<u64, String> {
         RawSize::Bytes(n) => Err(format!("{n} is negative")),
         RawSize::Text(text) => {
             let t = text.trim();
+            if t.starts_with('-') {
+                return Err(format!("`{text}` is negative"));
+            }
             let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
             let (digits, unit) = t.split_at(split);
+            if !digits.is_empty() && unit.starts_with(['.', ',']) {
+                return Err(format!(
+                    "`{text}` is not a whole number: use a smaller unit (\"1500KB\", not \"1.5MB\")"
+                ));
+            }
             let unit = unit.trim();
             let scale: u64 = match unit {
                 "" | "B" => 1,
@@ -256,27 +298,7 @@ impl QosBuilder<'_> {
                             ),
                         ));
                     }
-                    let r = raw_pfc.get_ref();
-                    let get = |v: &Option<Spanned<RawSize>>, key: &str| match v {
-                        None => Ok(None),
-                        Some(v) => self.auto_or_size(v, &format!("{field}.pfc.{key}")),
-                    };
-                    let setting = PfcSetting {
-                        xoff: get(&r.xoff, "xoff")?,
-                        xon: get(&r.xon, "xon")?,
-                        headroom: get(&r.headroom, "headroom")?,
-                    };
-                    if let (Some(xoff), Some(xon), Some(span)) =
-                        (setting.xoff, setting.xon, r.xon.as_ref().map(Spanned::span))
-                        && xon > xoff
-                    {
-                        return Err(self.err(
-                            span,
-                            &format!("{field}.pfc.xon"),
-                            format!("{xon} is above xoff ({xoff}): XON must be at or below XOFF"),
-                        ));
-                    }
-                    pfc[index] = Some(setting);
+                    pfc[index] = Some(self.pfc(raw_pfc.get_ref(), &format!("{field}.pfc"))?);
                 }
             }
         }
@@ -290,6 +312,44 @@ impl QosBuilder<'_> {
             qos.watchdog = self.watchdog(w.get_ref(), &format!("{base}.pfc_watchdog"))?;
         }
         Ok(Profile { qos, pfc })
+    }
+
+    /// A TC's written PFC thresholds. Written sizes must make sense on their own (DESIGN.md:
+    /// XOFF when the ingress bytes reach `xoff`, XON when they fall below `xon`, drops beyond
+    /// `xoff + headroom`); what depends on the port (a headroom below one of its frames) is a
+    /// `check-config` warning, see `pfc_warnings`.
+    fn pfc(&self, r: &RawPfc, field: &str) -> Result<PfcSetting, ConfigError> {
+        // Each key given is held to the rules the control API and the traffic manager apply
+        // (`pfc::check_xoff` and the others); "auto" values meet them by construction.
+        let get = |v: &Option<Spanned<RawSize>>,
+                   key: &str,
+                   rule: fn(u64) -> Result<(), String>|
+         -> Result<Option<u64>, ConfigError> {
+            let Some(v) = v else { return Ok(None) };
+            let size = self.auto_or_size(v, &format!("{field}.{key}"))?;
+            if let Some(bytes) = size {
+                rule(bytes).map_err(|message| {
+                    self.err(
+                        v.span(),
+                        &format!("{field}.{key}"),
+                        format!("{message}; \"auto\" computes it from the link"),
+                    )
+                })?;
+            }
+            Ok(size)
+        };
+        let setting = PfcSetting {
+            xoff: get(&r.xoff, "xoff", pfc::check_xoff)?,
+            xon: get(&r.xon, "xon", pfc::check_xon)?,
+            headroom: get(&r.headroom, "headroom", pfc::check_headroom)?,
+        };
+        if let (Some(xoff), Some(xon), Some(span)) =
+            (setting.xoff, setting.xon, r.xon.as_ref().map(Spanned::span))
+        {
+            pfc::check_xon_below_xoff(xoff, xon)
+                .map_err(|message| self.err(span, &format!("{field}.xon"), message))?;
+        }
+        Ok(setting)
     }
 
     fn tc_number(&self, tc: &Spanned<i64>, field: &str) -> Result<u8, ConfigError> {
@@ -366,7 +426,7 @@ impl QosBuilder<'_> {
         if let Some(limit) = &raw.queue_limit {
             let field = format!("{base}.queue_limit");
             tc.queue_limit = self.size(limit, &field)?;
-            if tc.queue_limit < 64 {
+            if tc.queue_limit < MIN_FRAME_BYTES {
                 return Err(self.err(limit.span(), &field, "must hold at least one 64-byte frame"));
             }
         }
@@ -480,9 +540,7 @@ pub(crate) fn build_qos(
         let inputs = HeadroomInputs {
             gbps: gbps as u32,
             cable_m: cable_m as u32,
-            mtu: keys
-                .mtu
-                .map_or(PortQos::DEFAULT_LOSSLESS_MTU, |m| u32::from(m) + 18),
+            mtu: max_frame(keys.mtu),
         };
         qos.peer_delay = inputs.peer_delay();
         let auto = inputs.auto();
@@ -495,6 +553,8 @@ pub(crate) fn build_qos(
                     headroom: s.headroom.unwrap_or(auto.headroom),
                 }
             });
+            // Both written: checked with the profile; xon automatic: at most xoff. Left: an
+            // xon written above this port's automatic XOFF.
             if let Some(th) = qos.pfc[tc]
                 && th.xon > th.xoff
             {
@@ -502,7 +562,8 @@ pub(crate) fn build_qos(
                     keys.qos.map_or(0..0, |q| q.span()),
                     &format!("port[{index}].qos"),
                     format!(
-                        "TC {tc}: the automatic XON ({}) is above the XOFF given ({}); give xon too",
+                        "TC {tc}: the xon given ({}) is above this port's automatic XOFF ({}); \
+                         give xoff too, or a smaller xon",
                         th.xon, th.xoff
                     ),
                 ));
@@ -528,6 +589,52 @@ pub(crate) fn build_qos(
         spec.ecn_seed = *seed.get_ref() as u64;
     }
     Ok(spec)
+}
+
+/// The largest frame a port carries, as the automatic PFC thresholds assume: its MTU plus 18
+/// bytes of Ethernet header and FCS, or SONiC's 9100 without an MTU.
+pub fn max_frame(mtu: Option<u16>) -> u32 {
+    mtu.map_or(PortQos::DEFAULT_LOSSLESS_MTU, |m| u32::from(m) + 18)
+}
+
+/// `check-config` warnings about PFC thresholds that are valid but lose frames: a headroom
+/// below one of the port's largest frames (such a frame arriving as the ingress bytes near
+/// XOFF is dropped: the TC is lossless only for smaller frames), and `xoff + headroom` beyond
+/// the shared buffer (lossless frames are dropped as `buffer_full` first). Tests that show
+/// "too little headroom, counted drops" use such values on purpose, so they are not errors.
+pub fn pfc_warnings(spec: &QosSpec, ports: &[crate::config::PortConfig]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (port, qos) in ports.iter().zip(&spec.ports) {
+        let frame = u64::from(max_frame(port.mtu));
+        let frame_is = match port.mtu {
+            Some(mtu) => format!("MTU {mtu} + 18"),
+            None => "no mtu: 9100 assumed".to_owned(),
+        };
+        for (tc, th) in qos.pfc.iter().enumerate() {
+            let Some(th) = th else { continue };
+            if th.headroom < frame {
+                lines.push(format!(
+                    "warning: port {} TC {tc}: PFC headroom {} B is less than one {frame}-byte \
+                     frame ({frame_is}): a frame that size is dropped (headroom_full) once the \
+                     ingress bytes pass xoff - {} B, before XOFF is even sent; headroom = \
+                     \"auto\" holds what is in flight",
+                    port.name,
+                    th.headroom,
+                    frame - th.headroom
+                ));
+            }
+            let limit = th.xoff.saturating_add(th.headroom);
+            if limit > spec.buffer_bytes {
+                lines.push(format!(
+                    "warning: port {} TC {tc}: PFC xoff + headroom ({} B) is more than the shared \
+                     buffer ({} B): lossless frames can be dropped as buffer_full before the \
+                     headroom is used; raise dataplane.buffer",
+                    port.name, limit, spec.buffer_bytes
+                ));
+            }
+        }
+    }
+    lines
 }
 
 /// `check-config` lines: the buffer, then each port's speed, trust, lossless set and every
@@ -830,6 +937,235 @@ sched = "strict"
         }
     }
 
+    /// A `[qos.q]` profile with lossless TC 3 and `pfc` as given, on port p0 (`port` adds keys
+    /// to it): the error, checked to be in q.toml at the `pfc` line (the port's `qos` line for
+    /// `port[0].qos`).
+    fn pfc_error(port: &str, pfc: &str) -> crate::config::ConfigError {
+        let port = format!("{port}\nqos = \"q\"");
+        let tables = format!("[qos.q]\nlossless = [3]\n[qos.q.tc.3]\npfc = {pfc}\n");
+        let e = parse(&port, &tables).expect_err(pfc);
+        let text = format!("{BASE}{port}\n{tables}");
+        // What depends on the port is reported at the port's `qos` key.
+        let key = if e.field.starts_with("port[") {
+            "qos ="
+        } else {
+            "pfc ="
+        };
+        let line = text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+        assert_eq!(e.line, line, "{e}");
+        assert!(e.file.ends_with("q.toml"), "{e}");
+        e
+    }
+
+    #[test]
+    fn pfc_xoff_of_zero_is_refused() {
+        // On its own (xon automatic, so at most 0) and with the exploratory test's zeros.
+        for pfc in [
+            "{ xoff = 0 }",
+            "{ xoff = \"0KB\" }",
+            "{ xoff = \"0\", xon = \"0\", headroom = \"0\" }",
+        ] {
+            let e = pfc_error("", pfc);
+            assert_eq!(e.field, "qos.q.tc.3.pfc.xoff", "{e}");
+            assert!(
+                e.message.starts_with(
+                    "0 bytes: XOFF is sent when the ingress bytes reach xoff, so the peer would be paused with nothing held"
+                ),
+                "{e}"
+            );
+            assert!(
+                e.message.contains("give at least 1 byte; \"auto\" computes it from the link"),
+                "{e}"
+            );
+        }
+        assert_eq!(qos_of_pfc("{ xoff = 1 }").xoff, 1, "1 byte is a threshold");
+    }
+
+    #[test]
+    fn pfc_xon_of_zero_is_refused_because_xon_would_never_be_sent() {
+        for pfc in [
+            "{ xon = 0 }",
+            "{ xon = \"0B\" }",
+            "{ xoff = \"20KB\", xon = \"0MiB\" }",
+        ] {
+            let e = pfc_error("", pfc);
+            assert_eq!(e.field, "qos.q.tc.3.pfc.xon", "{e}");
+            assert!(
+                e.message.contains(
+                    "nothing is below 0, so XON would never be sent and the peer would stay paused (until the watchdog)"
+                ),
+                "{e}"
+            );
+        }
+        let th = qos_of_pfc("{ xon = 1 }");
+        assert_eq!(th.xon, 1, "1 byte resumes the peer when the TC is empty");
+    }
+
+    #[test]
+    fn pfc_headroom_must_hold_one_minimum_frame() {
+        for pfc in [
+            "{ headroom = 0 }",
+            "{ headroom = \"0KiB\" }",
+            "{ headroom = 63 }",
+        ] {
+            let e = pfc_error("", pfc);
+            assert_eq!(e.field, "qos.q.tc.3.pfc.headroom", "{e}");
+            assert!(
+                e.message
+                    .contains("cannot hold one 64-byte frame above xoff: every frame still in flight after XOFF would be dropped"),
+                "{e}"
+            );
+        }
+        // From one minimum frame up a small headroom is allowed (tests show its drops); below
+        // one of the port's frames, check-config warns (pfc_warnings_name_port_and_tc).
+        assert_eq!(qos_of_pfc("{ headroom = 64 }").headroom, 64);
+    }
+
+    #[test]
+    fn pfc_thresholds_beyond_the_largest_buffer_are_refused() {
+        for key in ["xoff", "xon", "headroom"] {
+            let e = pfc_error("", &format!("{{ {key} = \"17GiB\" }}"));
+            assert_eq!(e.field, format!("qos.q.tc.3.pfc.{key}"), "{e}");
+            assert_eq!(
+                e.message,
+                "18253611008 bytes is above the largest buffer (17179869184); \"auto\" computes it from the link"
+            );
+        }
+        let th = qos_of_pfc("{ xoff = \"16GiB\", xon = \"16GiB\", headroom = \"16GiB\" }");
+        assert_eq!(th.xoff + th.headroom, 2 * MAX_BUFFER_BYTES);
+    }
+
+    #[test]
+    fn an_xon_above_the_ports_automatic_xoff_says_which_is_which() {
+        // 100G, 5 m, 9100-byte frames: automatic XOFF 45056.
+        let e = pfc_error("", "{ xon = \"100KB\" }");
+        assert_eq!(e.field, "port[0].qos");
+        assert_eq!(
+            e.message,
+            "TC 3: the xon given (100000) is above this port's automatic XOFF (45056); give xoff too, or a smaller xon"
+        );
+    }
+
+    #[test]
+    fn pfc_sizes_that_are_not_byte_counts_say_what_a_size_is() {
+        for (pfc, field, message) in [
+            ("{ xoff = -5 }", "qos.q.tc.3.pfc.xoff", "-5 is negative"),
+            (
+                "{ xoff = \"-5KB\" }",
+                "qos.q.tc.3.pfc.xoff",
+                "`-5KB` is negative",
+            ),
+            (
+                "{ xon = \"1.5KB\" }",
+                "qos.q.tc.3.pfc.xon",
+                "`1.5KB` is not a whole number: use a smaller unit (\"1500KB\", not \"1.5MB\")",
+            ),
+            (
+                "{ headroom = \"lots\" }",
+                "qos.q.tc.3.pfc.headroom",
+                "unknown unit `lots`",
+            ),
+            (
+                "{ headroom = \"\" }",
+                "qos.q.tc.3.pfc.headroom",
+                "`` is not a byte count like 100KB or 1MiB",
+            ),
+            // TOML's own types: the reader names the table.
+            (
+                "{ xoff = 1.5 }",
+                "qos.q.tc.3.pfc",
+                "1.5 is not a whole number of bytes",
+            ),
+            (
+                "{ xoff = true }",
+                "qos.q.tc.3.pfc",
+                "expected a byte count: an integer, or a string like \"100KB\" or \"1MiB\"",
+            ),
+        ] {
+            let e = pfc_error("", pfc);
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(message), "{e}");
+        }
+    }
+
+    /// TC 3's thresholds on p0 for a `pfc` table.
+    fn qos_of_pfc(pfc: &str) -> PfcThresholds {
+        let q = qos_of(
+            "qos = \"q\"",
+            &format!("[qos.q]\nlossless = [3]\n[qos.q.tc.3]\npfc = {pfc}\n"),
+        );
+        q.pfc[3].unwrap()
+    }
+
+    #[test]
+    fn automatic_pfc_thresholds_are_never_zero_or_inverted() {
+        for gbps in SPEEDS_GBPS {
+            for cable in [0, 1, DEFAULT_CABLE_M, 100, MAX_CABLE_M] {
+                for mtu in [None, Some(68), Some(1500), Some(9000), Some(9600)] {
+                    let mut port = format!("qos = \"q\"\nspeed_gbps = {gbps}\ncable_m = {cable}");
+                    if let Some(mtu) = mtu {
+                        port.push_str(&format!("\nmtu = {mtu}"));
+                    }
+                    let q = qos_of(&port, "[qos.q]\nlossless = [3]\n");
+                    let th = q.pfc[3].unwrap();
+                    let frame = u64::from(max_frame(mtu));
+                    let at = format!("{gbps}G {cable} m mtu {mtu:?}: {th:?}");
+                    assert!(th.xon >= frame, "XON at least one frame: {at}");
+                    assert!(th.xon <= th.xoff, "{at}");
+                    assert!(th.xoff - th.xon <= 2 * frame, "{at}");
+                    assert!(th.headroom >= 2 * frame, "{at}");
+                    assert_eq!(th.headroom % 1024, 0, "{at}");
+                    assert!(th.xoff + th.headroom <= 2 * MAX_BUFFER_BYTES, "{at}");
+                    // A written xoff below the automatic XON pulls XON down with it, never to 0.
+                    let q = qos_of(
+                        &port,
+                        "[qos.q]\nlossless = [3]\n[qos.q.tc.3]\npfc = { xoff = 1 }\n",
+                    );
+                    assert_eq!(q.pfc[3].map(|t| (t.xoff, t.xon)), Some((1, 1)), "{at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pfc_warnings_name_port_and_tc() {
+        let warnings = |port: &str, pfc: &str, buffer: &str| {
+            let text = format!(
+                "{}{port}\nqos = \"q\"\n[qos.q]\nlossless = [3]\n[qos.q.tc.3]\npfc = {pfc}\n",
+                BASE.replace("mode = \"switch\"", &format!("mode = \"switch\"\n{buffer}"))
+            );
+            let config =
+                Config::parse(Path::new("q.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+            pfc_warnings(&config.switch_spec().unwrap().qos, &config.ports)
+        };
+        assert_eq!(
+            warnings("mtu = 9000", "{ headroom = 8000 }", ""),
+            [
+                "warning: port p0 TC 3: PFC headroom 8000 B is less than one 9018-byte frame (MTU 9000 + 18): a frame that size is dropped (headroom_full) once the ingress bytes pass xoff - 1018 B, before XOFF is even sent; headroom = \"auto\" holds what is in flight"
+            ]
+        );
+        let w = warnings("", "{ headroom = 9099 }", "");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("less than one 9100-byte frame (no mtu: 9100 assumed)"),
+            "{w:?}"
+        );
+        assert!(warnings("", "{ headroom = 9100 }", "").is_empty());
+        assert!(warnings("mtu = 1500", "{ headroom = 1518 }", "").is_empty());
+        assert!(
+            warnings("mtu = 9600", "{ xoff = \"auto\" }", "").is_empty(),
+            "auto never warns"
+        );
+        // 100G, 5 m: automatic XOFF and headroom 45056 each, 90112 in all.
+        assert_eq!(
+            warnings("", "{}", "buffer = \"64KB\""),
+            [
+                "warning: port p0 TC 3: PFC xoff + headroom (90112 B) is more than the shared buffer (64000 B): lossless frames can be dropped as buffer_full before the headroom is used; raise dataplane.buffer"
+            ]
+        );
+        assert!(warnings("", "{}", "buffer = 90112").is_empty());
+    }
+
     #[test]
     fn qos_keys_are_switch_mode_only() {
         let text = "[dataplane]\nmode = \"io\"\n[[port]]\nname = \"p0\"\ndevargs = \"net_null0\"\nspeed_gbps = 100\n";
@@ -849,6 +1185,12 @@ sched = "strict"
         assert!(p("12XB").unwrap_err().contains("unknown unit"));
         assert!(p("KB").is_err());
         assert!(parse_size(&RawSize::Bytes(-1)).is_err());
+        assert_eq!(p("-5KB"), Err("`-5KB` is negative".to_owned()));
+        assert_eq!(p(" -0 "), Err("` -0 ` is negative".to_owned()));
+        assert!(p("1.5MB").unwrap_err().contains("is not a whole number"));
+        assert!(p("1,5MB").unwrap_err().contains("is not a whole number"));
+        assert!(p("lots").unwrap_err().contains("unknown unit `lots`"));
+        assert!(p("1 parsec").unwrap_err().contains("unknown unit `parsec`"));
         assert!(p("99999999999999999999GB").is_err());
     }
 }

@@ -762,12 +762,11 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
                 xon: xon.unwrap_or(current.xon),
                 headroom: headroom.unwrap_or(current.headroom),
             };
-            if thresholds.xon > thresholds.xoff {
-                return Err(format!(
-                    "xon {} is above xoff {}: XON must be at or below XOFF",
-                    thresholds.xon, thresholds.xoff
-                ));
-            }
+            // The config's rules (`pfc::check_xoff` and the others), for what is given and
+            // what is kept alike.
+            thresholds
+                .check()
+                .map_err(|(key, message)| format!("{key} {message}"))?;
             Update::SetPfc {
                 port: index,
                 tc: *tc,
@@ -1529,7 +1528,26 @@ behavior = "uN"
         for (line, message) in [
             (
                 r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":1000,"xon":2000}"#,
-                "xon 2000 is above xoff 1000: XON must be at or below XOFF",
+                "xon 2000 is above xoff (1000): XON must be at or below XOFF",
+            ),
+            // The config's rules at run time: XON 0 would never be sent, XOFF 0 pauses an
+            // empty port, headroom under a frame holds nothing, and xoff + headroom must not
+            // overflow the admission limit.
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xon":0}"#,
+                "xon 0 bytes: XON is sent when the ingress bytes fall below xon",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"xoff":0,"xon":0}"#,
+                "xoff 0 bytes: XOFF is sent when the ingress bytes reach xoff",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"headroom":10}"#,
+                "headroom 10 bytes cannot hold one 64-byte frame above xoff",
+            ),
+            (
+                r#"{"op":"set_pfc","port":"p0","tc":3,"headroom":17179869185}"#,
+                "headroom 17179869185 bytes is above the largest buffer",
             ),
             (
                 r#"{"op":"set_pfc","port":"p0","tc":2,"xoff":1000}"#,

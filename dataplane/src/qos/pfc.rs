@@ -113,6 +113,77 @@ pub struct PfcThresholds {
     pub headroom: u64,
 }
 
+/// The largest threshold a (port, TC) may have, 16 GiB (also the largest buffer): it keeps
+/// `xoff + headroom`, the lossless admission limit, from overflowing.
+pub const MAX_PFC_BYTES: u64 = 1 << 34;
+/// The smallest frame with its FCS: headroom below it holds nothing.
+pub const MIN_PFC_HEADROOM: u64 = 64;
+
+/// Why `xoff` bytes cannot be an XOFF threshold, if they cannot.
+pub fn check_xoff(xoff: u64) -> Result<(), String> {
+    if xoff == 0 {
+        return Err("0 bytes: XOFF is sent when the ingress bytes reach xoff, so the peer would \
+                    be paused with nothing held, and XON (below xoff) could never follow; give \
+                    at least 1 byte"
+            .to_owned());
+    }
+    check_size(xoff)
+}
+
+/// Why `xon` bytes cannot be an XON threshold, if they cannot.
+pub fn check_xon(xon: u64) -> Result<(), String> {
+    if xon == 0 {
+        return Err("0 bytes: XON is sent when the ingress bytes fall below xon, and nothing is \
+                    below 0, so XON would never be sent and the peer would stay paused (until \
+                    the watchdog); give at least 1 byte (1 resumes when the TC is empty)"
+            .to_owned());
+    }
+    check_size(xon)
+}
+
+/// Why `headroom` bytes cannot be a lossless TC's headroom, if they cannot.
+pub fn check_headroom(headroom: u64) -> Result<(), String> {
+    if headroom < MIN_PFC_HEADROOM {
+        return Err(format!(
+            "{headroom} bytes cannot hold one {MIN_PFC_HEADROOM}-byte frame above xoff: every \
+             frame still in flight after XOFF would be dropped, so the TC would not be \
+             lossless; give at least {MIN_PFC_HEADROOM} bytes"
+        ));
+    }
+    check_size(headroom)
+}
+
+/// Why an XON threshold of `xon` cannot go with an XOFF threshold of `xoff`, if it cannot.
+pub fn check_xon_below_xoff(xoff: u64, xon: u64) -> Result<(), String> {
+    if xon > xoff {
+        return Err(format!(
+            "{xon} is above xoff ({xoff}): XON must be at or below XOFF"
+        ));
+    }
+    Ok(())
+}
+
+fn check_size(bytes: u64) -> Result<(), String> {
+    if bytes > MAX_PFC_BYTES {
+        return Err(format!(
+            "{bytes} bytes is above the largest buffer ({MAX_PFC_BYTES})"
+        ));
+    }
+    Ok(())
+}
+
+impl PfcThresholds {
+    /// Why these cannot be a lossless TC's thresholds, if they cannot: the key at fault
+    /// (`xoff`, `xon` or `headroom`) and the reason (`check_xoff` and the others: the config,
+    /// the control API and the traffic manager apply the same rules).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        check_xoff(self.xoff).map_err(|m| ("xoff", m))?;
+        check_xon(self.xon).map_err(|m| ("xon", m))?;
+        check_headroom(self.headroom).map_err(|m| ("headroom", m))?;
+        check_xon_below_xoff(self.xoff, self.xon).map_err(|m| ("xon", m))
+    }
+}
+
 impl HeadroomInputs {
     /// Bytes the link carries during one round trip of the cable.
     pub fn bytes_on_cable(&self) -> u64 {

@@ -144,7 +144,7 @@ impl<P> TrafficManager<P> {
     }
 
     /// Why `thresholds` cannot be (port, tc)'s, if they cannot: the TC must be lossless on the
-    /// port (PFC is configured per lossless TC) and XON at or below XOFF.
+    /// port (PFC is configured per lossless TC) and the thresholds meet `PfcThresholds::check`.
     pub fn check_pfc(&self, port: u16, tc: u8, thresholds: PfcThresholds) -> Result<(), String> {
         if usize::from(port) >= self.ports.len() {
             return Err(format!("port {port} does not exist"));
@@ -154,13 +154,9 @@ impl<P> TrafficManager<P> {
                 "TC {tc} is not lossless on port {port}: PFC thresholds apply to lossless TCs"
             ));
         }
-        if thresholds.xon > thresholds.xoff {
-            return Err(format!(
-                "xon {} is above xoff {}: XON must be at or below XOFF",
-                thresholds.xon, thresholds.xoff
-            ));
-        }
-        Ok(())
+        thresholds
+            .check()
+            .map_err(|(key, message)| format!("{key} {message}"))
     }
 
     /// Replaces the PFC thresholds of (port, lossless tc) (checked with `check_pfc`) at `now`:

@@ -946,8 +946,8 @@ fn pfc_thresholds_changed_at_run_time_pause_and_resume_at_the_new_levels() {
     let sent = frames(&mut tm);
     assert_eq!((sent.len(), sent[0].at, sent[0].quanta[3]), (1, 9, 0));
     // Refused: XON above XOFF, a lossy TC, a port that does not exist.
-    let e = tm.check_pfc(0, 3, th(1_000, 2_000, 0)).unwrap_err();
-    assert!(e.contains("xon 2000 is above xoff 1000"), "{e}");
+    let e = tm.check_pfc(0, 3, th(1_000, 2_000, 500)).unwrap_err();
+    assert!(e.contains("xon 2000 is above xoff (1000)"), "{e}");
     let e = tm.check_pfc(0, 2, th(2_000, 1_000, 0)).unwrap_err();
     assert!(e.contains("TC 2 is not lossless on port 0"), "{e}");
     assert!(tm.check_pfc(5, 3, th(2_000, 1_000, 0)).is_err());
