@@ -111,7 +111,9 @@ enum Command {
         /// Output pcap file (created, or truncated; nothing is written if an option is bad).
         #[arg(long)]
         out: PathBuf,
-        /// Distinct flows (5-tuples), visited round-robin; at least 1.
+        /// Distinct flows (5-tuples), visited round-robin; 1..=16645890. Flow i comes from the
+        /// i-th host after 10.0.1.1 in 10.0.0.0/8 (never .0 or .255, never 10.0.2.0/24), UDP
+        /// port 1024 + i % 60000, to 10.0.2.1 port 4791.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         flows: u32,
         /// Number of packets.

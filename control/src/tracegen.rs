@@ -1,6 +1,17 @@
 //! Synthetic traces: IPv4/UDP frames with real, valid headers, for the built-in demo, the
 //! benchmarks and tests. Flow `i` differs from flow `j` in source address and ports, so a
 //! flow hash spreads them like real traffic.
+//!
+//! IPv4 addressing plan: flow `i`'s source is the `i`-th host address counted from `src_ip`
+//! within `src_ip`'s /8, skipping every `.0` and `.255` (so each /24 gives 254 hosts) and the
+//! destination's /24 (only the destination itself if `src_ip` is in that /24), and wrapping
+//! from x.255.255.254 to x.0.0.1. With the defaults (10.0.1.1 to 10.0.2.1): flows 0..=253
+//! come from 10.0.1.1 ..= 10.0.1.254, flow 254 from 10.0.3.1, flow 508 from 10.0.4.1, and so
+//! on. Its destination is `dst_ip` (or, with `spread_dst`, a host of `dst_ip`'s /8 picked per
+//! flow, never `.0`, `.255` or the flow's source). Its ports are 1024 + i % 60000 to 4791
+//! (RoCEv2). So up to `max_flows()` flows (16645890 with the defaults) have distinct
+//! 5-tuples, a source outside their destination's subnet, and no network- or broadcast-like
+//! address in a /24.
 
 use crate::pcap::PcapPacket;
 
@@ -17,12 +28,16 @@ pub struct UdpTraceSpec {
     pub start_ns: u64,
     pub src_mac: [u8; 6],
     pub dst_mac: [u8; 6],
-    /// Base addresses; flow i uses src + i.
+    /// Flow 0's source; flow i uses the i-th host after it in its /8, skipping `.0`, `.255`
+    /// and the destination's /24 (see the module's addressing plan).
     pub src_ip: [u8; 4],
+    /// Every flow's destination, as given (unless `spread_dst`).
     pub dst_ip: [u8; 4],
-    /// Also spread destinations: flow i goes to the first octet of `dst_ip` and a scrambled i
-    /// in the other 24 bits, so an LPM sees addresses all over the table (benchmarks of large
-    /// route tables), not one cached entry.
+    /// Also spread destinations: flow i goes to a host of `dst_ip`'s /8 picked by a
+    /// permutation of i (flow 0 to `dst_ip`), so an LPM sees addresses all over the table
+    /// (benchmarks of large route tables), not one cached entry. Never a `.0` or `.255` host,
+    /// never the flow's source; distinct per flow but for the rare flow whose pick was its
+    /// own source (it takes the next host).
     pub spread_dst: bool,
 }
 
@@ -43,10 +58,41 @@ impl Default for UdpTraceSpec {
     }
 }
 
-/// A bijective scramble of a flow number (odd multiplier), so spread destinations are not
-/// sequential.
+/// A bijective scramble of a flow number (odd multiplier), so spread IPv6 destinations are
+/// not sequential.
 fn scramble(flow: u32) -> u32 {
     flow.wrapping_mul(0x9e37_79b1).rotate_left(13)
+}
+
+/// Host addresses in a /24 that are neither its `.0` nor its `.255`.
+const HOSTS_PER_24: u32 = 254;
+/// Host addresses (`HOSTS_PER_24` in each /24) in a /8: what flows' sources count through.
+const HOSTS_PER_8: u32 = 65_536 * HOSTS_PER_24;
+/// Multiplier of the spread-destination permutation: coprime to `HOSTS_PER_8`
+/// (2^17 * 127), so `i -> i * SPREAD + b` is a bijection modulo it.
+const SPREAD: u64 = 0x9e37_79b1;
+
+/// `addr`'s number among the hosts of its /8 (`HOSTS_PER_24` per /24, `.1` first); a `.0` is
+/// taken as its `.1`, a `.255` as the next /24's `.1`.
+fn host_index(addr: [u8; 4]) -> u32 {
+    let net = u32::from(u16::from_be_bytes([addr[1], addr[2]]));
+    match addr[3] {
+        0 => net * HOSTS_PER_24,
+        255 => (net + 1) * HOSTS_PER_24 % HOSTS_PER_8,
+        host => net * HOSTS_PER_24 + u32::from(host) - 1,
+    }
+}
+
+/// Host number `index` (modulo `HOSTS_PER_8`) of the /8 `first.0.0.0`.
+fn host_addr(first: u8, index: u64) -> [u8; 4] {
+    let index = (index % u64::from(HOSTS_PER_8)) as u32;
+    let net = (index / HOSTS_PER_24) as u16;
+    let [a, b] = net.to_be_bytes();
+    [first, a, b, (index % HOSTS_PER_24 + 1) as u8]
+}
+
+fn is_host(addr: [u8; 4]) -> bool {
+    !matches!(addr[3], 0 | 255)
 }
 
 /// Smallest frame that holds Ethernet + IPv4 + UDP headers.
@@ -66,8 +112,54 @@ pub const MAX_FRAME_LEN: usize = crate::pcap::SNAPLEN as usize;
 pub const MAX_PCAP_TIMESTAMP_NS: u64 = u32::MAX as u64 * 1_000_000_000 + 999_999_999;
 
 impl UdpTraceSpec {
+    /// The hosts the sources skip, if the fixed destination is in their /8: where they start
+    /// among the sources' hosts (counted from `src_ip`) and how many. The destination's /24,
+    /// unless `src_ip` is in it (then the destination alone).
+    fn skipped_by_sources(&self) -> Option<(u32, u32)> {
+        if self.spread_dst || self.dst_ip[0] != self.src_ip[0] {
+            return None;
+        }
+        let src = host_index(self.src_ip);
+        let from = |start: u32| (start + HOSTS_PER_8 - src) % HOSTS_PER_8;
+        let dst_net = u32::from(u16::from_be_bytes([self.dst_ip[1], self.dst_ip[2]]));
+        if src / HOSTS_PER_24 != dst_net {
+            Some((from(dst_net * HOSTS_PER_24), HOSTS_PER_24))
+        } else if is_host(self.dst_ip) {
+            Some((from(host_index(self.dst_ip)), 1))
+        } else {
+            None
+        }
+    }
+
+    /// Flows with distinct IPv4 sources: every host of `src_ip`'s /8 but those skipped (the
+    /// destination's /24, or the destination alone when `src_ip` is in its /24).
+    pub fn max_flows(&self) -> u32 {
+        HOSTS_PER_8 - self.skipped_by_sources().map_or(0, |(_, n)| n)
+    }
+
+    /// Flow `flow`'s IPv4 source and destination (the module's addressing plan).
+    pub fn addresses(&self, flow: u32) -> ([u8; 4], [u8; 4]) {
+        let skip = match self.skipped_by_sources() {
+            Some((start, n)) if flow >= start => n,
+            _ => 0,
+        };
+        let src = host_addr(
+            self.src_ip[0],
+            u64::from(host_index(self.src_ip)) + u64::from(flow) + u64::from(skip),
+        );
+        if !self.spread_dst {
+            return (src, self.dst_ip);
+        }
+        let pick = u64::from(flow) * SPREAD + u64::from(host_index(self.dst_ip));
+        let mut dst = host_addr(self.dst_ip[0], pick);
+        if dst == src {
+            dst = host_addr(self.dst_ip[0], pick % u64::from(HOSTS_PER_8) + 1);
+        }
+        (src, dst)
+    }
+
     /// Whether `gen-trace` can write this trace as asked: a frame length in
-    /// `MIN_FRAME_LEN..=MAX_FRAME_LEN`, at least one flow, and a last timestamp
+    /// `MIN_FRAME_LEN..=MAX_FRAME_LEN`, one flow to `max_flows()`, and a last timestamp
     /// (`start_ns + (packets - 1) * gap_ns`) that neither overflows nor passes what pcap holds.
     /// The error names the option (`--frame-len`, `--flows`, `--gap-ns`).
     pub fn check(&self) -> Result<(), String> {
@@ -80,6 +172,15 @@ impl UdpTraceSpec {
         }
         if self.flows == 0 {
             return Err("--flows 0: must be at least 1".to_owned());
+        }
+        if self.flows > self.max_flows() {
+            let [a, ..] = self.src_ip;
+            return Err(format!(
+                "--flows {}: at most {}: each flow has its own source address, a host of \
+                 {a}.0.0.0/8 (neither .0 nor .255 in its /24) outside the destination's /24",
+                self.flows,
+                self.max_flows()
+            ));
         }
         if self.packets > 1 {
             let steps = u64::from(self.packets - 1);
@@ -124,15 +225,7 @@ pub fn udp_frame(spec: &UdpTraceSpec, flow: u32, seq: u32) -> Vec<u8> {
     frame[6..12].copy_from_slice(&spec.src_mac);
     frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
 
-    let src = u32::from_be_bytes(spec.src_ip)
-        .wrapping_add(flow)
-        .to_be_bytes();
-    let dst_ip = if spec.spread_dst {
-        ((u32::from_be_bytes(spec.dst_ip) & 0xff00_0000) | (scramble(flow) & 0x00ff_ffff))
-            .to_be_bytes()
-    } else {
-        spec.dst_ip
-    };
+    let (src, dst_ip) = spec.addresses(flow);
     let ip_total = (len - 14) as u16;
     let ip = &mut frame[14..34];
     ip[0] = 0x45;
@@ -327,6 +420,148 @@ mod tests {
             assert_eq!(p.data[30], 10, "stays inside 10.0.0.0/8");
             assert_eq!(reference_checksum(&p.data[14..34]), 0);
         }
+    }
+
+    /// A frame's IPv4 source, destination and UDP ports.
+    fn five_tuple(frame: &[u8]) -> ([u8; 4], [u8; 4], u16, u16) {
+        let at = |i: usize| u16::from_be_bytes([frame[i], frame[i + 1]]);
+        (
+            frame[26..30].try_into().unwrap(),
+            frame[30..34].try_into().unwrap(),
+            at(34),
+            at(36),
+        )
+    }
+
+    #[test]
+    fn every_flow_has_its_own_5_tuple_and_sane_addresses() {
+        for spec in [
+            UdpTraceSpec::default(),
+            UdpTraceSpec {
+                spread_dst: true,
+                ..Default::default()
+            },
+            // The demo's second trace: the sources start past the destination.
+            UdpTraceSpec {
+                src_ip: [10, 0, 2, 1],
+                dst_ip: [10, 0, 1, 1],
+                ..Default::default()
+            },
+            // Sources start on a network address and wrap at the end of the /8.
+            UdpTraceSpec {
+                src_ip: [10, 255, 255, 0],
+                dst_ip: [10, 0, 0, 7],
+                ..Default::default()
+            },
+            // The destination in the sources' first /24 (tests/ctl.rs): skipped alone.
+            UdpTraceSpec {
+                src_ip: [10, 0, 40, 5],
+                dst_ip: [10, 0, 40, 6],
+                ..Default::default()
+            },
+            UdpTraceSpec {
+                src_ip: [10, 0, 40, 5],
+                dst_ip: [20, 0, 0, 1],
+                spread_dst: true,
+                ..Default::default()
+            },
+        ] {
+            let mut seen = std::collections::HashSet::new();
+            for flow in 0..100_000 {
+                let tuple = five_tuple(&udp_frame(&spec, flow, 0));
+                let (src, dst, ..) = tuple;
+                assert_ne!(src, dst, "flow {flow} of {spec:?}");
+                if !spec.spread_dst && spec.src_ip[..3] != spec.dst_ip[..3] {
+                    assert_ne!(src[..3], dst[..3], "flow {flow} of {spec:?}: same /24");
+                }
+                for addr in [src, dst] {
+                    assert!(is_host(addr), "flow {flow}: {addr:?} of {spec:?}");
+                }
+                assert_eq!(src[0], spec.src_ip[0], "the sources stay in their /8");
+                assert_eq!(dst[0], spec.dst_ip[0], "the destinations stay in their /8");
+                assert!(
+                    seen.insert(tuple),
+                    "flow {flow} repeats {tuple:?} of {spec:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sources_count_up_from_the_base_skipping_what_is_not_a_host() {
+        let spec = UdpTraceSpec::default();
+        let src = |flow| spec.addresses(flow).0;
+        // As before for the first /24.
+        for flow in 0..254 {
+            assert_eq!(src(flow), [10, 0, 1, 1 + flow as u8]);
+        }
+        // Then the next /24 but the destination's (10.0.2.0/24), without its .0.
+        assert_eq!(src(254), [10, 0, 3, 1]);
+        assert_eq!(src(255), [10, 0, 3, 2]);
+        assert_eq!(src(256), [10, 0, 3, 3]);
+        assert_eq!(src(254 + 253), [10, 0, 3, 254]);
+        assert_eq!(src(2 * 254), [10, 0, 4, 1]);
+        // A source in the destination's /24 skips the destination alone.
+        let same = UdpTraceSpec {
+            src_ip: [10, 0, 40, 5],
+            dst_ip: [10, 0, 40, 6],
+            ..Default::default()
+        };
+        let src = |flow| same.addresses(flow).0;
+        assert_eq!((src(0), src(1)), ([10, 0, 40, 5], [10, 0, 40, 7]));
+        assert_eq!(same.max_flows(), HOSTS_PER_8 - 1);
+        let wrap = UdpTraceSpec {
+            src_ip: [10, 255, 255, 253],
+            ..Default::default()
+        };
+        let src = |flow| wrap.addresses(flow).0;
+        assert_eq!(
+            (src(0), src(1), src(2)),
+            ([10, 255, 255, 253], [10, 255, 255, 254], [10, 0, 0, 1])
+        );
+    }
+
+    #[test]
+    fn the_most_flows_have_distinct_sources_and_one_more_is_refused() {
+        let spec = UdpTraceSpec::default();
+        let max = spec.max_flows();
+        assert_eq!(
+            max,
+            (65_536 - 1) * 254,
+            "every host of 10.0.0.0/8 but 10.0.2.0/24's"
+        );
+        let mut seen = vec![false; 1 << 24];
+        for flow in 0..max {
+            let (src, dst) = spec.addresses(flow);
+            assert!(
+                is_host(src) && src[..3] != dst[..3] && src[0] == 10,
+                "{flow}: {src:?}"
+            );
+            let low = usize::from(src[1]) << 16 | usize::from(src[2]) << 8 | usize::from(src[3]);
+            assert!(
+                !std::mem::replace(&mut seen[low], true),
+                "{flow}: {src:?} again"
+            );
+        }
+        let at_most = |flows| {
+            UdpTraceSpec {
+                flows,
+                ..spec.clone()
+            }
+            .check()
+        };
+        assert_eq!(at_most(max), Ok(()));
+        let error = at_most(max + 1).unwrap_err();
+        assert!(
+            error.starts_with(&format!("--flows {}: at most {max}", max + 1)),
+            "{error}"
+        );
+        // With the destination elsewhere (or spread), every host of the /8 is a source.
+        let elsewhere = UdpTraceSpec {
+            dst_ip: [20, 0, 0, 1],
+            ..Default::default()
+        };
+        assert_eq!(elsewhere.max_flows(), HOSTS_PER_8);
     }
 
     #[test]
