@@ -1,6 +1,13 @@
 //! Prometheus text exposition (format 0.0.4) over a tiny non-blocking HTTP/1.0 responder,
-//! served from the control loop on the main lcore. `GET /metrics` (or `/`) answers the
-//! counters; anything else gets 404. One request per connection, then close.
+//! served from the control loop on the main lcore. `GET /metrics` (or `/`; a query string is
+//! ignored) answers the counters, `HEAD` the same headers without the body; another path gets
+//! 404, another method 405, a malformed request line 400. One request per connection, then
+//! close.
+//!
+//! Connections are few (`MAX_CONNECTIONS`) and short-lived: a client has `HEADER_TIMEOUT` to
+//! send its request, and when every slot is taken a new connection takes the slot of the one
+//! idle the longest (one still sending its request, or one not reading its answer), so clients
+//! that open connections and never finish them cannot lock scrapes out.
 
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -10,8 +17,12 @@ use std::time::{Duration, Instant};
 
 /// Header bytes accepted from a scraper.
 const MAX_HEADER: usize = 8192;
-/// A connection that has not sent its request or taken its answer by then is closed.
+/// A connection that has not sent its whole request by then is closed (with 408).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+/// A connection that has not taken its whole answer by then is closed.
 const CONN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections open at once. When all are taken, a new one closes the longest-idle one that
+/// is not about to be answered (see `HttpConn::idle_since`).
 const MAX_CONNECTIONS: usize = 16;
 
 struct HttpConn {
@@ -20,7 +31,65 @@ struct HttpConn {
     output: Vec<u8>,
     /// The request was read; `output` holds the whole answer.
     answered: bool,
+    /// The client shut its side (or the socket failed): no more request bytes will come.
+    eof: bool,
+    /// When it was accepted.
     since: Instant,
+    /// When bytes last came in or went out.
+    last_active: Instant,
+}
+
+impl HttpConn {
+    fn new(stream: TcpStream) -> HttpConn {
+        let now = Instant::now();
+        HttpConn {
+            stream,
+            input: Vec::new(),
+            output: Vec::new(),
+            answered: false,
+            eof: false,
+            since: now,
+            last_active: now,
+        }
+    }
+
+    /// Reads what the client sent, up to just past `MAX_HEADER` bytes.
+    fn read(&mut self) {
+        if self.answered || self.eof {
+            return;
+        }
+        let mut buf = [0u8; 2048];
+        while self.input.len() <= MAX_HEADER {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.input.extend_from_slice(&buf[..n]);
+                    self.last_active = Instant::now();
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.eof = true;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Whether what was read is a request to answer (whole, or too large to be one).
+    fn request_ready(&self) -> bool {
+        header_complete(&self.input) || self.input.len() > MAX_HEADER
+    }
+
+    /// Since when the connection may be closed to make room for a new one: while its request
+    /// is incomplete, or its answer waits for the client to read it. A request read and not
+    /// answered yet (it will be in this same tick) keeps its slot.
+    fn idle_since(&self) -> Option<Instant> {
+        (self.answered || !self.request_ready()).then_some(self.last_active)
+    }
 }
 
 pub struct MetricsServer {
@@ -45,87 +114,99 @@ impl MetricsServer {
         self.listener.local_addr().ok()
     }
 
-    /// Accepts and reads; true if some request waits for the metrics text.
+    /// Reads and accepts; true if some request waits for the metrics text.
     pub fn poll(&mut self) -> bool {
-        while let Ok((stream, _)) = self.listener.accept() {
-            if self.conns.len() >= MAX_CONNECTIONS || stream.set_nonblocking(true).is_err() {
-                continue;
-            }
-            self.conns.push(HttpConn {
-                stream,
-                input: Vec::new(),
-                output: Vec::new(),
-                answered: false,
-                since: Instant::now(),
-            });
-        }
-        let mut waiting = false;
+        // The open connections first: a request that came whole is then safe from eviction.
         for conn in &mut self.conns {
-            if conn.answered {
+            conn.read();
+        }
+        while let Ok((stream, _)) = self.listener.accept() {
+            if stream.set_nonblocking(true).is_err() {
                 continue;
             }
-            let mut buf = [0u8; 2048];
-            loop {
-                match conn.stream.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        conn.input.extend_from_slice(&buf[..n]);
-                        if conn.input.len() > MAX_HEADER {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
+            // Read at once: a scraper's request usually came with its connection.
+            let mut conn = HttpConn::new(stream);
+            conn.read();
+            if self.conns.len() >= MAX_CONNECTIONS && !self.evict_idle() {
+                // Every slot holds a request about to be answered (a burst of scrapes).
+                let _ = conn.stream.write(&response(
+                    "503 Service Unavailable",
+                    "text/plain",
+                    "busy\n",
+                    &Reply::default(),
+                ));
+                continue;
             }
-            waiting |= header_complete(&conn.input) || conn.input.len() > MAX_HEADER;
+            self.conns.push(conn);
         }
-        waiting
+        self.conns.iter().any(|c| !c.answered && c.request_ready())
+    }
+
+    /// Closes the connection idle the longest (`HttpConn::idle_since`, however briefly: a
+    /// slot is worth more to a new client than to one that has not sent its request yet);
+    /// whether there was one.
+    fn evict_idle(&mut self) -> bool {
+        let idle = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.idle_since()?)));
+        let Some((index, _)) = crate::server::longest_idle(idle, Instant::now(), Duration::ZERO)
+        else {
+            return false;
+        };
+        let mut conn = self.conns.swap_remove(index);
+        if !conn.answered {
+            // Best effort, as the connection closes: why (an answer being sent is cut short).
+            let _ = conn.stream.write(&response(
+                "503 Service Unavailable",
+                "text/plain",
+                "closed to make room: every connection slot is taken\n",
+                &Reply::default(),
+            ));
+        }
+        true
     }
 
     /// Answers every complete request with `text` (or an error status), writes what the
-    /// sockets take and closes finished or stale connections.
+    /// sockets take and closes finished, abandoned or stale connections.
     pub fn respond(&mut self, text: Option<&str>) {
+        let now = Instant::now();
         for conn in &mut self.conns {
-            if conn.answered {
+            if conn.answered || !conn.request_ready() {
                 continue;
             }
-            let complete = header_complete(&conn.input);
-            if !complete && conn.input.len() <= MAX_HEADER {
-                continue;
-            }
-            let request = String::from_utf8_lossy(&conn.input);
-            let first = request.lines().next().unwrap_or("");
-            let mut parts = first.split_whitespace();
-            let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-            conn.output = match (complete, method, path, text) {
-                (false, ..) => response(
-                    "431 Request Header Fields Too Large",
-                    "text/plain",
-                    "header too large\n",
-                ),
-                (true, "GET", "/metrics" | "/", Some(text)) => {
-                    response("200 OK", "text/plain; version=0.0.4; charset=utf-8", text)
-                }
-                (true, "GET", _, _) => response("404 Not Found", "text/plain", "try /metrics\n"),
-                _ => response("405 Method Not Allowed", "text/plain", "GET only\n"),
-            };
+            conn.output = answer(&conn.input, text);
             conn.answered = true;
+            conn.last_active = now;
         }
         self.conns.retain_mut(|conn| {
-            while conn.answered && !conn.output.is_empty() {
+            if !conn.answered {
+                if conn.since.elapsed() >= HEADER_TIMEOUT && !conn.eof {
+                    let _ = conn.stream.write(&response(
+                        "408 Request Timeout",
+                        "text/plain",
+                        "no whole request in time\n",
+                        &Reply::default(),
+                    ));
+                    return false;
+                }
+                // A client that hung up before its request was whole is gone.
+                return !conn.eof;
+            }
+            while !conn.output.is_empty() {
                 match conn.stream.write(&conn.output) {
                     Ok(0) => return false,
                     Ok(n) => {
                         conn.output.drain(..n);
+                        conn.last_active = Instant::now();
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(_) => return false,
                 }
             }
-            let done = conn.answered && conn.output.is_empty();
-            !done && conn.since.elapsed() < CONN_TIMEOUT
+            !conn.output.is_empty() && conn.since.elapsed() < CONN_TIMEOUT
         });
     }
 }
@@ -134,9 +215,114 @@ fn header_complete(input: &[u8]) -> bool {
     input.windows(4).any(|w| w == b"\r\n\r\n") || input.windows(2).any(|w| w == b"\n\n")
 }
 
-fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
+/// A token character (RFC 9110 `tchar`): what a method is made of.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+/// The method and path (without query string) of a request line `METHOD TARGET HTTP/x.y`
+/// (the version may be left out, as in HTTP/0.9); `None` if it is not one. The target is
+/// origin-form (`/path?query`), absolute-form (`http://host/path?query`) or `*`.
+fn parse_request_line(line: &str) -> Option<(&str, &str)> {
+    let mut parts = line.split_ascii_whitespace();
+    let (method, target) = (parts.next()?, parts.next()?);
+    let version = parts.next();
+    if parts.next().is_some() || !method.chars().all(is_tchar) {
+        return None;
+    }
+    if let Some(version) = version {
+        let digits = version.strip_prefix("HTTP/")?.as_bytes();
+        if !matches!(digits, [major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit())
+        {
+            return None;
+        }
+    }
+    let path = if target.starts_with('/') || target == "*" {
+        target
+    } else {
+        let rest = target
+            .strip_prefix("http://")
+            .or_else(|| target.strip_prefix("https://"))?;
+        rest.find('/').map_or("/", |i| &rest[i..])
+    };
+    let path = path.split_once(['?', '#']).map_or(path, |(path, _)| path);
+    Some((method, path))
+}
+
+/// The whole answer to `input`, a request read to its blank line (or too large to be one):
+/// `text` for `GET /metrics` (or `/`), its headers alone for `HEAD`.
+fn answer(input: &[u8], text: Option<&str>) -> Vec<u8> {
+    if !header_complete(input) {
+        return response(
+            "431 Request Header Fields Too Large",
+            "text/plain",
+            "header too large\n",
+            &Reply::default(),
+        );
+    }
+    let request = String::from_utf8_lossy(input);
+    // A server should ignore empty lines before the request line (RFC 9112, 2.2).
+    let line = request.lines().find(|l| !l.is_empty()).unwrap_or("");
+    let Some((method, path)) = parse_request_line(line) else {
+        return response(
+            "400 Bad Request",
+            "text/plain",
+            "malformed request line\n",
+            &Reply::default(),
+        );
+    };
+    let head_only = Reply {
+        head_only: method == "HEAD",
+        allow: false,
+    };
+    match (method, path, text) {
+        ("GET" | "HEAD", "/metrics" | "/", Some(text)) => response(
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            text,
+            &head_only,
+        ),
+        // Not reached: the server renders the text whenever a request waits.
+        ("GET" | "HEAD", "/metrics" | "/", None) => response(
+            "503 Service Unavailable",
+            "text/plain",
+            "no metrics yet\n",
+            &head_only,
+        ),
+        ("GET" | "HEAD", ..) => {
+            response("404 Not Found", "text/plain", "try /metrics\n", &head_only)
+        }
+        _ => response(
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET or HEAD only\n",
+            &Reply {
+                head_only: false,
+                allow: true,
+            },
+        ),
+    }
+}
+
+/// How to shape a response beyond its status and body.
+#[derive(Default)]
+struct Reply {
+    /// An answer to HEAD: the headers of the body, without it.
+    head_only: bool,
+    /// Say which methods are (`Allow: GET, HEAD`), with 405.
+    allow: bool,
+}
+
+fn response(status: &str, content_type: &str, body: &str, reply: &Reply) -> Vec<u8> {
+    let allow = if reply.allow {
+        "Allow: GET, HEAD\r\n"
+    } else {
+        ""
+    };
+    // HEAD: the Content-Length GET would have, no body.
+    let sent = if reply.head_only { "" } else { body };
     format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n{sent}",
         body.len()
     )
     .into_bytes()
@@ -465,6 +651,26 @@ pub fn render(input: &MetricsInput) -> String {
             );
         }
     }
+    // Not drops: the frames were forwarded (or flooded).
+    for (name, field, help) in [
+        (
+            "ironclos_mac_table_full_total",
+            "mac_table_full",
+            "Source MACs not learned because the MAC table was full (the frames were forwarded; \
+             frames to those MACs flood).",
+        ),
+        (
+            "ironclos_routed_flooded_total",
+            "routed_flooded",
+            "Routed packets flooded in their neighbour's VLAN because its MAC was not in the MAC \
+             table.",
+        ),
+    ] {
+        f.header(name, "counter", help);
+        if let Some(n) = input.drops.get(field).and_then(Value::as_f64) {
+            f.sample(name, &[], n);
+        }
+    }
     for (kind, list) in [("sid", "sids"), ("policy", "policies")] {
         let objects = input.srv6.get(list).map_or(&[][..], items);
         for (field, unit) in [("packets", "packets"), ("bytes", "bytes")] {
@@ -581,6 +787,207 @@ pub fn render(input: &MetricsInput) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn answer_to(request: &str) -> String {
+        String::from_utf8(answer(request.as_bytes(), Some("up 1\n"))).unwrap()
+    }
+
+    #[test]
+    fn requests_are_answered_by_method_and_path_without_the_query() {
+        let ok = "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+                  Content-Length: 5\r\nConnection: close\r\n\r\n";
+        for request in [
+            "GET /metrics HTTP/1.0\r\n\r\n",
+            "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET /?x=1&y=%20 HTTP/1.1\r\n\r\n",
+            "GET http://127.0.0.1:9417/metrics?x=1 HTTP/1.1\r\n\r\n",
+            "\r\nGET /metrics HTTP/1.0\r\n\r\n",
+            "GET /metrics\n\n",
+        ] {
+            assert_eq!(answer_to(request), format!("{ok}up 1\n"), "{request:?}");
+        }
+        // HEAD: GET's headers (its length too), no body.
+        assert_eq!(answer_to("HEAD /metrics?x=1 HTTP/1.0\r\n\r\n"), ok);
+        let not_found = answer_to("HEAD /x HTTP/1.0\r\n\r\n");
+        assert!(
+            not_found.starts_with("HTTP/1.0 404 Not Found\r\n"),
+            "{not_found}"
+        );
+        assert!(not_found.ends_with("Content-Length: 13\r\nConnection: close\r\n\r\n"));
+        for request in [
+            "GET /metricsx?x=1 HTTP/1.0\r\n\r\n",
+            "GET * HTTP/1.0\r\n\r\n",
+        ] {
+            let reply = answer_to(request);
+            assert!(reply.starts_with("HTTP/1.0 404 Not Found\r\n"), "{reply}");
+        }
+        for request in [
+            "POST /metrics HTTP/1.0\r\n\r\n",
+            "get /metrics HTTP/1.0\r\n\r\n",
+        ] {
+            let reply = answer_to(request);
+            assert!(
+                reply.starts_with("HTTP/1.0 405 Method Not Allowed\r\n"),
+                "{reply}"
+            );
+            assert!(reply.contains("\r\nAllow: GET, HEAD\r\n"), "{reply}");
+        }
+        for request in [
+            "garbage\r\n\r\n",
+            "\r\n\r\n",
+            "GET\r\n\r\n",
+            "hello world\r\n\r\n",
+            "GET metrics HTTP/1.0\r\n\r\n",
+            "GET /metrics HTTP/1.0 x\r\n\r\n",
+            "GET /metrics HTTP/10\r\n\r\n",
+            "GET /metrics SIP/2.0\r\n\r\n",
+            "G\u{1}T /metrics HTTP/1.0\r\n\r\n",
+            "GET ftp://host/metrics HTTP/1.0\r\n\r\n",
+        ] {
+            let reply = answer_to(request);
+            assert!(
+                reply.starts_with("HTTP/1.0 400 Bad Request\r\n"),
+                "{request:?}: {reply}"
+            );
+        }
+        let reply = String::from_utf8(answer(b"\x16\x03\x01\xff\xfe\r\n\r\n", None)).unwrap();
+        assert!(reply.starts_with("HTTP/1.0 400 Bad Request\r\n"), "{reply}");
+        let reply = String::from_utf8(answer(&[b'a'; MAX_HEADER + 1], None)).unwrap();
+        assert!(reply.starts_with("HTTP/1.0 431 "), "{reply}");
+    }
+
+    /// Serves `server` until `client` has read a whole answer (the server closes), at most
+    /// `within`; the answer.
+    fn serve_until_answered(
+        server: &mut MetricsServer,
+        client: &mut TcpStream,
+        within: Duration,
+    ) -> String {
+        client.set_nonblocking(true).unwrap();
+        let started = Instant::now();
+        let mut reply = Vec::new();
+        loop {
+            if server.poll() {
+                server.respond(Some("up 1\n"));
+            } else {
+                server.respond(None);
+            }
+            let mut buf = [0u8; 4096];
+            match client.read(&mut buf) {
+                Ok(0) => return String::from_utf8_lossy(&reply).into_owned(),
+                Ok(n) => reply.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => panic!("{e} after {:?}", String::from_utf8_lossy(&reply)),
+            }
+            assert!(
+                started.elapsed() < within,
+                "no whole answer within {within:?}: {:?}",
+                String::from_utf8_lossy(&reply)
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn listener() -> (MetricsServer, SocketAddr) {
+        let server = MetricsServer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = server.local_addr().unwrap();
+        (server, addr)
+    }
+
+    #[test]
+    fn idle_partial_requests_make_room_for_a_scrape() {
+        let (mut server, addr) = listener();
+        let idle: Vec<TcpStream> = (0..64)
+            .map(|_| {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.write_all(b"GET /met").unwrap();
+                c
+            })
+            .collect();
+        for _ in 0..10 {
+            server.poll();
+            server.respond(None);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(server.conns.len(), MAX_CONNECTIONS);
+        for _ in 0..3 {
+            let mut scrape = TcpStream::connect(addr).unwrap();
+            scrape.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+            let reply = serve_until_answered(&mut server, &mut scrape, Duration::from_secs(1));
+            assert!(reply.starts_with("HTTP/1.0 200 OK\r\n"), "{reply}");
+            assert!(reply.ends_with("\r\n\r\nup 1\n"), "{reply}");
+        }
+        // A scraper whose request comes after its connection is not the one closed for a
+        // newer idle client.
+        let mut slow = TcpStream::connect(addr).unwrap();
+        server.poll();
+        let mut newer = TcpStream::connect(addr).unwrap();
+        newer.write_all(b"GET").unwrap();
+        server.poll();
+        slow.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        let reply = serve_until_answered(&mut server, &mut slow, Duration::from_secs(1));
+        assert!(reply.starts_with("HTTP/1.0 200 OK\r\n"), "{reply}");
+        // Those closed to make room are told why, never answered.
+        for mut c in idle {
+            c.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            let mut reply = Vec::new();
+            let _ = c.read_to_end(&mut reply);
+            let reply = String::from_utf8_lossy(&reply);
+            assert!(
+                reply.is_empty() || reply.starts_with("HTTP/1.0 503 "),
+                "{reply}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_not_whole_in_time_is_closed() {
+        let (mut server, addr) = listener();
+        let mut partial = TcpStream::connect(addr).unwrap();
+        partial.write_all(b"GET /metrics HTTP/1.0\r\nHost").unwrap();
+        let started = Instant::now();
+        let reply = serve_until_answered(&mut server, &mut partial, HEADER_TIMEOUT * 2);
+        assert!(started.elapsed() >= HEADER_TIMEOUT);
+        assert!(
+            reply.starts_with("HTTP/1.0 408 Request Timeout\r\n"),
+            "{reply}"
+        );
+        assert!(server.conns.is_empty());
+        // A client that gives up before its request is whole frees its slot at once.
+        let mut gone = TcpStream::connect(addr).unwrap();
+        gone.write_all(b"GET /").unwrap();
+        server.poll();
+        assert_eq!(server.conns.len(), 1);
+        drop(gone);
+        std::thread::sleep(Duration::from_millis(20));
+        server.poll();
+        server.respond(None);
+        assert!(server.conns.is_empty());
+    }
+
+    #[test]
+    fn mac_table_counters_are_exposed_from_the_drops_snapshot() {
+        let text = render(&MetricsInput {
+            ports: json!([]),
+            queues: json!([]),
+            drops: json!({"total": 0, "reasons": {}, "mac_table_full": 4, "routed_flooded": 3}),
+            srv6: json!({"sids": [], "policies": []}),
+            groups: None,
+        });
+        assert!(
+            text.contains("# TYPE ironclos_mac_table_full_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nironclos_mac_table_full_total 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nironclos_routed_flooded_total 3\n"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn labels_are_escaped_and_every_sample_has_a_typed_family() {

@@ -243,6 +243,19 @@ impl Conn {
     }
 }
 
+/// Of connections that may make room for a new one, as (slot, idle since), the one idle the
+/// longest if it has been for `at_least`: the choice both the control socket (`at_least` =
+/// `IDLE_EVICTION`) and the metrics listener (any idle time) make when every slot is taken.
+pub(crate) fn longest_idle(
+    idle: impl IntoIterator<Item = (usize, Instant)>,
+    now: Instant,
+    at_least: Duration,
+) -> Option<(usize, Instant)> {
+    idle.into_iter()
+        .filter(|&(_, since)| now.saturating_duration_since(since) >= at_least)
+        .min_by_key(|&(_, since)| since)
+}
+
 /// The API socket, the metrics listener and the state both read.
 pub struct ControlServer {
     listener: Option<(UnixListener, PathBuf)>,
@@ -541,14 +554,12 @@ impl ControlServer {
     /// it why; whether one was.
     fn evict_idle(&mut self) -> bool {
         let now = Instant::now();
-        let oldest = self
+        let idle = self
             .conns
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| Some((i, c.as_ref()?.idle_since()?)))
-            .filter(|&(_, since)| now.duration_since(since) >= IDLE_EVICTION)
-            .min_by_key(|&(_, since)| since);
-        let Some((index, since)) = oldest else {
+            .filter_map(|(i, c)| Some((i, c.as_ref()?.idle_since()?)));
+        let Some((index, since)) = longest_idle(idle, now, IDLE_EVICTION) else {
             return false;
         };
         let why = format!(
