@@ -185,7 +185,8 @@ const bit<8> DROP_SRV6_MALFORMED_HEADERS = 28;  // srv6_malformed_headers
 const bit<8> DROP_MARTIAN_SOURCE         = 29;  // martian_source
 const bit<8> DROP_RESERVED_MULTICAST     = 30;  // reserved_multicast
 const bit<8> DROP_MARTIAN_DESTINATION    = 31;  // martian_destination
-const bit<32> DROP_REASONS = 32;  // size of drop_counter
+const bit<8> DROP_OWN_SOURCE_MAC         = 32;  // own_source_mac
+const bit<32> DROP_REASONS = 33;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
 typedef bit<32>  ipv4_addr_t;
@@ -721,6 +722,16 @@ control IroncIngress(inout headers_t hdr,
     /* PFC frames received per (ingress port, priority): index port * 8 + n.
      * Rust: QueueCounters::pfc_rx_frames. */
     counter(4096, CounterType.packets) pfc_rx_counter;
+    /* Routed packets flooded in their neighbour's VLAN because its MAC
+     * missed `mac_table` (Rust: WorkerCounters::routed_flooded). Not a drop.
+     * Learn digests the control plane cannot install for a full table are
+     * its count (Rust: WorkerCounters::mac_table_full). */
+    counter(1, CounterType.packets) routed_flood_counter;
+    /* The router MAC, written once by the control plane (index 0): frames
+     * from it are the switch's own come back, or a spoof (Rust:
+     * SwitchSpec::router_mac; the router_mac table matches it as a
+     * destination). */
+    register<bit<48>>(1) router_mac_value;
 
     /* ----------------------------------------------------------------
      * Common actions
@@ -859,7 +870,8 @@ control IroncIngress(inout headers_t hdr,
     /* Tell the control plane to learn (vid, src MAC) -> ingress port: it
      * installs a `mac_table` entry and a `mac_learn` entry.
      * Rust: Forwarder::process -> macs.learn (LearnOutcome::Learned; a full
-     * table counts mac_learn_failures). */
+     * table refuses it, counted in mac_table_full: the frame is still
+     * forwarded). */
     action learn_mac() {
         meta.learn.src_addr = hdr.ethernet.src_addr;
         meta.learn.vid = meta.vid;
@@ -1541,9 +1553,19 @@ control IroncIngress(inout headers_t hdr,
             drop_with_reason(DROP_MAC_CONTROL);
             return;
         }
-        if (hdr.ethernet.src_addr[40:40] == 1) {
-            /* The group bit of the first octet. */
+        if (hdr.ethernet.src_addr[40:40] == 1 || hdr.ethernet.src_addr == 0) {
+            /* The group bit of the first octet, or 00:00:00:00:00:00: no
+             * station sends from either. */
             drop_with_reason(DROP_INVALID_SOURCE_MAC);
+            return;
+        }
+        bit<48> own_mac;
+        router_mac_value.read(own_mac, 0);
+        if (hdr.ethernet.src_addr == own_mac) {
+            /* The switch's own frames come back (a loop), or a spoof; learned,
+             * it would draw the VLAN's frames to the router MAC to one port.
+             * Rust: Forwarder::process -> bad_source. */
+            drop_with_reason(DROP_OWN_SOURCE_MAC);
             return;
         }
         meta.ether_type = hdr.ethernet.ether_type;
@@ -2066,13 +2088,17 @@ control IroncIngress(inout headers_t hdr,
             }
             flood: {
                 if (meta.routed == 1) {
-                    /* A routed packet is never flooded: flooding lossless
-                     * traffic risks PFC deadlocks. Re-resolve the nexthop,
-                     * which relearns its port, and drop.
-                     * Rust: Forwarder::egress_l2 -> glean, neighbor_unresolved. */
-                    resolve_nexthop();
-                    drop_with_reason(DROP_NEIGHBOR_UNRESOLVED);
-                    return;
+                    /* The neighbour is resolved but the VLAN's table lacks
+                     * its MAC (aged out before the neighbour did, flushed
+                     * with its port's link): flood() sends the rewritten
+                     * packet to the VLAN's members, as an unknown unicast
+                     * (egress tags each copy per its port and makes none
+                     * for the ingress port). The nexthop is asked for
+                     * again: its answer relearns the MAC's port.
+                     * Rust: Forwarder::egress_l2 -> flood_routed. */
+                    meta.resolve.nexthop = meta.nexthop_id;
+                    digest<resolve_digest_t>(RESOLVE_RECEIVER, meta.resolve);
+                    routed_flood_counter.count(0);
                 }
             }
         }

@@ -2259,3 +2259,199 @@ fn ecmp_member_counters_count_what_each_member_sent() {
     );
     assert!(drops["mtu_exceeded"] + stats["fragmentation"]["packets"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn a_routed_packet_to_a_neighbour_whose_mac_aged_out_floods_its_vlan() {
+    // MACs age after 20 s, neighbours stay reachable 30 s (the default). Host A (10.0.10.5
+    // on p0) asks for its gateway at T: the switch learns A, as a neighbour and in VLAN 10's
+    // MAC table. A packet routed to A at T + 1 s leaves p0 alone. At T + 25 s A is still a
+    // reachable neighbour but its MAC has aged out of the table: the routed packet leaves,
+    // rewritten, on every port of VLAN 10 (p0, p1 untagged, the trunk p3 tagged; not p2 in
+    // VLAN 20, not the ingress p4), as a bridge floods an unknown unicast, and the switch
+    // asks for A again. A answers, is relearned, and the packet at T + 26 s is unicast again.
+    const SECOND_US: u64 = 1_000_000;
+    let dir = TestDir::new("sw-routed-flood");
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let to_a = |seq: u8| {
+        ethernet(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), a_ip, 30, 5000, 6000, &[seq; 4]),
+        )
+    };
+    let request_from_a = ethernet(
+        BROADCAST,
+        HOST_A,
+        None,
+        0x0806,
+        &frames::arp(1, HOST_A, a_ip, [0; 6], gateway),
+    );
+    let reply_to_a = ethernet(
+        HOST_A,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(2, ROUTER, gateway, HOST_A, a_ip),
+    );
+    let switch_asks = ethernet(
+        BROADCAST,
+        ROUTER,
+        None,
+        0x0806,
+        &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
+    );
+    let a_answers = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0806,
+        &frames::arp(2, HOST_A, a_ip, ROUTER, gateway),
+    );
+    let mut trace = Trace::new();
+    trace.send(0, request_from_a);
+    let learned_at = trace.clock_us;
+    trace.clock_us = learned_at + SECOND_US;
+    trace.send(4, to_a(1));
+    trace.clock_us = learned_at + 25 * SECOND_US;
+    trace.send(4, to_a(2));
+    trace.clock_us += 100;
+    trace.send(0, a_answers);
+    trace.clock_us = learned_at + 26 * SECOND_US;
+    trace.send(4, to_a(3));
+    trace.write(&dir);
+    let mut config = leaf_config(&dir);
+    config.push_str("\n[l2]\nmac_aging_s = 20\n");
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    let routed = |seq: u8| routed_v4(&to_a(seq), 14, HOST_A, ROUTER);
+    assert_eq!(
+        out[0],
+        vec![
+            reply_to_a,
+            routed(1),
+            routed(2),
+            switch_asks.clone(),
+            routed(3)
+        ]
+    );
+    assert_eq!(out[1], vec![routed(2), switch_asks.clone()]);
+    assert_eq!(
+        out[3],
+        vec![tagged(&routed(2), 10), tagged(&switch_asks, 10)]
+    );
+    assert!(out[2].is_empty(), "p2 is in VLAN 20");
+    assert!(out[4].is_empty() && out[5].is_empty(), "routed ports");
+    assert_eq!(stats["routed_flooded"], 1);
+    assert_eq!(stats["mac_table_full"], 0);
+    assert!(
+        drops(&stats).values().all(|&n| n == 0),
+        "{:?}",
+        drops(&stats)
+    );
+}
+
+#[test]
+fn frames_from_the_zero_mac_or_the_router_mac_are_dropped_and_never_learned() {
+    // In VLAN 10 a host sends from 00:00:00:00:00:00 (p1) and another from the switch's
+    // router MAC (p1, and tagged on the trunk p3); on the routed uplink p4 frames to the
+    // router MAC come from either. All are dropped and counted (invalid_source_mac,
+    // own_source_mac) and none is learned: A's frame to 00:00:00:00:00:00 then floods in
+    // VLAN 10, and A's packet to the router MAC is routed to the spines, not bridged to p1.
+    let dir = TestDir::new("sw-bad-sources");
+    const ZERO: Mac = [0; 6];
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let packet = |dst: Ipv4Addr| ipv4_udp(a_ip, dst, 64, 1000, 2000, &payload(1));
+    let mut trace = Trace::new();
+    trace.send(1, ethernet(HOST_A, ZERO, None, 0x0800, &payload(1)));
+    trace.send(1, ethernet(HOST_A, ROUTER, None, 0x0800, &payload(2)));
+    trace.send(3, ethernet(HOST_A, ROUTER, Some(10), 0x0800, &payload(3)));
+    let to_zero = ethernet(ZERO, HOST_A, None, 0x0800, &payload(4));
+    trace.send(0, to_zero.clone());
+    // To 10.1.0.0/16: the spines' group.
+    let routed_by_a = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x0800,
+        &packet(Ipv4Addr::new(10, 1, 0, 1)),
+    );
+    trace.send(0, routed_by_a.clone());
+    let from_spine = |src: Mac| {
+        ethernet(
+            ROUTER,
+            src,
+            None,
+            0x0800,
+            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), a_ip, 30, 5000, 6000, &[5; 4]),
+        )
+    };
+    trace.send(4, from_spine(ZERO));
+    trace.send(4, from_spine(ROUTER));
+    trace.write(&dir);
+    let (_, stats) = replay(&dir, &leaf_config(&dir));
+    let out = outputs(&dir);
+    assert_eq!(out[1], vec![to_zero.clone()], "the zero MAC is unknown");
+    assert_eq!(out[3], vec![tagged(&to_zero, 10)]);
+    let to_spine1 = routed_v4(&routed_by_a, 14, SPINE1, ROUTER);
+    let to_spine2 = routed_v4(&routed_by_a, 14, SPINE2, ROUTER);
+    assert!(
+        (out[4].clone(), out[5].clone()) == (vec![to_spine1], vec![])
+            || (out[4].clone(), out[5].clone()) == (vec![], vec![to_spine2]),
+        "A's packet to the router MAC is routed to one spine: {:02x?}",
+        &out[4..]
+    );
+    assert!(out[0].is_empty() && out[2].is_empty());
+    let drops = drops(&stats);
+    assert_eq!(drops["invalid_source_mac"], 2, "{drops:?}");
+    assert_eq!(drops["own_source_mac"], 3, "{drops:?}");
+    assert_eq!(
+        drops.values().sum::<u64>(),
+        5,
+        "nothing else dropped: {drops:?}"
+    );
+}
+
+#[test]
+fn a_full_mac_table_counts_the_sources_it_cannot_learn() {
+    // Room for 16 MACs, 20 hosts on p0 each broadcast once: 16 are learned, 4 are refused
+    // (mac_table_full 4, not a drop: their broadcasts are flooded). A frame to a learned host
+    // from p1 goes to p0 alone; one to a refused host floods. Their sender, a 21st source, is
+    // refused at each of its two frames: 6 in all.
+    let dir = TestDir::new("sw-mac-full");
+    let host = |i: u8| -> Mac { [0x02, 0, 0, 0, 0x77, i] };
+    let mut trace = Trace::new();
+    let mut broadcasts = Vec::new();
+    for i in 0..20 {
+        let frame = ethernet(BROADCAST, host(i), None, 0x0800, &payload(i));
+        broadcasts.push(frame.clone());
+        trace.send(0, frame);
+    }
+    let to_learned = ethernet(host(3), HOST_B, None, 0x0800, &payload(30));
+    let to_refused = ethernet(host(19), HOST_B, None, 0x0800, &payload(31));
+    trace.send(1, to_learned.clone());
+    trace.send(1, to_refused.clone());
+    trace.write(&dir);
+    let mut config = leaf_config(&dir);
+    config.push_str("\n[l2]\nmac_table_size = 16\n");
+    let (run, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    assert_eq!(out[0], vec![to_learned, to_refused.clone()]);
+    assert_eq!(out[1], broadcasts);
+    let mut expected_p3: Vec<Vec<u8>> = broadcasts.iter().map(|f| tagged(f, 10)).collect();
+    expected_p3.push(tagged(&to_refused, 10));
+    assert_eq!(out[3], expected_p3);
+    assert_eq!(stats["mac_table_full"], 6);
+    assert!(
+        drops(&stats).values().all(|&n| n == 0),
+        "{:?}",
+        drops(&stats)
+    );
+    assert!(
+        run.stdout.contains("6 source MACs not learned"),
+        "{}",
+        run.stdout
+    );
+}

@@ -91,6 +91,8 @@ pub fn to_json(report: &RunReport) -> Value {
             "probes": report.neighbors.probes,
             "expired": report.neighbors.expired,
         },
+        "mac_table_full": report.mac_table.table_full,
+        "routed_flooded": report.mac_table.routed_flooded,
         "qos_events_lost": report.qos_events_lost,
         "replay_stalled": report.replay_stalled,
     })
@@ -267,6 +269,15 @@ pub fn to_text(report: &RunReport) -> String {
             out,
             "neighbours: {} asked again after their reachable time, {} lost (no answer)",
             n.probes, n.expired
+        );
+    }
+    let m = &report.mac_table;
+    if *m != Default::default() {
+        let _ = writeln!(
+            out,
+            "mac table: {} source MACs not learned (table full: mac_table_full), {} routed \
+             packets flooded in their VLAN (neighbour's MAC not in the table: routed_flooded)",
+            m.table_full, m.routed_flooded
         );
     }
     for (kind, objects) in [

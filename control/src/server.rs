@@ -1295,9 +1295,12 @@ impl ControlServer {
         let icmp = snap.as_ref().map(|s| s.icmp_errors).unwrap_or_default();
         let fragmentation = snap.as_ref().map(|s| s.fragmentation).unwrap_or_default();
         let neighbors = snap.as_ref().map(|s| s.neighbors).unwrap_or_default();
+        let mac_table = snap.as_ref().map(|s| s.mac_table).unwrap_or_default();
         json!({
             "total": total,
             "reasons": reasons,
+            "mac_table_full": mac_table.table_full,
+            "routed_flooded": mac_table.routed_flooded,
             "icmp_errors": {
                 "built": icmp.built,
                 "suppressed": icmp.suppressed,

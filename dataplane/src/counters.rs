@@ -22,8 +22,13 @@ pub enum DropReason {
     /// Tagged with a VLAN the port is not a member of, or untagged on a trunk without a native
     /// VLAN, or tagged on a routed port (a priority tag, VID 0, is untagged everywhere).
     VlanNotAllowed,
-    /// A multicast or broadcast source MAC.
+    /// A multicast or broadcast source MAC, or the all-zero one (00:00:00:00:00:00): no
+    /// station sends from those, and learning them would make them unicast destinations.
     InvalidSourceMac,
+    /// The switch's own router MAC as the source: its own frames come back (a loop), or a
+    /// host uses its address (a spoof); learned, it would draw the VLAN's frames to the router
+    /// MAC to that host.
+    OwnSourceMac,
     /// MAC Control frames (PAUSE/PFC) are consumed by the port, never forwarded.
     MacControl,
     /// The destination MAC is on the port the frame came from.
@@ -116,7 +121,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 43] = [
+    pub const ALL: [DropReason; 44] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -124,6 +129,7 @@ impl DropReason {
         DropReason::UnsupportedVlanStack,
         DropReason::VlanNotAllowed,
         DropReason::InvalidSourceMac,
+        DropReason::OwnSourceMac,
         DropReason::MacControl,
         DropReason::SamePort,
         DropReason::NotForUs,
@@ -173,6 +179,7 @@ impl DropReason {
             DropReason::UnsupportedVlanStack => "unsupported_vlan_stack",
             DropReason::VlanNotAllowed => "vlan_not_allowed",
             DropReason::InvalidSourceMac => "invalid_source_mac",
+            DropReason::OwnSourceMac => "own_source_mac",
             DropReason::MacControl => "mac_control",
             DropReason::SamePort => "same_port",
             DropReason::NotForUs => "not_for_us",
@@ -270,6 +277,12 @@ pub struct WorkerCounters {
     /// neighbours that did not answer them and lost their MAC.
     pub neighbor_probes: Counter,
     pub neighbors_expired: Counter,
+    /// Written by the worker's forwarder (`Forwarder::share_counters`): source MACs it could
+    /// not learn because the MAC table was full (once per frame that tried: the frame is still
+    /// forwarded, and frames to that MAC flood), and routed packets it flooded in their VLAN
+    /// because the neighbour's MAC was not in the MAC table.
+    pub mac_table_full: Counter,
+    pub routed_flooded: Counter,
 }
 
 impl WorkerCounters {
@@ -286,6 +299,8 @@ impl WorkerCounters {
             fragments: Counter::default(),
             neighbor_probes: Counter::default(),
             neighbors_expired: Counter::default(),
+            mac_table_full: Counter::default(),
+            routed_flooded: Counter::default(),
         }
     }
 
@@ -328,6 +343,17 @@ pub struct CounterSnapshot {
     pub icmp_errors: IcmpErrorCounts,
     pub fragmentation: FragmentationCounts,
     pub neighbors: NeighborCounts,
+    pub mac_table: MacTableCounts,
+}
+
+/// What the MAC table missed, without a drop: learn attempts refused because the table was
+/// full (`mac_table_full`: the frame is forwarded, and traffic to its source floods until
+/// aging makes room), and routed packets flooded in the VLAN of their neighbour because its
+/// MAC was not in the table (`routed_flooded`: aged out, or flushed with its port's link).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MacTableCounts {
+    pub table_full: u64,
+    pub routed_flooded: u64,
 }
 
 /// Neighbour reachability: requests asking learned neighbours again after their reachable
@@ -419,6 +445,16 @@ impl CounterSnapshot {
                 expired: workers
                     .iter()
                     .map(|w| w.as_ref().neighbors_expired.get())
+                    .sum(),
+            },
+            mac_table: MacTableCounts {
+                table_full: workers
+                    .iter()
+                    .map(|w| w.as_ref().mac_table_full.get())
+                    .sum(),
+                routed_flooded: workers
+                    .iter()
+                    .map(|w| w.as_ref().routed_flooded.get())
                     .sum(),
             },
         }
@@ -524,6 +560,9 @@ mod tests {
         a.drop_packets(DropReason::TxRingFull, 2);
         b.drop_packets(DropReason::TxRingFull, 1);
         b.drop_packets(DropReason::MultiSegment, 7);
+        a.mac_table_full.add(2);
+        b.mac_table_full.add(1);
+        b.routed_flooded.add(4);
         let snap = CounterSnapshot::sum(&[a, b]);
         assert_eq!((snap.ports[0].rx_packets, snap.ports[0].tx_packets), (7, 0));
         assert_eq!((snap.ports[1].rx_packets, snap.ports[1].tx_packets), (0, 5));
@@ -537,6 +576,13 @@ mod tests {
         assert_eq!(snap.total_drops(), 10);
         assert!(snap.drops.contains(&(DropReason::TxRingFull, 3)));
         assert!(snap.drops.contains(&(DropReason::NoEgressPort, 0)));
+        assert_eq!(
+            snap.mac_table,
+            MacTableCounts {
+                table_full: 3,
+                routed_flooded: 4
+            }
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@ mod switch;
 pub use control::{AdminState, ControlHandle, DeviceCounters};
 
 use crate::counters::{
-    CounterSnapshot, DropReason, FragmentationCounts, IcmpErrorCounts, NeighborCounts,
-    ObjectSnapshot, Srv6Counters, WorkerCounters,
+    CounterSnapshot, DropReason, FragmentationCounts, IcmpErrorCounts, MacTableCounts,
+    NeighborCounts, ObjectSnapshot, Srv6Counters, WorkerCounters,
 };
 use crate::dpdk::{
     self, DpdkError, Eal, LaunchError, LinkStatus, MAX_BURST, Mempool, MtuOutcome, Port,
@@ -232,6 +232,9 @@ pub struct RunReport {
     pub fragmentation: FragmentationCounts,
     /// Learned neighbours asked again after their reachable time, and those lost.
     pub neighbors: NeighborCounts,
+    /// Source MACs the full MAC table refused, and routed packets flooded in their VLAN for
+    /// want of the neighbour's MAC in it.
+    pub mac_table: MacTableCounts,
     /// `[port][tc]` queue counters (switch mode; empty in io mode).
     pub queues: Vec<[QueueSnapshot; TC_COUNT]>,
     /// Watermark crossings and ECN onsets, oldest first (when the spec asked for them).
@@ -607,6 +610,7 @@ fn run_with_eal(
         icmp_errors: snapshot.icmp_errors,
         fragmentation: snapshot.fragmentation,
         neighbors: snapshot.neighbors,
+        mac_table: snapshot.mac_table,
         queues: if matches!(config.mode, ForwardingMode::Switch(_)) {
             queue_counters
                 .queues

@@ -201,6 +201,7 @@ impl SwitchWorker {
         schedule.sort_by_key(|e| std::cmp::Reverse(e.at));
         let mut forwarder = Forwarder::new(spec)?;
         forwarder.set_port_mtus(port_mtus);
+        forwarder.share_counters(Arc::clone(&counters));
         attach_egress_load(&mut forwarder, spec, &queue_counters);
         for (index, up) in shared.link_up.iter().enumerate() {
             forwarder.set_port_up(index as u16, up.load(Ordering::Relaxed));

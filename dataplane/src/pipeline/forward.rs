@@ -5,7 +5,7 @@
 use super::spec::{Attachment, PortRole, RouteTarget, SwitchSpec};
 use super::{Frame, PuntReason, RouterError, RouterErrorKind, TagOp, Verdict};
 use crate::clock::{PICOS_PER_SECOND, Picos};
-use crate::counters::DropReason;
+use crate::counters::{DropReason, WorkerCounters};
 use crate::tables::ecmp::{EcmpGroup, Member};
 use crate::tables::flowhash::{FlowKey, flow_hash, flow_hash_v4_wire, flow_hash_v6_wire};
 use crate::tables::flowlet::{BalanceCounters, EgressLoad, FlowletMove, GroupBalancer};
@@ -14,6 +14,7 @@ use crate::tables::{Lpm4, Lpm6, LpmError};
 use crate::wire::checksum;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;
@@ -306,8 +307,10 @@ pub struct Forwarder {
     mac_aging: Picos,
     /// MACs that moved between ports (a loop or a host moving).
     pub mac_moves: u64,
-    /// Source MACs not learned because the table was full.
-    pub mac_learn_failures: u64,
+    /// Where the forwarder counts what its verdicts do not show (`mac_table_full`,
+    /// `routed_flooded`): the worker's block once the engine shares it
+    /// (`share_counters`), else a block of its own. Written on cold paths only.
+    counters: Arc<WorkerCounters>,
     srv6: srv6::Srv6State,
 }
 
@@ -424,7 +427,7 @@ impl Forwarder {
             bridge_memo_hits: Default::default(),
             mac_aging: spec.mac_aging,
             mac_moves: 0,
-            mac_learn_failures: 0,
+            counters: Arc::new(WorkerCounters::new(0)),
             srv6: srv6::Srv6State::default(),
         };
 
@@ -889,6 +892,18 @@ impl Forwarder {
         self.macs.len()
     }
 
+    /// Counts from now on into `counters` (the worker's block, which the control thread reads)
+    /// what the verdicts do not show: `mac_table_full`, `routed_flooded`. The forwarder runs on
+    /// the worker, so the block keeps its one writer.
+    pub fn share_counters(&mut self, counters: Arc<WorkerCounters>) {
+        self.counters = counters;
+    }
+
+    /// The counters the forwarder writes (`share_counters`).
+    pub fn counters(&self) -> &WorkerCounters {
+        &self.counters
+    }
+
     fn route_of(&self, vrf: u16, ip: IpAddr) -> Option<RouteTarget> {
         match ip {
             IpAddr::V4(a) => self
@@ -965,8 +980,8 @@ impl Forwarder {
         };
         let tagged = tag_vid.is_some();
         let src: [u8; 6] = frame[6..12].try_into().expect("6 bytes");
-        if src[0] & 1 != 0 {
-            return Verdict::Drop(DropReason::InvalidSourceMac);
+        if src[0] & 1 != 0 || src == [0; 6] || src == self.router_mac {
+            return Verdict::Drop(self.bad_source(src));
         }
         let dst: [u8; 6] = frame[0..6].try_into().expect("6 bytes");
 
@@ -1042,6 +1057,17 @@ impl Forwarder {
         }
     }
 
+    /// Why source MAC `src` (multicast, all-zero or the router MAC) is refused.
+    #[cold]
+    #[inline(never)]
+    fn bad_source(&self, src: [u8; 6]) -> DropReason {
+        if src == self.router_mac && src[0] & 1 == 0 {
+            DropReason::OwnSourceMac
+        } else {
+            DropReason::InvalidSourceMac
+        }
+    }
+
     /// Learns a frame's source, skipping the table when the same host was just learned on the
     /// same port and nothing in the table changed since (one host per server port is the
     /// common case on a leaf).
@@ -1065,7 +1091,7 @@ impl Forwarder {
         match self.macs.learn(vlan, src, in_port, now) {
             LearnOutcome::Moved { .. } => self.mac_moves += 1,
             LearnOutcome::TableFull => {
-                self.mac_learn_failures += 1;
+                self.table_full();
                 return None;
             }
             LearnOutcome::StaticConflict => return None,
@@ -1077,6 +1103,13 @@ impl Forwarder {
             refreshed: now,
         };
         Some(now.saturating_add(refresh))
+    }
+
+    /// A source MAC refused by the full MAC table (`mac_table_full`).
+    #[cold]
+    #[inline(never)]
+    fn table_full(&self) {
+        self.counters.mac_table_full.add(1);
     }
 
     /// Looks up a destination MAC through a small direct-mapped cache of recent answers: the
@@ -1277,15 +1310,12 @@ impl Forwarder {
             let may_fragment = ip[6] & IPV4_DONT_FRAGMENT == 0;
             return self.exceeds_mtu(out_iface, 0, may_fragment, in_iface, vrf);
         }
-        let sent = self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now);
-        if sent.is_err() {
-            self.uncount_member(target, nexthop_id, self.frame_len);
-        }
-        forwarded(sent)
+        self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now)
     }
 
-    /// The end of routing once the nexthop is known: the L2 rewrite, and only when the
-    /// packet really leaves, the hop limit (IPv6) or TTL and checksum (IPv4, RFC 1624 update).
+    /// The end of routing once the nexthop is known and the packet fits its MTU: the L2
+    /// rewrite (`egress_l2`: forwarded, or flooded in the neighbour's VLAN), the hop limit
+    /// (IPv6) or TTL and checksum (IPv4, RFC 1624 update).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn send_routed(
@@ -1297,10 +1327,10 @@ impl Forwarder {
         out_iface: u16,
         dst_mac: [u8; 6],
         now: Picos,
-    ) -> Result<(u16, TagOp), DropReason> {
-        let out = self.egress_l2(frame, tagged, out_iface, dst_mac, now)?;
+    ) -> Verdict {
+        let out = self.egress_l2(frame, tagged, out_iface, dst_mac, now);
         decrement_hop_limit(&mut frame[l3..], ipv6);
-        Ok(out)
+        out
     }
 
     #[inline]
@@ -1367,11 +1397,7 @@ impl Forwarder {
             self.uncount_member(target, nexthop_id, self.frame_len);
             return self.exceeds_mtu(out_iface, 0, false, in_iface, vrf);
         }
-        let sent = self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now);
-        if sent.is_err() {
-            self.uncount_member(target, nexthop_id, self.frame_len);
-        }
-        forwarded(sent)
+        self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now)
     }
 
     /// Routes an IPv4 packet the switch built (an ICMP error) in `vrf`: FIB only, TTL as
@@ -1408,9 +1434,7 @@ impl Forwarder {
             Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, frame.len() - 14) => {
                 Verdict::Drop(DropReason::MtuExceeded)
             }
-            Ok((out_iface, dst_mac)) => {
-                forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
-            }
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }
     }
@@ -1554,9 +1578,11 @@ impl Forwarder {
         }
     }
 
-    /// Rewrites the L2 header for a routed packet leaving `out_iface` toward `dst_mac`: the
-    /// port and tag operation it leaves with (a `Verdict::Forward`, built by the caller: the
-    /// express path keeps the two in registers instead of packing and unpacking a verdict).
+    /// Rewrites the L2 header for a routed packet leaving `out_iface` toward `dst_mac`, and
+    /// where it goes: a forward with the port and tag operation it leaves with (a routed port;
+    /// in a VLAN, the port where the MAC table has `dst_mac`), or, when the VLAN's table lacks
+    /// `dst_mac`, a flood in the VLAN (`flood_routed`). Never a drop: a packet whose
+    /// neighbour is resolved always leaves.
     #[inline(always)]
     fn egress_l2(
         &mut self,
@@ -1565,24 +1591,12 @@ impl Forwarder {
         out_iface: u16,
         dst_mac: [u8; 6],
         now: Picos,
-    ) -> Result<(u16, TagOp), DropReason> {
+    ) -> Verdict {
         let (port, vlan) = match self.interfaces[usize::from(out_iface)].attachment {
             Attachment::Port(p) => (p, None),
             Attachment::Vlan(v) => match self.lookup_destination(v, dst_mac, now) {
                 Some((p, _)) => (p, Some(v)),
-                None => {
-                    // Flooding routed (possibly lossless) traffic risks PFC deadlocks
-                    // (Guo et al. 2016): drop and re-resolve, which relearns the port.
-                    let ip = self
-                        .nexthops
-                        .iter()
-                        .find(|n| n.interface == out_iface && n.mac == Some(dst_mac))
-                        .map(|n| n.ip);
-                    if let Some(ip) = ip {
-                        self.glean(out_iface, ip, now);
-                    }
-                    return Err(DropReason::NeighborUnresolved);
-                }
+                None => return self.flood_routed(frame, tagged, out_iface, v, dst_mac, now),
             },
         };
         frame[0..6].copy_from_slice(&dst_mac);
@@ -1597,7 +1611,48 @@ impl Forwarder {
             }
             Some(v) => self.tag_op(frame, tagged, port, v),
         };
-        Ok((port, tag))
+        Verdict::Forward { port, tag }
+    }
+
+    /// A routed packet to a neighbour in `vlan` whose MAC the VLAN's MAC table lacks (aged
+    /// out before the neighbour did, flushed with its port's link, never learned): rewritten
+    /// and flooded to the VLAN's members, as a bridge floods an unknown unicast (never back
+    /// out of the ingress port; each copy tagged as its port needs, `Verdict::Flood`), and
+    /// counted in `routed_flooded`. A neighbour at `dst_mac` on the interface is asked for
+    /// again (rate-limited): its answer teaches the table the MAC's port, and the packets
+    /// after it are unicast again.
+    ///
+    /// Flooding lossless traffic can deadlock PFC when the MAC table and the neighbours
+    /// disagree for long (Guo et al., SIGCOMM 2016): `routed_flooded` shows how often, and
+    /// a MAC aging time longer than the neighbour reachable time keeps it rare.
+    #[cold]
+    #[inline(never)]
+    fn flood_routed(
+        &mut self,
+        frame: &mut [u8],
+        tagged: bool,
+        out_iface: u16,
+        vlan: u16,
+        dst_mac: [u8; 6],
+        now: Picos,
+    ) -> Verdict {
+        let ip = self
+            .nexthops
+            .iter()
+            .find(|n| n.interface == out_iface && n.mac == Some(dst_mac))
+            .map(|n| n.ip);
+        if let Some(ip) = ip {
+            self.glean(out_iface, ip, now);
+        }
+        frame[0..6].copy_from_slice(&dst_mac);
+        frame[6..12].copy_from_slice(&self.router_mac);
+        self.counters.routed_flooded.add(1);
+        // A tag the frame came with keeps its PCP; the engine gives each tagged copy the
+        // VLAN's VID (the ingress VLAN's is still in it) and takes it off the others.
+        Verdict::Flood {
+            vlan,
+            ingress_tagged: tagged,
+        }
     }
 }
 
@@ -1719,15 +1774,6 @@ fn decrement_hop_limit(ip: &mut [u8], ipv6: bool) {
         ip[8] -= 1;
         let csum = checksum::after_ttl_decrement([ip[10], ip[11]]);
         ip[10..12].copy_from_slice(&csum);
-    }
-}
-
-/// The verdict of a frame that `egress_l2` sent on (or why it did not).
-#[inline(always)]
-fn forwarded(out: Result<(u16, TagOp), DropReason>) -> Verdict {
-    match out {
-        Ok((port, tag)) => Verdict::Forward { port, tag },
-        Err(reason) => Verdict::Drop(reason),
     }
 }
 

@@ -2203,6 +2203,9 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         }
         let (src_mac, vlan, dst_mac, ethertype) = match pick(next, 24) {
             0 => ([0x03, 0, 0, 0, 0, 1], None, ROUTER, 0x0800),
+            // Sources the pipeline refuses: all-zero, the router MAC.
+            4 => ([0; 6], None, ROUTER, 0x0800),
+            5 => (ROUTER, None, ROUTER, 0x0800),
             1 => (SPINE1, Some(10), ROUTER, 0x0800),
             2 => (SPINE1, None, B, 0x0800),
             3 => (SPINE1, None, ROUTER, 0x0806),
@@ -2278,6 +2281,11 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
             1 => 2 * PICOS_PER_SECOND,
             _ => 1_000,
         };
+        if round % 100 == 99 {
+            // A long pause: every learned MAC ages out (the VLAN host's too, which stays a
+            // resolved neighbour: routed packets to it flood until it speaks again).
+            now += 301 * PICOS_PER_SECOND;
+        }
         // Neighbours come and go, the VLAN host answers from one port or another, an uplink
         // fails: the same events on both sides, between bursts.
         let event = next() % 16;
@@ -2394,6 +2402,11 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         );
     }
     assert_eq!(express_side.mac_count(), plain.mac_count(), "learned MACs");
+    // Routed packets to the VLAN host while its MAC was not in the table (before it spoke,
+    // after it aged out) were flooded, by both alike.
+    let floods = |f: &Forwarder| f.counters().routed_flooded.get();
+    assert_eq!(floods(&express_side), floods(&plain), "routed floods");
+    assert!(floods(&plain) > 0, "no routed packet was flooded");
     for (x, p) in express_side
         .srv6_counters()
         .sids
@@ -2602,3 +2615,240 @@ fn the_lane_takes_routed_ports_only() {
 
 // Egress MTUs: fragmentation, Fragmentation Needed and Packet Too Big.
 mod mtu;
+
+#[test]
+fn a_routed_packet_to_a_neighbour_whose_mac_aged_out_is_flooded_in_its_vlan() {
+    // Host A (10.0.10.5, 2001:db8:10::5) on access port 0 of VLAN 10 is a resolved
+    // neighbour; MACs age after 10 s, neighbours are kept longer (their own timers). Once A's
+    // MAC has left VLAN 10's table, a packet routed to A leaves rewritten (MACs, TTL or hop
+    // limit, checksum) as a flood in VLAN 10, as a bridge floods an unknown unicast, instead
+    // of being dropped as neighbor_unresolved; A is asked for again, and once A speaks its
+    // packets are unicast again. The lane (a nexthop behind a VLAN interface is express)
+    // gives the same verdicts and bytes.
+    let mut spec = leaf_spec();
+    spec.mac_aging = 10 * PICOS_PER_SECOND;
+    let (mut f, mut lane_side) = forwarder_pair(&spec);
+    for f in [&mut f, &mut lane_side] {
+        f.process(&mut eth(B, A, None, 0x0800, &[]), 0, T0);
+        f.neighbor_resolved(2, "10.0.10.5".parse().unwrap(), A);
+        f.neighbor_resolved(2, "2001:db8:10::5".parse().unwrap(), A);
+        f.drain_requests().for_each(drop);
+    }
+    let v4 = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4([10, 7, 0, 1], [10, 0, 10, 5], 30, 17, 5000, 6000),
+    );
+    let v6 = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x86dd,
+        &ipv6(
+            "2001:db8:7::1",
+            "2001:db8:10::5",
+            30,
+            17,
+            &[0, 1, 0, 2, 0, 8, 0, 0],
+        ),
+    );
+    let routed_v4 = expected_routed_v4(&v4, 14, A);
+    let mut routed_v6 = v6.clone();
+    routed_v6[0..6].copy_from_slice(&A);
+    routed_v6[6..12].copy_from_slice(&ROUTER);
+    routed_v6[14 + 7] = 29;
+    let to_a = Verdict::Forward {
+        port: 0,
+        tag: TagOp::Keep,
+    };
+    assert_eq!(
+        through_pipeline(&mut f, &v4, 5, T0 + PICOS_PER_SECOND),
+        (to_a, (0, v4.len()), routed_v4.clone()),
+        "A's MAC is live: unicast to its port"
+    );
+    let later = T0 + 11 * PICOS_PER_SECOND;
+    let mut lane = ExpressLane::default();
+    for (frame, routed) in [(&v4, &routed_v4), (&v6, &routed_v6)] {
+        let flooded = (
+            Verdict::Flood {
+                vlan: 10,
+                ingress_tagged: false,
+            },
+            (0, frame.len()),
+            routed.clone(),
+        );
+        assert_eq!(through_pipeline(&mut f, frame, 5, later), flooded);
+        let (outcomes, express) = through_lane(
+            &mut lane_side,
+            &mut lane,
+            std::slice::from_ref(frame),
+            5,
+            later,
+        );
+        assert_eq!(
+            express, 1,
+            "a nexthop behind a VLAN interface takes the lane"
+        );
+        assert_eq!(outcomes[0], flooded, "the lane floods as the pipeline does");
+    }
+    for side in [&f, &lane_side] {
+        assert_eq!(side.counters().routed_flooded.get(), 2);
+    }
+    // A is asked for again, once (a neighbour at its MAC; one answer teaches VLAN 10's table
+    // its port).
+    for side in [&mut f, &mut lane_side] {
+        assert_eq!(
+            side.drain_requests().collect::<Vec<_>>(),
+            vec![ControlRequest::Resolve {
+                interface: 2,
+                ip: "10.0.10.5".parse().unwrap()
+            }]
+        );
+    }
+    // Routed from VLAN 20, tagged on the trunk (PCP 5): the copies keep the tag the frame
+    // came with (the engine gives each tagged copy VLAN 10's VID and takes it off the others).
+    let mut from_20 = eth(
+        ROUTER,
+        C,
+        Some(20),
+        0x0800,
+        &ipv4([10, 0, 20, 9], [10, 0, 10, 5], 30, 17, 1, 2),
+    );
+    from_20[14] |= 0xa0;
+    assert_eq!(
+        through_pipeline(&mut f, &from_20, 4, later),
+        (
+            Verdict::Flood {
+                vlan: 10,
+                ingress_tagged: true,
+            },
+            (0, from_20.len()),
+            expected_routed_v4(&from_20, 18, A),
+        )
+    );
+    assert_eq!(f.counters().routed_flooded.get(), 3);
+    // A speaks: unicast again.
+    f.process(&mut eth(B, A, None, 0x0800, &[]), 0, later + 1);
+    assert_eq!(
+        through_pipeline(&mut f, &v4, 5, later + 2),
+        (to_a, (0, v4.len()), routed_v4)
+    );
+    assert_eq!(f.counters().routed_flooded.get(), 3);
+}
+
+#[test]
+fn zero_and_router_mac_sources_are_dropped_before_learning_on_every_port() {
+    // 00:00:00:00:00:00 is no station's address (invalid_source_mac, as a multicast source
+    // is), and the router MAC as a source is the switch's own frames come back or a spoof
+    // (own_source_mac): neither is learned, so neither becomes a destination, and frames to
+    // the router MAC are still routed. Routed ports drop them too, and the express lane's
+    // screen leaves them to the pipeline.
+    let (mut f, mut lane_side) = forwarder_pair(&leaf_spec());
+    resolve_spines([&mut f, &mut lane_side]);
+    const ZERO: [u8; 6] = [0; 6];
+    assert_eq!(
+        f.process(&mut eth(B, ZERO, None, 0x0800, &[]), 0, T0),
+        Verdict::Drop(DropReason::InvalidSourceMac)
+    );
+    assert_eq!(
+        f.process(&mut eth(B, ROUTER, None, 0x0800, &[]), 1, T0),
+        Verdict::Drop(DropReason::OwnSourceMac)
+    );
+    assert_eq!(
+        f.process(&mut eth(B, ROUTER, Some(10), 0x0800, &[]), 4, T0),
+        Verdict::Drop(DropReason::OwnSourceMac)
+    );
+    assert_eq!(f.mac_count(), 0, "nothing learned");
+    assert_eq!(
+        f.process(&mut eth(ZERO, A, None, 0x0800, &[]), 2, T0),
+        Verdict::Flood {
+            vlan: 10,
+            ingress_tagged: false
+        },
+        "00:00:00:00:00:00 is unknown"
+    );
+    let packet = ipv4([10, 0, 10, 5], [10, 2, 3, 4], 64, 17, 1000, 2000);
+    assert_eq!(
+        f.process(&mut eth(ROUTER, A, None, 0x0800, &packet), 2, T0),
+        Verdict::Forward {
+            port: 5,
+            tag: TagOp::Keep
+        },
+        "the router MAC is routed, not bridged to who claimed it"
+    );
+    let mut lane = ExpressLane::default();
+    let routed = |src: [u8; 6]| {
+        eth(
+            ROUTER,
+            src,
+            None,
+            0x0800,
+            &ipv4([10, 7, 0, 1], [10, 2, 0, 9], 64, 17, 1, 2),
+        )
+    };
+    for (src, reason) in [
+        (ZERO, DropReason::InvalidSourceMac),
+        (ROUTER, DropReason::OwnSourceMac),
+        ([0x01, 0, 0x5e, 0, 0, 1], DropReason::InvalidSourceMac),
+    ] {
+        let frame = routed(src);
+        let (outcomes, express) = through_lane(
+            &mut lane_side,
+            &mut lane,
+            std::slice::from_ref(&frame),
+            5,
+            T0,
+        );
+        assert_eq!(express, 0, "{src:02x?} is screened out of the lane");
+        assert_eq!(outcomes[0].0, Verdict::Drop(reason));
+        assert_eq!(
+            through_pipeline(&mut f, &frame, 5, T0).0,
+            Verdict::Drop(reason)
+        );
+    }
+    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &[routed(SPINE1)], 5, T0);
+    assert_eq!(express, 1);
+    assert_eq!(
+        outcomes[0].0,
+        Verdict::Forward {
+            port: 5,
+            tag: TagOp::Keep
+        }
+    );
+}
+
+#[test]
+fn a_full_mac_table_forwards_new_sources_frames_and_counts_each_refusal() {
+    // Room for two MACs: a third host's frames are still forwarded (and frames to it flood),
+    // and every frame of it that tries to be learned counts in mac_table_full, in the block
+    // the engine shares.
+    let mut spec = leaf_spec();
+    spec.mac_capacity = 2;
+    let mut f = Forwarder::new(&spec).unwrap();
+    let shared = std::sync::Arc::new(crate::counters::WorkerCounters::new(7));
+    f.share_counters(std::sync::Arc::clone(&shared));
+    let flood = Verdict::Flood {
+        vlan: 10,
+        ingress_tagged: false,
+    };
+    assert_eq!(f.process(&mut eth(C, A, None, 0x0800, &[]), 0, T0), flood);
+    assert_eq!(f.process(&mut eth(C, B, None, 0x0800, &[]), 1, T0), flood);
+    assert_eq!(shared.mac_table_full.get(), 0);
+    for t in 0..2 {
+        assert_eq!(
+            f.process(&mut eth(A, C, None, 0x0800, &[]), 2, T0 + t),
+            Verdict::Forward {
+                port: 0,
+                tag: TagOp::Keep
+            }
+        );
+    }
+    assert_eq!(shared.mac_table_full.get(), 2);
+    assert_eq!(
+        f.process(&mut eth(C, A, None, 0x0800, &[]), 0, T0 + 2),
+        flood
+    );
+    assert_eq!(f.mac_count(), 2);
+}

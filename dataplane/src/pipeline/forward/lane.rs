@@ -194,8 +194,9 @@ enum Screened {
 /// Pass 1 for one frame received on a routed port: whether it passes every check the
 /// pipeline makes before it looks its route up (`Forwarder::process_frame` to `route_ipv4` or
 /// `route_ipv6`), with its destination. At most `max_len` bytes (no MTU on the way out can be
-/// exceeded: `Forwarder::lane_max_frame`), to the router MAC, untagged, a unicast source MAC;
-/// then `express_ipv4_destination` or `express_ipv6_destination`.
+/// exceeded: `Forwarder::lane_max_frame`), to the router MAC, untagged, a unicast source MAC
+/// that is neither all-zero nor the router MAC; then `express_ipv4_destination` or
+/// `express_ipv6_destination`.
 #[inline(always)]
 fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
     let Some(ethernet) = frame.first_chunk::<LANE_L3>() else {
@@ -204,10 +205,14 @@ fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
     if frame.len() > max_len {
         return Screened::Not;
     }
-    let to_router = u64::from_le_bytes(*ethernet.first_chunk().expect("8 bytes"))
-        & 0xffff_ffff_ffff
-        == router_mac;
-    if !to_router || ethernet[6] & 1 != 0 {
+    const MAC: u64 = 0xffff_ffff_ffff;
+    let to_router =
+        u64::from_le_bytes(*ethernet.first_chunk().expect("8 bytes")) & MAC == router_mac;
+    // The source MAC as the same kind of word (the EtherType above it masked off); the group
+    // bit is its lowest bit.
+    let source = u64::from_le_bytes(*ethernet[6..].first_chunk().expect("8 bytes")) & MAC;
+    let bad_source = (source & 1 != 0) | (source == 0) | (source == router_mac);
+    if !to_router | bad_source {
         return Screened::Not;
     }
     match u16::from_be_bytes([ethernet[12], ethernet[13]]) {
@@ -662,18 +667,19 @@ impl Forwarder {
             return self.lane_other(Verdict::Drop(DropReason::NeighborUnresolved));
         }
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
-            Ok((out_iface, dst_mac)) => super::forwarded(
-                self.send_routed(frame, LANE_L3, ipv6, false, out_iface, dst_mac, now),
-            ),
+            Ok((out_iface, dst_mac)) => {
+                self.send_routed(frame, LANE_L3, ipv6, false, out_iface, dst_mac, now)
+            }
             Err(reason) => Verdict::Drop(reason),
         };
         self.uncount_unsent(lane, index, nexthop_id, frame.len(), verdict);
         self.lane_other(verdict)
     }
 
-    /// A frame whose member was chosen in its turn (and counted) and that did not leave:
-    /// its count is taken back, as the full pipeline does. (`hash` members are placed in
-    /// pass 2 only when the frame leaves by the express path.)
+    /// A frame whose member was chosen in its turn (and counted) and that did not leave
+    /// (neither forwarded nor flooded in the member's VLAN): its count is taken back, as the
+    /// full pipeline does. (`hash` members are placed in pass 2 only when the frame leaves by
+    /// the express path.)
     #[cold]
     pub(super) fn uncount_unsent(
         &self,
@@ -683,7 +689,8 @@ impl Forwarder {
         len: usize,
         verdict: Verdict,
     ) {
-        if lane.in_turn >> index & 1 != 0 && !matches!(verdict, Verdict::Forward { .. }) {
+        let left = matches!(verdict, Verdict::Forward { .. } | Verdict::Flood { .. });
+        if lane.in_turn >> index & 1 != 0 && !left {
             let target = route_value::decode(lane.route[index % MAX_BURST]);
             self.uncount_member(target, nexthop_id, len as u32);
         }

@@ -756,9 +756,7 @@ impl Forwarder {
             Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, packet_len) => {
                 self.exceeds_mtu(out_iface, 0, false, in_iface, vrf)
             }
-            Ok((out_iface, dst_mac)) => {
-                super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
-            }
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }
     }
@@ -911,9 +909,7 @@ impl Forwarder {
             outer[40] = inner_protocol;
         }
         match egress {
-            Some((out_iface, dst_mac)) => {
-                super::forwarded(self.egress_l2(frame, tagged, out_iface, dst_mac, now))
-            }
+            Some((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
             None => match local_sid {
                 Some(sid) => self.srv6_endpoint(frame, l3, tagged, in_iface, outer_vrf, sid, now),
                 None => Verdict::Punt {
@@ -950,9 +946,7 @@ impl Forwarder {
             Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, frame.len() - 14) => {
                 Verdict::Drop(DropReason::MtuExceeded)
             }
-            Ok((out_iface, dst_mac)) => {
-                super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
-            }
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         }
     }

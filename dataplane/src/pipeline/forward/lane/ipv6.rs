@@ -230,9 +230,7 @@ impl Forwarder {
             return (LANE_OTHER, Verdict::Drop(DropReason::NeighborUnresolved));
         }
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
-            Ok((out_iface, dst_mac)) => {
-                super::super::forwarded(self.egress_l2(frame, false, out_iface, dst_mac, now))
-            }
+            Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
         };
         (LANE_OTHER, verdict)
