@@ -2200,7 +2200,8 @@ fn ecmp_member_counters_count_what_each_member_sent() {
         )
         .replace(
             "devargs = \"net_pcap4,",
-            "mtu = 1000\ndevargs = \"net_pcap4,",
+            // The least an IPv6 link may have (RFC 8200 5); p4 has IPv6 addresses.
+            "mtu = 1280\ndevargs = \"net_pcap4,",
         );
     let mut trace = Trace::new();
     for flow in 0..64u16 {
@@ -2226,7 +2227,7 @@ fn ecmp_member_counters_count_what_each_member_sent() {
             30,
             3000 + flow,
             2000,
-            &[4; 1200],
+            &[4; 1400],
         );
         trace.send(0, ethernet(ROUTER, HOST_A, None, 0x0800, &packet));
     }
