@@ -2013,6 +2013,19 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         ),
         (vec!["pfc", "p19", "3", "xoff=1000"], "no port `p19`"),
         (vec!["pfc", "p4", "3", "xoff=lots"], "unknown unit `lots`"),
+        // The config's rules (README): XOFF 0 pauses an empty port, XON 0 never resumes it.
+        (
+            vec!["pfc", "p4", "3", "xoff=0", "xon=0"],
+            "xoff 0 bytes: XOFF is sent when the ingress bytes reach xoff",
+        ),
+        (
+            vec!["pfc", "p4", "3", "xon=0"],
+            "xon 0 bytes: XON is sent when the ingress bytes fall below xon",
+        ),
+        (
+            vec!["pfc", "p4", "3", "headroom=32"],
+            "headroom 32 bytes cannot hold one 64-byte frame",
+        ),
         (vec!["pfc", "p4", "9", "xoff=1000"], "above the maximum 7"),
     ] {
         s.refused(&args, expected);
