@@ -491,6 +491,13 @@ fn switch_rules_exit_2_at_the_offending_field_and_defaults_fill_in() {
             "srv6.policy[0].prefix",
             "10.0.0.1/32 is this switch's own address on interface 0 (port up1)",
         ),
+        // IPv6 needs a link MTU of at least 1280 bytes (RFC 8200 section 5).
+        (
+            "[[port]]\nname = \"up3\"\ndevargs = \"net_null2\"\nmtu = 576\nipv4 = [\"10.0.4.1/24\"]\nipv6 = [\"2001:db8:4::1/64\"]\n",
+            4,
+            "port[2].mtu",
+            "576 is below 1280, the smallest link MTU IPv6 allows (RFC 8200 section 5), and this routed port has IPv6 addresses (`ipv6`); raise the MTU to at least 1280 or carry no IPv6 on this port",
+        ),
     ] {
         let path = write_config(&dir, &format!("{base}{extra}"));
         for args in [
@@ -639,6 +646,114 @@ fn run_help_describes_what_readme_does() {
     assert!(gen_trace.contains("60..=65535"), "{gen_trace}");
 }
 
+/// The entries of a clap help text's `Arguments:`, `Options:` and `Commands:` sections (the
+/// name as written, e.g. `<PREFIX>`, `--vrf <VRF>`, `route`) that have no description: no
+/// text after the name on its line, nor (in `--help`'s long form) on the lines below it.
+/// clap's own notes (`[possible values: ...]`, `[default: ...]`) are no description.
+fn undescribed_help_entries(help: &str) -> Vec<String> {
+    let lines: Vec<&str> = help.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let clap_note =
+        |text: &str| text.starts_with("[possible values") || text.starts_with("[default");
+    let mut missing = Vec::new();
+    let mut in_section = false;
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with(' ') && !line.is_empty() {
+            in_section = ["Arguments:", "Options:", "Commands:"].contains(&line.trim_end());
+            continue;
+        }
+        // An entry starts at column 2 (or 6, an option without a short form); its
+        // description follows two spaces on, or on deeper-indented lines below.
+        if !in_section || line.trim().is_empty() || indent(line) > 6 {
+            continue;
+        }
+        let entry = line.trim();
+        let (name, text) = match entry.find("  ") {
+            Some(at) => (&entry[..at], entry[at..].trim()),
+            None => (entry, ""),
+        };
+        let below = lines[i + 1..]
+            .iter()
+            .take_while(|l| !l.trim().is_empty() && indent(l) > 6)
+            .map(|l| l.trim())
+            .find(|t| !clap_note(t));
+        if (text.is_empty() || clap_note(text)) && below.is_none() {
+            missing.push(name.to_owned());
+        }
+    }
+    missing
+}
+
+/// The subcommands a help text's `Commands:` section lists (but `help`).
+fn help_subcommands(help: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_commands = false;
+    for line in help.lines() {
+        if !line.starts_with(' ') && !line.is_empty() {
+            in_commands = line.trim_end() == "Commands:";
+            continue;
+        }
+        if in_commands && line.starts_with("  ") && !line.starts_with("   ") {
+            let name = line.split_whitespace().next().unwrap_or("");
+            if !name.is_empty() && name != "help" {
+                out.push(name.to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_ctl_subcommand_and_argument_has_a_description() {
+    // Both help forms: `-h` (short, one line each) and `--help` (long, descriptions below
+    // the names when any is long).
+    let help = |args: &[String]| {
+        let out = ironclos().args(args).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut pending = vec![vec!["ctl".to_owned()]];
+    let mut seen = 0;
+    let mut missing = Vec::new();
+    while let Some(command) = pending.pop() {
+        for flag in ["-h", "--help"] {
+            let mut args = command.clone();
+            args.push(flag.to_owned());
+            let text = help(&args);
+            for entry in undescribed_help_entries(&text) {
+                missing.push(format!("ironclos {} {flag}: {entry}", command.join(" ")));
+            }
+            if flag == "-h" {
+                for sub in help_subcommands(&text) {
+                    let mut next = command.clone();
+                    next.push(sub);
+                    pending.push(next);
+                }
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen > 30, "only {seen} ctl commands found");
+    assert!(
+        missing.is_empty(),
+        "help entries without a description:\n{}",
+        missing.join("\n")
+    );
+    // The parser sees a missing description, in both forms.
+    assert_eq!(
+        undescribed_help_entries(
+            "Usage: x\n\nArguments:\n  <PREFIX>  \n  <MODE>  [possible values: a, b]\n\nOptions:\n      --vrf <VRF>  \n  -h, --help   Print help\n"
+        ),
+        ["<PREFIX>", "<MODE>", "--vrf <VRF>"]
+    );
+    assert_eq!(
+        undescribed_help_entries(
+            "Options:\n      --socket <SOCKET>\n          The socket\n\n      --vrf <VRF>\n\n  -h, --help\n          Print help\n"
+        ),
+        ["--vrf <VRF>"]
+    );
+}
+
 #[test]
 fn table_add_without_the_arrow_is_a_bad_command_line_with_a_clean_message() {
     // Checked before the switch is reached: no socket needed.
@@ -661,6 +776,70 @@ fn table_add_without_the_arrow_is_a_bad_command_line_with_a_clean_message() {
         stderr.trim_end(),
         "ironclos ctl: table_add needs `=>` between the match fields and the action \
          parameters (e.g. `table_add ipv4_lpm blackhole 0 10.9.0.0/16 =>`)"
+    );
+}
+
+#[test]
+fn ctl_json_errors_are_json_on_stdout_with_the_exit_status() {
+    let ctl = |args: &[&str]| {
+        let out = ironclos().arg("ctl").args(args).output().expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let socket = ["--socket", "/nonexistent/ironclos.sock"];
+    // A bad command line (2), a switch that cannot be reached (1), no socket given (2).
+    for (args, code, error) in [
+        (
+            vec!["table_add", "ipv4_lpm", "blackhole", "0", "10.9.0.0/16"],
+            2,
+            "table_add needs `=>` between the match fields and the action parameters \
+             (e.g. `table_add ipv4_lpm blackhole 0 10.9.0.0/16 =>`)",
+        ),
+        (
+            vec!["show", "ports"],
+            1,
+            "cannot connect to /nonexistent/ironclos.sock: No such file or directory (os error 2)",
+        ),
+    ] {
+        let all: Vec<&str> = socket.iter().copied().chain(args.clone()).collect();
+        let (status, out, err) = ctl(&all);
+        assert_eq!(status, Some(code), "{args:?}: {out}{err}");
+        assert_eq!(
+            err,
+            format!("ironclos ctl: {error}\n"),
+            "{args:?}: text on stderr"
+        );
+        assert_eq!(out, "", "{args:?}");
+        let json: Vec<&str> = std::iter::once("--json").chain(all).collect();
+        let (status, out, err) = ctl(&json);
+        assert_eq!(status, Some(code), "{json:?}: {out}{err}");
+        assert_eq!(err, "", "{json:?}: nothing on stderr");
+        let value: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+        assert_eq!(
+            value,
+            serde_json::json!({"ok": false, "error": error}),
+            "{json:?}"
+        );
+    }
+    let (status, out, err) = ironclos()
+        .args(["ctl", "--json", "show", "ports"])
+        .env_remove("IRONCLOS_SOCKET")
+        .output()
+        .map(|o| {
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .expect("run");
+    assert_eq!((status, err.as_str()), (Some(2), ""), "{out}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).expect("JSON"),
+        serde_json::json!({"ok": false, "error": "give --socket, --config or $IRONCLOS_SOCKET"})
     );
 }
 

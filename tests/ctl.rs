@@ -1965,35 +1965,6 @@ fn sids_policies_groups_and_pfc_change_at_run_time() {
         s.ok(&["show", "queues", "p4"])
             .contains("40000/10240/50000")
     );
-    // The traffic manager takes them at once: with XOFF 0 (XON 0) an empty ingress is at
-    // XOFF, so p4's peer is paused right away; back at XOFF 40 KB, XON 10 KiB, it is resumed.
-    let counter = |name: &str| s.json(&["show", "queues", "p4"])[3][name].as_u64().unwrap();
-    let (xoffs, xons) = (counter("xoff_transitions"), counter("xon_transitions"));
-    assert_eq!((xoffs, xons), (0, 0), "nothing reaches p4's ingress");
-    s.assert_tx_stopped("p4");
-    let tx_before = s.tx("p4");
-    s.ok(&["pfc", "p4", "3", "xoff=0", "xon=0"]);
-    wait("XOFF sent at the new threshold", &|| {
-        counter("xoff_transitions") == 1 && counter("pfc_tx_frames") >= 1
-    });
-    // The XOFF and its refreshes leave p4.
-    s.wait_tx_growth("p4");
-    assert_eq!(counter("xon_transitions"), 0);
-    s.ok(&["pfc", "p4", "3", "xoff=40KB", "xon=10KiB"]);
-    wait("XON sent below the new XON", &|| {
-        counter("xon_transitions") == 1
-    });
-    assert_eq!(counter("xoff_transitions"), 1);
-    s.assert_tx_stopped("p4");
-    assert_eq!(
-        s.tx("p4") - tx_before,
-        counter("pfc_tx_frames"),
-        "every pause frame decided, the XON included, left p4"
-    );
-    assert_eq!(
-        s.pfc("p4", 3),
-        json!({"xoff": 40_000, "xon": 10_240, "headroom": 50_000})
-    );
     for (args, expected) in [
         (
             vec!["pfc", "p4", "3", "xon=45KB"],
@@ -2215,6 +2186,290 @@ behavior = \"uN\"
     );
     s.assert_tx_stopped("p8");
     assert_eq!(s.json(&["show", "vlans"]), vlans);
+
+    let out = s.stop();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A switch with a VRF `red` (routed port r0) beside the default one (routed port d0, with a
+/// static neighbour and group `up` behind it), and an access port `a` of VLAN 10. No
+/// traffic: the refusals and replies of the control plane.
+fn vrf_config(dir: &TestDir, socket: &Path) -> String {
+    format!(
+        r#"[switch]
+name = "ctl-vrf"
+router_mac = "02:00:00:00:01:00"
+
+[dataplane]
+mode = "switch"
+worker_lcores = [1]
+{eal}
+
+[control]
+socket = "{socket}"
+
+[[vrf]]
+name = "red"
+
+[[vlan]]
+id = 10
+
+[[port]]
+name = "d0"
+devargs = "net_null0,no-rx=1"
+ipv4 = ["10.255.0.1/31"]
+
+[[port]]
+name = "r0"
+devargs = "net_null1,no-rx=1"
+vrf = "red"
+ipv4 = ["10.254.0.1/31"]
+
+[[port]]
+name = "a"
+devargs = "net_null2,no-rx=1"
+vlan = {{ mode = "access", id = 10 }}
+
+[[neighbor]]
+ip = "10.255.0.0"
+mac = "02:00:00:00:51:01"
+port = "d0"
+
+[[nexthop_group]]
+name = "up"
+members = [{{ port = "d0", via = "10.255.0.0" }}]
+"#,
+        eal = dir.eal_toml(),
+        socket = socket.display(),
+    )
+}
+
+impl Switch {
+    /// A ctl command with `--json` that must fail with exit `code`: the error object it
+    /// prints on stdout (nothing on stderr).
+    fn json_error(&self, args: &[&str], code: i32) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let (status, out, err) = ctl_with(&bin(), &self.socket, &all);
+        assert_eq!(status, code, "ctl {all:?}: {out}{err}");
+        assert_eq!(err, "", "ctl {all:?}: the error goes to stdout");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("ctl {all:?}: {e}: {out}"))
+    }
+}
+
+#[test]
+fn run_time_updates_keep_vrfs_apart_and_replies_name_what_the_operator_wrote() {
+    let _lock = dpdk_lock();
+    let dir = TestDir::new("ctl-vrf");
+    let socket = dir.file("ctl.sock");
+    let mut s = start_with(&dir, &socket, &vrf_config(&dir, &socket));
+    let routes_of =
+        |s: &Switch, vrf: &str| s.json(&["show", "routes", "--vrf", vrf])["routes"].clone();
+    let red_routes = routes_of(&s, "red");
+
+    // ---- the VRF rule: a red route never leaves by a default port, nor the reverse ----
+    s.refused(
+        &[
+            "route",
+            "add",
+            "10.60.0.0/16",
+            "--via",
+            "10.255.0.0",
+            "--dev",
+            "d0",
+            "--vrf",
+            "red",
+        ],
+        "d0 is in VRF default, but this route is in VRF red",
+    );
+    s.refused(
+        &[
+            "route",
+            "add",
+            "10.60.0.0/16",
+            "--via",
+            "10.254.0.0",
+            "--dev",
+            "r0",
+        ],
+        "r0 is in VRF red, but this route is in VRF default",
+    );
+    s.refused(
+        &["route", "add", "10.60.0.0/16", "--group", "up", "--vrf", "red"],
+        "group `up` forwards in VRF default (its members' interfaces), but this route is in VRF red",
+    );
+    s.refused(
+        &["ecmp", "add", "up", "--via", "10.254.0.0", "--dev", "r0"],
+        "r0 is in VRF red, but group `up` is in VRF default: a group's members share one VRF",
+    );
+    // The P4 form, a nexthop by id too (the worker's nexthop 0 is d0's neighbour).
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpm",
+            "set_nexthop",
+            "red",
+            "10.70.0.0/16",
+            "=>",
+            "0",
+        ],
+        "nexthop 0 (10.255.0.0 on d0) is in VRF default, but this route is in VRF red",
+    );
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpm",
+            "set_ecmp_group",
+            "red",
+            "10.70.0.0/16",
+            "=>",
+            "up",
+        ],
+        "group `up` forwards in VRF default",
+    );
+    assert_eq!(routes_of(&s, "red"), red_routes, "nothing went in");
+    s.ok(&[
+        "table_add",
+        "ipv4_lpm",
+        "set_nexthop",
+        "default",
+        "10.70.0.0/16",
+        "=>",
+        "0",
+    ]);
+    s.ok(&[
+        "route",
+        "add",
+        "10.60.0.0/16",
+        "--via",
+        "10.254.0.0",
+        "--dev",
+        "r0",
+        "--vrf",
+        "red",
+    ]);
+    let has_route = |s: &Switch, vrf: &str, line: &str| {
+        s.ok(&["show", "routes", "--vrf", vrf])
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == line)
+    };
+    assert!(has_route(
+        &s,
+        "red",
+        "red 10.60.0.0/16 via 10.254.0.0 dev r0"
+    ));
+    // The P4 form refuses host bits, as the config and `route add` do.
+    s.refused(
+        &[
+            "table_add",
+            "ipv4_lpm",
+            "blackhole",
+            "0",
+            "10.71.0.1/16",
+            "=>",
+        ],
+        "host bits set: `10.71.0.1/16` is not a network address; write 10.71.0.0/16",
+    );
+    s.refused(
+        &["table_delete", "ipv4_lpm", "0", "10.70.0.1/16"],
+        "host bits set",
+    );
+
+    // ---- refusals name ports and VRFs as the operator wrote them ----
+    s.refused(
+        &["mac", "add", "10", "02:00:00:00:77:01", "d0"],
+        "port `d0` is not in VLAN 10 (it is a routed port)",
+    );
+    s.refused(
+        &["mac", "add", "20", "02:00:00:00:77:01", "a"],
+        "VLAN 20 does not exist",
+    );
+    s.refused(
+        &["route", "del", "10.99.0.0/16"],
+        "no route 10.99.0.0/16 in VRF default",
+    );
+    s.refused(
+        &["route", "del", "10.99.0.0/16", "--vrf", "red"],
+        "no route 10.99.0.0/16 in VRF red",
+    );
+    s.refused(
+        &["neighbor", "del", "10.255.0.0", "--dev", "r0"],
+        "no neighbour 10.255.0.0 on interface r0",
+    );
+
+    // ---- --json: errors are the API's error object, on stdout, with the exit status ----
+    assert_eq!(
+        s.json_error(&["route", "del", "10.99.0.0/16", "--vrf", "red"], 1),
+        json!({"ok": false, "error": "updates[0]: no route 10.99.0.0/16 in VRF red; nothing was applied"})
+    );
+    let bad = s.json_error(
+        &["table_add", "ipv4_lpm", "blackhole", "0", "10.9.0.0/16"],
+        2,
+    );
+    assert_eq!(bad["ok"], false);
+    assert!(
+        bad["error"].as_str().unwrap().contains("needs `=>`"),
+        "{bad}"
+    );
+
+    // ---- table_dump reads the nexthop table; other tables say which can be dumped ----
+    let dump = s.ok(&["table_dump", "nexthop"]);
+    assert!(
+        dump.contains("nexthop rewrite_to_port 0 => 0 02:00:00:00:51:01"),
+        "{dump}"
+    );
+    s.refused(
+        &["table_dump", "port_vlan"],
+        "table `port_vlan` cannot be dumped; table_dump reads ipv4_lpm, ipv6_lpm, mac_table, my_sid, nexthop",
+    );
+
+    // ---- an add of an entry that exists replaces it, and says so ----
+    let out = s.ok(&["route", "add", "10.80.0.0/16", "--blackhole"]);
+    assert_eq!(out, "ok: 1 update(s) applied\n");
+    let out = s.ok(&[
+        "route",
+        "add",
+        "10.80.0.0/16",
+        "--via",
+        "10.255.0.0",
+        "--dev",
+        "d0",
+    ]);
+    assert_eq!(
+        out,
+        "ok (replaced the route to 10.80.0.0/16 in VRF default: now via 10.255.0.0 dev d0)\n"
+    );
+    assert_eq!(
+        s.json(&["route", "add", "10.80.0.0/16", "--group", "up"]),
+        json!({"applied": 1, "replaced": true})
+    );
+    assert_eq!(
+        s.json(&["route", "add", "10.81.0.0/16", "--blackhole"]),
+        json!({"applied": 1, "replaced": false})
+    );
+    assert!(
+        has_route(&s, "default", "default 10.80.0.0/16 group up"),
+        "the last add holds"
+    );
+    assert_eq!(
+        s.ok(&["mac", "add", "10", "02:00:00:00:77:01", "a"]),
+        "ok: 1 update(s) applied\n"
+    );
+    assert_eq!(
+        s.ok(&["mac", "add", "10", "02:00:00:00:77:01", "a"]),
+        "ok (replaced the entry of 02:00:00:00:77:01 in VLAN 10: now to port a)\n"
+    );
+    // Asking changed nothing: a delete of a missing entry is still refused, once.
+    s.ok(&["mac", "del", "10", "02:00:00:00:77:01"]);
+    s.refused(
+        &["mac", "del", "10", "02:00:00:00:77:01"],
+        "no MAC 02:00:00:00:77:01 in VLAN 10",
+    );
 
     let out = s.stop();
     assert_eq!(

@@ -1558,6 +1558,7 @@ impl<'a> SwitchBuilder<'a> {
         self.declare_vlans(&raw.vlans)?;
         self.ports_roles(&raw.ports)?;
         self.vlan_interfaces(&raw.vlans)?;
+        self.ipv6_mtus(&raw.ports)?;
         self.nexthop_groups(&raw.groups)?;
         self.index_interface_prefixes();
         self.static_routes(&raw.routes)?;
@@ -1999,19 +2000,14 @@ impl<'a> SwitchBuilder<'a> {
                 let vrf = self.interfaces[usize::from(interface)].vrf;
                 match group_vrf {
                     None => group_vrf = Some((vrf, j)),
-                    Some((first_vrf, first)) if first_vrf != vrf => {
-                        return Err(self.loc.at(
-                            member.via.span(),
-                            &format!("{mbase}.via"),
-                            format!(
-                                "{} is in VRF {}, but members[{first}] is in VRF {}: a group's members share one VRF",
-                                self.interface_label(interface),
-                                self.vrf_names[usize::from(vrf)],
-                                self.vrf_names[usize::from(first_vrf)]
-                            ),
-                        ));
-                    }
-                    Some(_) => {}
+                    Some((first_vrf, first)) => check_member_vrf(
+                        &self.interface_label(interface),
+                        vrf,
+                        &format!("members[{first}]"),
+                        first_vrf,
+                        |v| self.vrf_name(v),
+                    )
+                    .map_err(|m| self.loc.at(member.via.span(), &format!("{mbase}.via"), m))?,
                 }
                 let nexthop = self.nexthop(interface, ip);
                 if let Some(first) = spec.members.iter().position(|&(n, _)| n == nexthop) {
@@ -2195,19 +2191,14 @@ impl<'a> SwitchBuilder<'a> {
                     format!("no [[nexthop_group]] is named `{}`", group.text),
                 ));
             };
-            let group_vrf = self.group_vrfs[id as usize];
-            if group_vrf != vrf {
-                return Err(loc.at(
-                    group.span.clone(),
-                    &route.field("group"),
-                    format!(
-                        "group `{}` forwards in VRF {} (its members' interfaces), but this route is in VRF {}",
-                        group.text,
-                        self.vrf_names[usize::from(group_vrf)],
-                        self.vrf_names[usize::from(vrf)]
-                    ),
-                ));
-            }
+            check_forwarding_vrf(
+                "this route",
+                vrf,
+                Egress::Group(group.text),
+                self.group_vrfs[id as usize],
+                |v| self.vrf_name(v),
+            )
+            .map_err(|m| loc.at(group.span.clone(), &route.field("group"), m))?;
             RouteTarget::Group(id)
         } else if let Some(via) = &route.via {
             let interface = self.interface_ref(
@@ -2217,19 +2208,14 @@ impl<'a> SwitchBuilder<'a> {
                 route.whole.clone(),
                 route.base,
             )?;
-            let iface_vrf = self.interfaces[usize::from(interface)].vrf;
-            if iface_vrf != vrf {
-                return Err(loc.at(
-                    via.span.clone(),
-                    &route.field("via"),
-                    format!(
-                        "{} is in VRF {}, but this route is in VRF {}",
-                        self.interface_label(interface),
-                        self.vrf_names[usize::from(iface_vrf)],
-                        self.vrf_names[usize::from(vrf)]
-                    ),
-                ));
-            }
+            check_forwarding_vrf(
+                "this route",
+                vrf,
+                Egress::Interface(&self.interface_label(interface)),
+                self.interfaces[usize::from(interface)].vrf,
+                |v| self.vrf_name(v),
+            )
+            .map_err(|m| loc.at(via.span.clone(), &route.field("via"), m))?;
             let ip = self.neighbor_ip(loc, interface, via.clone(), &route.field("via"))?;
             RouteTarget::Nexthop(self.nexthop(interface, ip))
         } else {
@@ -2341,22 +2327,8 @@ impl<'a> SwitchBuilder<'a> {
                 Written::from(&entry.port),
                 &format!("{base}.port"),
             )?;
-            let member = match &self.roles[usize::from(port)] {
-                PortRole::Access { vlan: v } => *v == vlan,
-                PortRole::Trunk { allowed, .. } => allowed.contains(&vlan),
-                PortRole::Routed { .. } => false,
-            };
-            if !member {
-                return Err(self.loc.at(
-                    entry.port.span(),
-                    &format!("{base}.port"),
-                    format!(
-                        "port `{}` is not in VLAN {vlan} (it is {})",
-                        entry.port.get_ref(),
-                        describe_role(&self.roles[usize::from(port)])
-                    ),
-                ));
-            }
+            check_port_in_vlan(entry.port.get_ref(), &self.roles[usize::from(port)], vlan)
+                .map_err(|m| self.loc.at(entry.port.span(), &format!("{base}.port"), m))?;
             let mac = self.unicast_mac(&entry.mac, &format!("{base}.mac"))?;
             if let Some(first) = self
                 .static_macs
@@ -2395,6 +2367,32 @@ impl<'a> SwitchBuilder<'a> {
             Some(Attachment::Vlan(v)) => format!("interface {id} (vlan {v})"),
             None => format!("interface {id}"),
         }
+    }
+
+    /// A VRF's name by its id.
+    fn vrf_name(&self, vrf: u16) -> String {
+        self.vrf_names
+            .get(usize::from(vrf))
+            .cloned()
+            .unwrap_or_else(|| vrf.to_string())
+    }
+
+    /// A port with an `mtu` below 1280 carries no IPv6 (`check_ipv6_mtu`), reported at
+    /// `port[N].mtu`: the number breaks the rule, the addresses are fine.
+    fn ipv6_mtus(&self, ports: &[Spanned<RawPort>]) -> Result<(), ConfigError> {
+        for (index, raw_port) in ports.iter().enumerate() {
+            let Some(mtu) = &raw_port.get_ref().mtu else {
+                continue;
+            };
+            check_ipv6_mtu(
+                self.ports[index].mtu,
+                &self.roles[index],
+                &self.vlans,
+                &self.interfaces,
+            )
+            .map_err(|m| self.loc.at(mtu.span(), &format!("port[{index}].mtu"), m))?;
+        }
+        Ok(())
     }
 
     /// The L3 interface named by `port = "..."` (a routed port) or `vlan = N` (an SVI).
@@ -2780,7 +2778,17 @@ impl SwitchBuilder<'_> {
                 "end.x" => {
                     let target = match (&sid.group, &sid.via) {
                         (Some(group), None) => match self.group_ids.get(group.get_ref().as_str()) {
-                            Some(&id) => RouteTarget::Group(id),
+                            Some(&id) => {
+                                check_forwarding_vrf(
+                                    "this SID",
+                                    vrf,
+                                    Egress::Group(group.get_ref()),
+                                    self.group_vrfs[id as usize],
+                                    |v| self.vrf_name(v),
+                                )
+                                .map_err(|m| loc.at(group.span(), &field("group"), m))?;
+                                RouteTarget::Group(id)
+                            }
                             None => {
                                 return Err(loc.at(
                                     group.span(),
@@ -2797,6 +2805,14 @@ impl SwitchBuilder<'_> {
                                 raw_sid.span(),
                                 &base,
                             )?;
+                            check_forwarding_vrf(
+                                "this SID",
+                                vrf,
+                                Egress::Interface(&self.interface_label(interface)),
+                                self.interfaces[usize::from(interface)].vrf,
+                                |v| self.vrf_name(v),
+                            )
+                            .map_err(|m| loc.at(via.span(), &field("via"), m))?;
                             let ip = self.neighbor_ip(
                                 loc,
                                 interface,
@@ -2990,7 +3006,147 @@ fn describe_role(role: &PortRole) -> String {
     match role {
         PortRole::Access { vlan } => format!("an access port of VLAN {vlan}"),
         PortRole::Trunk { allowed, .. } => format!("a trunk of VLANs {}", join(allowed)),
-        PortRole::Routed { interface } => format!("a routed port, interface {interface}"),
+        PortRole::Routed { .. } => "a routed port".to_owned(),
+    }
+}
+
+/// What a route or an End.X/uA SID forwards by, as `check_forwarding_vrf` names it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Egress<'a> {
+    /// The L3 interface of a neighbour (`via`), named as the message should name it
+    /// ("interface 1 (port p1)" in the config, "p1" in the API).
+    Interface(&'a str),
+    /// An ECMP group, by name: it forwards by its members' interfaces.
+    Group(&'a str),
+}
+
+/// The VRF rule, which keeps tenants apart: a route (`what` = "this route") or an End.X/uA SID
+/// ("this SID") of VRF `vrf` forwards only by an interface of that VRF, or by a group whose
+/// members' interfaces are in it (`egress_vrf`); else traffic of one VRF would leave by another
+/// VRF's port. `vrf_name` names a VRF by its id. The one check of the config's `[[route]]`s,
+/// route files and `[[srv6.sid]]`s (`SwitchBuilder`) and of every run-time path: the API's
+/// `add_route` and `add_sid` (`resolve`, which `--schedule` events and `ctl` go through too)
+/// and the P4 form's `ipv4_lpm`/`ipv6_lpm`/`my_sid` entries (`p4ctl`, and the server for a
+/// nexthop given by id).
+pub(crate) fn check_forwarding_vrf(
+    what: &str,
+    vrf: u16,
+    egress: Egress,
+    egress_vrf: u16,
+    vrf_name: impl Fn(u16) -> String,
+) -> Result<(), String> {
+    if vrf == egress_vrf {
+        return Ok(());
+    }
+    Err(match egress {
+        Egress::Interface(label) => format!(
+            "{label} is in VRF {}, but {what} is in VRF {}",
+            vrf_name(egress_vrf),
+            vrf_name(vrf)
+        ),
+        Egress::Group(name) => format!(
+            "group `{name}` forwards in VRF {} (its members' interfaces), but {what} is in VRF {}",
+            vrf_name(egress_vrf),
+            vrf_name(vrf)
+        ),
+    })
+}
+
+/// The rule that an ECMP group's members share one VRF (so that `check_forwarding_vrf` can
+/// hold for every route to the group): member `member` (its interface, named) is in VRF
+/// `vrf`, the group's other members (`others`: "members[0]", "group `up`") in `others_vrf`.
+/// The config's `[[nexthop_group]]` members and the API's `add_group` and `add_ecmp_member`
+/// use it.
+pub(crate) fn check_member_vrf(
+    member: &str,
+    vrf: u16,
+    others: &str,
+    others_vrf: u16,
+    vrf_name: impl Fn(u16) -> String,
+) -> Result<(), String> {
+    if vrf == others_vrf {
+        return Ok(());
+    }
+    Err(format!(
+        "{member} is in VRF {}, but {others} is in VRF {}: a group's members share one VRF",
+        vrf_name(vrf),
+        vrf_name(others_vrf)
+    ))
+}
+
+/// The smallest link MTU IPv6 allows (RFC 8200 section 5).
+pub const IPV6_MIN_MTU: u16 = 1280;
+
+/// Whether a port with MTU `mtu` (`None`: the device's own, 1500 by default) may have the role
+/// `role`: below 1280 bytes it must carry no IPv6 (RFC 8200 section 5 requires a link MTU of
+/// at least 1280): neither as a routed port with IPv6 addresses nor as a member of a VLAN whose
+/// interface has some (a VLAN interface's MTU is the smallest of its ports'). `vlans` and
+/// `interfaces` are the switch's. The config checks every port with it (reported at
+/// `port[N].mtu`: the number is what breaks the rule, the addresses are fine), the API's
+/// `set_port_vlan` the role it gives a port.
+pub(crate) fn check_ipv6_mtu(
+    mtu: Option<u16>,
+    role: &PortRole,
+    vlans: &[VlanSpec],
+    interfaces: &[InterfaceSpec],
+) -> Result<(), String> {
+    let Some(mtu) = mtu.filter(|&m| m < IPV6_MIN_MTU) else {
+        return Ok(());
+    };
+    let has_ipv6 = |interface: u16| {
+        interfaces
+            .get(usize::from(interface))
+            .is_some_and(|i| !i.ipv6.is_empty())
+    };
+    let why = match role {
+        PortRole::Routed { interface } => {
+            has_ipv6(*interface).then(|| "this routed port has IPv6 addresses (`ipv6`)".to_owned())
+        }
+        PortRole::Access { vlan } => vlan_with_ipv6(&[*vlan], vlans, has_ipv6),
+        PortRole::Trunk { allowed, native } => {
+            let mut carried = allowed.clone();
+            carried.extend(native);
+            vlan_with_ipv6(&carried, vlans, has_ipv6)
+        }
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(format!(
+            "{mtu} is below {IPV6_MIN_MTU}, the smallest link MTU IPv6 allows (RFC 8200 section 5), and {why}; raise the MTU to at least {IPV6_MIN_MTU} or carry no IPv6 on this port"
+        )),
+    }
+}
+
+/// "the port is in VLAN N, whose interface has IPv6 addresses" for the first of `carried` that
+/// has such an interface.
+fn vlan_with_ipv6(
+    carried: &[u16],
+    vlans: &[VlanSpec],
+    has_ipv6: impl Fn(u16) -> bool,
+) -> Option<String> {
+    carried.iter().find_map(|id| {
+        let vlan = vlans.iter().find(|v| v.id == *id)?;
+        vlan.interface.filter(|&i| has_ipv6(i)).map(|_| {
+            format!("the port is in VLAN {id}, whose interface has IPv6 addresses (a VLAN interface's MTU is the smallest of its ports')")
+        })
+    })
+}
+
+/// Whether port `name` (as the operator wrote it), of role `role`, carries VLAN `vlan`: the
+/// rule of a static MAC's port, in the config's `[[mac]]` and the API's `add_mac`.
+pub(crate) fn check_port_in_vlan(name: &str, role: &PortRole, vlan: u16) -> Result<(), String> {
+    let member = match role {
+        PortRole::Access { vlan: v } => *v == vlan,
+        PortRole::Trunk { allowed, native } => allowed.contains(&vlan) || *native == Some(vlan),
+        PortRole::Routed { .. } => false,
+    };
+    if member {
+        Ok(())
+    } else {
+        Err(format!(
+            "port `{name}` is not in VLAN {vlan} (it is {})",
+            describe_role(role)
+        ))
     }
 }
 

@@ -108,6 +108,80 @@ impl Client {
     }
 }
 
+/// The delete a `route add` or `mac add` request's entry would be, as an update op: the
+/// route's prefix in its VRF, or the MAC in its VLAN. `None` for any other request.
+fn delete_of(cmd: &str, request: &Map<String, Value>) -> Option<Value> {
+    if cmd != "update" {
+        return None;
+    }
+    let updates = request.get("updates")?.as_array()?;
+    let [op] = updates.as_slice() else {
+        return None;
+    };
+    match op["op"].as_str()? {
+        "add_route" => Some(json!({"op": "del_route", "prefix": op["prefix"], "vrf": op["vrf"]})),
+        "add_mac" => Some(json!({"op": "del_mac", "vlan": op["vlan"], "mac": op["mac"]})),
+        _ => None,
+    }
+}
+
+/// For `ctl route add` and `ctl mac add`, which replace an entry that exists (as `ip route
+/// replace`, and as the API's `add_route`/`add_mac` do): whether one does, so the reply can
+/// say so (`None` for other requests). The switch is asked with a batch of two deletes of the
+/// entry, which it refuses whatever the answer, so nothing changes (a refused batch applies
+/// nothing): it refuses the second delete if the entry exists, the first if it does not (or
+/// cannot be deleted: an interface's route, which the add is then refused for too). An error
+/// that is no such refusal (the switch is not live, it cannot be reached) is the command's.
+/// The answer is as found just before the change: another client may change the entry in
+/// between.
+pub fn existing_entry(
+    client: &mut Client,
+    cmd: &str,
+    request: &Map<String, Value>,
+) -> Result<Option<bool>, CtlError> {
+    let Some(delete) = delete_of(cmd, request) else {
+        return Ok(None);
+    };
+    let mut probe = Map::new();
+    probe.insert("updates".to_owned(), json!([delete, delete]));
+    match client.call("update", probe) {
+        Err(CtlError::Refused(m)) if m.starts_with("updates[1]:") => Ok(Some(true)),
+        Err(CtlError::Refused(m)) if m.starts_with("updates[0]:") => Ok(Some(false)),
+        Err(e) => Err(e),
+        Ok(_) => Err(CtlError::Transport(
+            "the switch applied two deletes of one entry: not an ironclos API".to_owned(),
+        )),
+    }
+}
+
+/// The reply of a `route add` or `mac add` that replaced an entry (`existing_entry`): what was
+/// replaced, and where it goes now.
+pub fn replaced_text(request: &Map<String, Value>) -> String {
+    let op = &request["updates"][0];
+    if op["op"] == "add_mac" {
+        return format!(
+            "ok (replaced the entry of {} in VLAN {}: now to port {})",
+            s(&op["mac"]),
+            s(&op["vlan"]),
+            s(&op["port"])
+        );
+    }
+    let target = if op["via"].is_string() {
+        format!("via {} dev {}", s(&op["via"]), s(&op["dev"]))
+    } else if op["group"].is_string() {
+        format!("group {}", s(&op["group"]))
+    } else if op["policy"].is_string() {
+        format!("srv6 policy {}", s(&op["policy"]))
+    } else {
+        "blackhole".to_owned()
+    };
+    let vrf = op["vrf"].as_str().unwrap_or("default");
+    format!(
+        "ok (replaced the route to {} in VRF {vrf}: now {target})",
+        s(&op["prefix"])
+    )
+}
+
 /// The requests of `ctl raw`'s argument, as the server reads them: one request a line (split
 /// at `\n`, sent as written), blank lines skipped (`api::is_blank`: the server skips them
 /// without an answer). None at all is a usage error: there would be no reply to wait for.
@@ -545,7 +619,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{raw_refusal, raw_requests, to_text};
+    use super::{delete_of, raw_refusal, raw_requests, replaced_text, to_text};
     use serde_json::json;
 
     #[test]
@@ -566,6 +640,57 @@ mod tests {
                 "{blank:?}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn route_and_mac_adds_say_what_they_replaced() {
+        let request = |op: serde_json::Value| {
+            json!({ "updates": [op] })
+                .as_object()
+                .cloned()
+                .expect("object")
+        };
+        let route = request(
+            json!({"op": "add_route", "prefix": "10.7.0.0/16", "vrf": null,
+                                   "via": "10.255.0.2", "dev": "p5"}),
+        );
+        assert_eq!(
+            delete_of("update", &route),
+            Some(json!({"op": "del_route", "prefix": "10.7.0.0/16", "vrf": null}))
+        );
+        assert_eq!(
+            replaced_text(&route),
+            "ok (replaced the route to 10.7.0.0/16 in VRF default: now via 10.255.0.2 dev p5)"
+        );
+        let blackhole = request(
+            json!({"op": "add_route", "prefix": "10.7.0.0/16", "vrf": "red", "blackhole": true}),
+        );
+        assert_eq!(
+            replaced_text(&blackhole),
+            "ok (replaced the route to 10.7.0.0/16 in VRF red: now blackhole)"
+        );
+        let mac = request(
+            json!({"op": "add_mac", "vlan": 10, "mac": "02:00:00:00:77:01", "port": "eth1"}),
+        );
+        assert_eq!(
+            delete_of("update", &mac),
+            Some(json!({"op": "del_mac", "vlan": 10, "mac": "02:00:00:00:77:01"}))
+        );
+        assert_eq!(
+            replaced_text(&mac),
+            "ok (replaced the entry of 02:00:00:00:77:01 in VLAN 10: now to port eth1)"
+        );
+        // Nothing else is asked about: other ops, batches, other commands.
+        assert_eq!(
+            delete_of(
+                "update",
+                &request(json!({"op": "del_route", "prefix": "10.7.0.0/16"}))
+            ),
+            None
+        );
+        let two = json!({"updates": [route["updates"][0], route["updates"][0]]});
+        assert_eq!(delete_of("update", two.as_object().unwrap()), None);
+        assert_eq!(delete_of("table_add", &route), None);
     }
 
     #[test]

@@ -161,7 +161,8 @@ struct CtlArgs {
     /// Read the socket path from this config file.
     #[arg(long, short, global = true)]
     config: Option<PathBuf>,
-    /// Print the result as JSON instead of text.
+    /// Print the result as JSON instead of text; an error too, as {"ok":false,"error":"..."}
+    /// on standard output (the exit status stays 1 or 2).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -175,7 +176,7 @@ enum CtlCommand {
         #[command(subcommand)]
         what: ShowWhat,
     },
-    /// Add or delete a route.
+    /// Add (or replace) or delete a route.
     Route {
         #[command(subcommand)]
         op: RouteOp,
@@ -190,7 +191,7 @@ enum CtlCommand {
         #[command(subcommand)]
         op: EcmpOp,
     },
-    /// Add or delete a static MAC entry.
+    /// Add (or replace) or delete a static MAC entry.
     Mac {
         #[command(subcommand)]
         op: MacOp,
@@ -219,20 +220,28 @@ enum CtlCommand {
     /// Change the PFC thresholds of one port's lossless traffic class:
     /// `pfc PORT TC xoff=40KB xon=20KB headroom=50KB` (any of them; bytes or with a unit).
     Pfc {
+        /// The port (its [[port]] name).
         port: String,
+        /// The traffic class, 0..=7: a lossless one of the port's QoS profile.
         tc: u8,
+        /// xoff=BYTES, xon=BYTES, headroom=BYTES (a number, or with a unit: 40KB, 1MiB);
+        /// those not given stay.
         #[arg(required = true)]
         settings: Vec<String>,
     },
     /// Take a port administratively down or up.
     Port {
+        /// The port (its [[port]] name).
         port: String,
+        /// down (the worker treats it as a link down) or up (again, if the link is up).
         #[arg(value_parser = ["up", "down"])]
         state: String,
     },
     /// Change the ECN marking thresholds of one port's traffic class.
     Ecn {
+        /// The port (its [[port]] name).
         port: String,
+        /// The traffic class, 0..=7.
         tc: u8,
         /// Marking starts at this queue depth (bytes).
         #[arg(long, required_unless_present = "off")]
@@ -249,25 +258,36 @@ enum CtlCommand {
     },
     /// Apply a JSON array of updates (the `update` request's `updates`) atomically; `-` reads
     /// standard input.
-    Batch { file: PathBuf },
+    Batch {
+        /// The JSON file, or - for standard input.
+        file: PathBuf,
+    },
     /// P4 form: `table_add TABLE ACTION MATCH... => PARAM...`.
     #[command(name = "table_add")]
     TableAdd {
+        /// A writable table of p4/ironclos.p4: ipv4_lpm, ipv6_lpm, mac_table, my_sid.
         table: String,
+        /// One of the table's actions (e.g. set_nexthop, set_ecmp_group, l2_forward, un).
         action: String,
+        /// The match fields, `=>`, then the action's parameters.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         rest: Vec<String>,
     },
     /// P4 form: `table_delete TABLE MATCH...`.
     #[command(name = "table_delete")]
     TableDelete {
+        /// A writable table: ipv4_lpm, ipv6_lpm, mac_table, my_sid.
         table: String,
+        /// The entry's match fields (VRF and prefix, or VID and MAC).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         matches: Vec<String>,
     },
     /// P4 form: every entry of TABLE.
     #[command(name = "table_dump")]
-    TableDump { table: String },
+    TableDump {
+        /// ipv4_lpm, ipv6_lpm, mac_table, my_sid or nexthop.
+        table: String,
+    },
     /// Send raw JSON request lines (the API's) and print every raw reply line.
     ///
     /// As on the socket, each line of LINE is one request and gets one reply line: a LINE of
@@ -289,13 +309,18 @@ enum ShowWhat {
     /// Ports: link, admin state, speed, packet counters.
     Ports,
     /// Queues per port and TC: depth, ECN marks, PFC counters, ECN thresholds.
-    Queues { port: Option<String> },
+    Queues {
+        /// Only this port's queues (default: every port's).
+        port: Option<String>,
+    },
     /// Drops by reason.
     Drops,
     /// Routes (every VRF unless --vrf).
     Routes {
+        /// Only this VRF's routes (its name).
         #[arg(long)]
         vrf: Option<String>,
+        /// Show at most this many routes (default 10000); the total is counted anyway.
         #[arg(long)]
         limit: Option<u64>,
     },
@@ -306,6 +331,7 @@ enum ShowWhat {
     Groups,
     /// The MAC table.
     Macs {
+        /// Show at most this many entries (default 10000); the total is counted anyway.
         #[arg(long)]
         limit: Option<u64>,
     },
@@ -317,25 +343,36 @@ enum ShowWhat {
 
 #[derive(Subcommand)]
 enum RouteOp {
-    /// `route add PREFIX (--via IP --dev IF | --group G | --policy P | --blackhole)`.
+    /// `route add PREFIX (--via IP --dev IF | --group G | --policy P | --blackhole)`; a route
+    /// to PREFIX in the VRF that exists already is replaced (as `ip route replace`), and the
+    /// reply says so.
     Add {
+        /// The prefix, without host bits (a bare address is a host route).
         prefix: String,
+        /// The route's VRF (default: default); its interface or group must be in it too.
         #[arg(long)]
         vrf: Option<String>,
+        /// The neighbour to forward to (with --dev).
         #[arg(long, requires = "dev")]
         via: Option<String>,
         /// L3 interface: a routed port's name or `vlanN`.
         #[arg(long)]
         dev: Option<String>,
+        /// Forward to this ECMP group.
         #[arg(long)]
         group: Option<String>,
+        /// Encapsulate with this SRv6 policy.
         #[arg(long)]
         policy: Option<String>,
+        /// Drop what the route matches.
         #[arg(long)]
         blackhole: bool,
     },
+    /// `route del PREFIX [--vrf V]`: delete a route (one that does not exist is refused).
     Del {
+        /// The route's prefix, without host bits.
         prefix: String,
+        /// The route's VRF (default: default).
         #[arg(long)]
         vrf: Option<String>,
     },
@@ -343,15 +380,22 @@ enum RouteOp {
 
 #[derive(Subcommand)]
 enum NeighborOp {
+    /// `neighbor add IP --dev IF --mac MAC`: pin a neighbour's MAC (a static ARP/ND entry).
     Add {
+        /// The neighbour's address, in a connected subnet of --dev.
         ip: String,
+        /// L3 interface: a routed port's name or `vlanN`.
         #[arg(long)]
         dev: String,
+        /// The neighbour's MAC (unicast, not the router MAC).
         #[arg(long)]
         mac: String,
     },
+    /// `neighbor del IP --dev IF`: forget the MAC; the address is resolved again when needed.
     Del {
+        /// The neighbour's address.
         ip: String,
+        /// L3 interface: a routed port's name or `vlanN`.
         #[arg(long)]
         dev: String,
     },
@@ -359,19 +403,28 @@ enum NeighborOp {
 
 #[derive(Subcommand)]
 enum EcmpOp {
+    /// `ecmp add GROUP --via IP --dev IF [--weight N]`: add a member to a group.
     Add {
+        /// The ECMP group's name.
         group: String,
+        /// The member's neighbour address, in a connected subnet of --dev.
         #[arg(long)]
         via: String,
+        /// L3 interface: a routed port's name or `vlanN` (in the group's VRF).
         #[arg(long)]
         dev: String,
+        /// The member's weight, 1..=65535 (default 1).
         #[arg(long)]
         weight: Option<u32>,
     },
+    /// `ecmp del GROUP --via IP --dev IF`: remove a member (a group keeps at least one).
     Del {
+        /// The ECMP group's name.
         group: String,
+        /// The member's neighbour address.
         #[arg(long)]
         via: String,
+        /// L3 interface: a routed port's name or `vlanN`.
         #[arg(long)]
         dev: String,
     },
@@ -382,10 +435,12 @@ enum SidCmd {
     /// `sid add PREFIX --behavior B [--vrf V] [--flavors psp,usp] [--block-bits N
     /// --shift-bits N] [--via IP --dev IF | --group G] [--lookup-vrf V]`.
     Add {
+        /// The SID's IPv6 prefix, without host bits (a bare address is a /128).
         prefix: String,
         /// End, End.X, End.DT4, End.DT6, End.DT46, uN, uA.
         #[arg(long)]
         behavior: String,
+        /// The SID's VRF (default: default).
         #[arg(long)]
         vrf: Option<String>,
         /// psp and/or usp (End, End.X, uN, uA).
@@ -400,16 +455,21 @@ enum SidCmd {
         /// End.X / uA: the neighbour (with --dev), or --group.
         #[arg(long, requires = "dev")]
         via: Option<String>,
+        /// End.X / uA: the neighbour's L3 interface (in the SID's VRF).
         #[arg(long)]
         dev: Option<String>,
+        /// End.X / uA: an ECMP group (in the SID's VRF) instead of --via.
         #[arg(long)]
         group: Option<String>,
         /// End.DT*: the VRF of the inner lookup (default: the SID's VRF).
         #[arg(long)]
         lookup_vrf: Option<String>,
     },
+    /// `sid del PREFIX [--vrf V]`: delete a local SID.
     Del {
+        /// The SID's prefix, without host bits.
         prefix: String,
+        /// The SID's VRF (default: default).
         #[arg(long)]
         vrf: Option<String>,
     },
@@ -418,12 +478,20 @@ enum SidCmd {
 #[derive(Subcommand)]
 enum VlanCmd {
     /// `vlan add ID`: a new VLAN; ports join it with `vlan port`.
-    Add { id: u16 },
+    Add {
+        /// The VLAN id, 1..=4094.
+        id: u16,
+    },
     /// `vlan del ID`: a VLAN no port is in (its MAC entries go too).
-    Del { id: u16 },
+    Del {
+        /// The VLAN id.
+        id: u16,
+    },
     /// `vlan port PORT access ID` or `vlan port PORT trunk --allowed 10,20 [--native 10]`.
     Port {
+        /// An L2 port (its [[port]] name; a routed port stays routed).
         port: String,
+        /// access (one untagged VLAN) or trunk (--allowed VLANs, tagged but --native).
         #[arg(value_parser = ["access", "trunk"])]
         mode: String,
         /// The access VLAN.
@@ -442,6 +510,7 @@ enum VlanCmd {
 enum GroupCmd {
     /// `group add NAME --member IP,DEV[,WEIGHT]... [--mode hash|flowlet|per-packet]`.
     Add {
+        /// The new group's name (letters, digits, '-', '_', '.').
         name: String,
         /// A member: neighbour address, L3 interface, optional weight (repeat the option).
         #[arg(long = "member", required = true)]
@@ -450,11 +519,15 @@ enum GroupCmd {
         balance: BalanceArgs,
     },
     /// Delete a group no route or SID points at.
-    Del { name: String },
+    Del {
+        /// The group's name.
+        name: String,
+    },
     /// Replace a group's balancing (keys not given take their defaults, so without --mode
     /// the group hashes; members stay): `group set spines --mode flowlet
     /// --flowlet-timeout-us 200`.
     Set {
+        /// The group's name.
         name: String,
         #[command(flatten)]
         balance: BalanceArgs,
@@ -540,6 +613,7 @@ impl BalanceArgs {
 enum PolicyOp {
     /// A new policy; then `route add PREFIX --policy NAME`.
     Add {
+        /// The new policy's name (letters, digits, '-', '_', '.').
         name: String,
         /// The SID list in path order (comma-separated); each may be a uSID container.
         #[arg(long, required = true, value_delimiter = ',')]
@@ -555,8 +629,13 @@ enum PolicyOp {
         hop_limit: Option<u8>,
     },
     /// Delete a policy no route points at.
-    Del { name: String },
+    Del {
+        /// The policy's name.
+        name: String,
+    },
+    /// Give a policy a new path (its routes follow with their next packet; counters stay).
     Set {
+        /// The policy's name.
         name: String,
         /// The SID list in path order (comma-separated); each may be a uSID container.
         #[arg(long, required = true, value_delimiter = ',')]
@@ -575,13 +654,21 @@ enum PolicyOp {
 
 #[derive(Subcommand)]
 enum MacOp {
+    /// `mac add VLAN MAC PORT`: a static entry; one for MAC in VLAN that exists already
+    /// (static or learned) is replaced, and the reply says so.
     Add {
+        /// The VLAN id (declared, and PORT in it).
         vlan: u16,
+        /// The MAC (unicast, not the router MAC).
         mac: String,
+        /// The port (its [[port]] name) frames to MAC leave by.
         port: String,
     },
+    /// `mac del VLAN MAC`: delete an entry (static or learned).
     Del {
+        /// The VLAN id.
         vlan: u16,
+        /// The MAC.
         mac: String,
     },
 }
@@ -753,22 +840,19 @@ fn main() -> ExitCode {
 }
 
 /// The control socket: --socket, else --config's `[control] socket`, else $IRONCLOS_SOCKET.
-fn socket_path(socket: Option<&Path>, config: Option<&Path>) -> Result<PathBuf, ExitCode> {
+/// An error is a bad command line or config (exit 2), with its message.
+fn socket_path(socket: Option<&Path>, config: Option<&Path>) -> Result<PathBuf, String> {
     match (socket, config) {
         (Some(s), _) => Ok(s.to_owned()),
         (None, Some(config)) => {
-            let c = load(config)?;
-            c.control.socket.ok_or_else(|| {
-                eprintln!("ironclos: {} has no [control] socket", config.display());
-                ExitCode::from(EXIT_CONFIG)
-            })
+            let c = Config::load(config).map_err(|e| format!("config error: {e}"))?;
+            c.control
+                .socket
+                .ok_or_else(|| format!("{} has no [control] socket", config.display()))
         }
         (None, None) => std::env::var_os("IRONCLOS_SOCKET")
             .map(PathBuf::from)
-            .ok_or_else(|| {
-                eprintln!("ironclos: give --socket, --config or $IRONCLOS_SOCKET");
-                ExitCode::from(EXIT_CONFIG)
-            }),
+            .ok_or_else(|| "give --socket, --config or $IRONCLOS_SOCKET".to_owned()),
     }
 }
 
@@ -782,7 +866,10 @@ fn connect(socket: &Path) -> Result<control::ctl::Client, ExitCode> {
 fn reload(socket: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
     let socket = match socket_path(socket.as_deref(), config.as_deref()) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(e) => {
+            eprintln!("ironclos: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
     };
     let mut client = match connect(&socket) {
         Ok(c) => c,
@@ -800,22 +887,42 @@ fn reload(socket: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
     }
 }
 
+/// How `ctl` ends on an error: its message on stderr, or with --json as the API's error object
+/// `{"ok":false,"error":"..."}` on standard output (where the results go, so a script reads
+/// one JSON value either way); the exit status is `code` both ways.
+fn ctl_failed(json_output: bool, code: u8, error: &str) -> ExitCode {
+    if json_output {
+        outln!("{}", json!({"ok": false, "error": error}));
+    } else {
+        eprintln!("ironclos ctl: {error}");
+    }
+    ExitCode::from(code)
+}
+
+/// `ctl_failed` for an answer that is not ok (exit 1): the switch's error (`error: ...` as
+/// text, the API's own words in JSON), or why it could not be asked.
+fn ctl_refused(json_output: bool, error: &control::ctl::CtlError) -> ExitCode {
+    let text = match error {
+        control::ctl::CtlError::Refused(m) if json_output => m.clone(),
+        other => other.to_string(),
+    };
+    ctl_failed(json_output, EXIT_RUNTIME, &text)
+}
+
 fn ctl(args: CtlArgs) -> ExitCode {
+    let json_output = args.json;
     let socket = match socket_path(args.socket.as_deref(), args.config.as_deref()) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(e) => return ctl_failed(json_output, EXIT_CONFIG, &e),
     };
     if let CtlCommand::Raw { line } = &args.command {
         let requests = match control::ctl::raw_requests(line) {
             Ok(r) => r,
-            Err(e) => {
-                eprintln!("ironclos ctl: {e}");
-                return ExitCode::from(EXIT_CONFIG);
-            }
+            Err(e) => return ctl_failed(json_output, EXIT_CONFIG, &e),
         };
-        let mut client = match connect(&socket) {
+        let mut client = match control::ctl::Client::connect(&socket) {
             Ok(c) => c,
-            Err(code) => return code,
+            Err(e) => return ctl_refused(json_output, &e),
         };
         let mut refused = false;
         for request in requests {
@@ -827,10 +934,7 @@ fn ctl(args: CtlArgs) -> ExitCode {
                         refused = true;
                     }
                 }
-                Err(e) => {
-                    eprintln!("ironclos ctl: {e}");
-                    return ExitCode::from(EXIT_RUNTIME);
-                }
+                Err(e) => return ctl_refused(json_output, &e),
             }
         }
         return if refused {
@@ -842,31 +946,37 @@ fn ctl(args: CtlArgs) -> ExitCode {
     // A bad command line is reported as such (exit 2) before the switch is reached.
     let (cmd, request) = match ctl_request(args.command) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("ironclos ctl: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(e) => return ctl_failed(json_output, EXIT_CONFIG, &e),
     };
-    let mut client = match connect(&socket) {
+    let mut client = match control::ctl::Client::connect(&socket) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(e) => return ctl_refused(json_output, &e),
     };
-    match client.call(cmd, request) {
-        Ok(result) => {
-            if args.json {
+    // `route add` and `mac add` replace an entry that exists (as `ip route replace`): asked
+    // first, so that the reply can say so.
+    let replaces = match control::ctl::existing_entry(&mut client, cmd, &request) {
+        Ok(replaces) => replaces,
+        Err(e) => return ctl_refused(json_output, &e),
+    };
+    match client.call(cmd, request.clone()) {
+        Ok(mut result) => {
+            if let (Some(replaced), Some(object)) = (replaces, result.as_object_mut()) {
+                object.insert("replaced".to_owned(), json!(replaced));
+            }
+            if json_output {
                 outln!(
                     "{}",
                     serde_json::to_string_pretty(&result).expect("JSON values serialise")
                 );
             } else {
-                out!("{}", control::ctl::to_text(cmd, &result));
+                match replaces {
+                    Some(true) => outln!("{}", control::ctl::replaced_text(&request)),
+                    _ => out!("{}", control::ctl::to_text(cmd, &result)),
+                }
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("ironclos ctl: {e}");
-            ExitCode::from(EXIT_RUNTIME)
-        }
+        Err(e) => ctl_refused(json_output, &e),
     }
 }
 
@@ -1346,13 +1456,16 @@ fn run(
     }
     if !run_report.schedule_rejections.is_empty() {
         let file = schedule.map_or_else(String::new, |f| f.display().to_string());
+        // The worker numbers ports, VRFs and interfaces: name them (groups and policies the
+        // schedule's events may have renumbered stay numbers).
+        let names = control::server::Names::of(&config);
         for refused in &run_report.schedule_rejections {
             eprintln!(
                 "ironclos: {file}: event[{}] at {} us was refused, nothing of it applied, and the \
                  replay ended there: {}",
                 refused.index,
                 run_report.trace_origin_us + refused.at / dataplane::clock::PICOS_PER_MICRO,
-                refused.why
+                names.name_ids(&refused.why, false)
             );
         }
         return ExitCode::from(EXIT_CONFIG);

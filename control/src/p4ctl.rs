@@ -2,17 +2,26 @@
 //! `table_dump`, with table and action names checked against `p4/ironclos.p4`
 //! (`p4::schema()`). Writable: `ipv4_lpm`, `ipv6_lpm` (match: VRF, prefix), `mac_table`
 //! (match: VID, MAC) and `my_sid` (match: VRF, SID prefix; actions `end`, `end_x`, `un`, `ua`,
-//! `end_dt4`, `end_dt6`, `end_dt46` with the P4 program's parameters).
+//! `end_dt4`, `end_dt6`, `end_dt46` with the P4 program's parameters). Entries follow the
+//! config's rules as the API's updates do: a prefix without host bits, not an interface's
+//! subnet or address (`resolve::route_prefix_free`), and a route or End.X/uA SID forwards in
+//! its own VRF (`config::check_forwarding_vrf`; for a nexthop given by id the server asks the
+//! worker for its interface first, `needs_nexthops`). `table_dump` reads the writable tables
+//! and `nexthop`.
 
 use crate::config::{format_mac, parse_mac};
-use crate::server::{Names, parse_prefix};
-use dataplane::ctl::{DumpKind, MacDumpEntry, RouteEntry, SidEntry, Target, Update};
-use dataplane::pipeline::spec::{CsidFormat, RouteTarget, SidBehavior, SidSpec};
+use crate::server::Names;
+use dataplane::ctl::{DumpKind, MacDumpEntry, NexthopEntry, RouteEntry, SidEntry, Target, Update};
+use dataplane::pipeline::spec::{Attachment, CsidFormat, RouteTarget, SidBehavior, SidSpec};
 use serde_json::{Value, json};
 use std::net::Ipv6Addr;
 
 /// Tables this form writes.
 pub const WRITABLE: [&str; 4] = ["ipv4_lpm", "ipv6_lpm", "mac_table", "my_sid"];
+
+/// Tables `table_dump` reads: the writable ones and `nexthop` (the ids `set_nexthop` and an
+/// End.X's route kind 1 take).
+pub const DUMPABLE: [&str; 5] = ["ipv4_lpm", "ipv6_lpm", "mac_table", "my_sid", "nexthop"];
 
 /// The P4 program's route kinds (`ROUTE_NEXTHOP`, `ROUTE_GROUP`) for End.X / uA targets.
 const ROUTE_NEXTHOP: u32 = 1;
@@ -71,9 +80,20 @@ fn check(table: &str, action: Option<&str>, matches: usize, params: usize) -> Re
     Ok(())
 }
 
+/// A VRF by name or id.
 fn vrf(names: &Names, text: &str) -> Result<u16, String> {
     match text.parse::<u16>() {
-        Ok(n) => Ok(n),
+        Ok(n) if usize::from(n) < names.vrfs.len() => Ok(n),
+        Ok(n) => Err(format!(
+            "VRF {n} does not exist (VRFs: {})",
+            names
+                .vrfs
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("{i} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
         Err(_) => names.vrf(Some(text)),
     }
 }
@@ -85,13 +105,20 @@ fn index_or_name(text: &str, by_name: impl Fn(&str) -> Result<u32, String>) -> R
     }
 }
 
+/// An LPM entry's VRF and prefix, with the API's rules (`resolve::network_prefix`: no host
+/// bits; for an entry `adding`, also `resolve::route_prefix_free`: not a prefix an interface
+/// address of the VRF takes).
 fn lpm_match(
     names: &Names,
     table: &str,
     matches: &[String],
+    adding: bool,
 ) -> Result<(u16, std::net::IpAddr, u8), String> {
     let vrf = vrf(names, &matches[0])?;
-    let (prefix, len) = parse_prefix(&matches[1])?;
+    let (prefix, len) = crate::resolve::network_prefix(&matches[1])?;
+    if adding {
+        crate::resolve::route_prefix_free(names, vrf, (prefix, len))?;
+    }
     if (table == "ipv4_lpm") != prefix.is_ipv4() {
         return Err(format!(
             "`{}` is not an {} prefix",
@@ -119,7 +146,7 @@ pub fn table_add(
     check(table, Some(action), matches.len(), params.len())?;
     match table {
         "ipv4_lpm" | "ipv6_lpm" => {
-            let (vrf, prefix, len) = lpm_match(names, table, matches)?;
+            let (vrf, prefix, len) = lpm_match(names, table, matches, true)?;
             let target = match action {
                 "set_nexthop" => Target::Nexthop(params[0].parse().map_err(|_| {
                     format!(
@@ -127,7 +154,11 @@ pub fn table_add(
                         params[0]
                     )
                 })?),
-                "set_ecmp_group" => Target::Group(index_or_name(&params[0], |n| names.group(n))?),
+                "set_ecmp_group" => {
+                    let group = index_or_name(&params[0], |n| names.group(n))?;
+                    names.check_target_vrf("this route", vrf, RouteTarget::Group(group), &[])?;
+                    Target::Group(group)
+                }
                 "set_srv6_policy" => {
                     Target::Srv6Policy(index_or_name(&params[0], |n| names.policy(n))?)
                 }
@@ -155,11 +186,11 @@ pub fn table_add(
                 Ok(p) => p,
                 Err(_) => names.port(&params[0])?,
             };
-            Ok(Update::AddMac {
-                vlan: vid(&matches[0])?,
-                mac: parse_mac(&matches[1])?,
-                port,
-            })
+            let label = names
+                .ports
+                .get(usize::from(port))
+                .map_or(params[0].as_str(), String::as_str);
+            crate::resolve::static_mac(names, vid(&matches[0])?, &matches[1], port, label)
         }
         "my_sid" => my_sid_add(names, action, matches, params),
         _ => unreachable!("check() admits writable tables only"),
@@ -241,7 +272,8 @@ fn my_sid_add(
     let (vrf, prefix, len) = my_sid_match(names, matches)?;
     if names.sid_slot(vrf, prefix, len).is_some() {
         return Err(format!(
-            "{prefix}/{len} is already a local SID in VRF {vrf}"
+            "{prefix}/{len} is already a local SID in VRF {}",
+            names.vrf_name(vrf)
         ));
     }
     let (mut psp, mut usp, mut next_csid) = (false, false, None);
@@ -271,6 +303,10 @@ fn my_sid_add(
             }
         }
     };
+    if let SidBehavior::EndX { target } = behavior {
+        // A nexthop by id is checked by the server with the worker's nexthops.
+        names.check_target_vrf("this SID", vrf, target, &[])?;
+    }
     Ok(Update::AddSid {
         slot: names.next_sid_slot(),
         spec: Box::new(SidSpec {
@@ -301,7 +337,7 @@ pub fn table_delete(names: &Names, table: &str, matches: &[String]) -> Result<Up
     check(table, None, matches.len(), 0)?;
     match table {
         "ipv4_lpm" | "ipv6_lpm" => {
-            let (vrf, prefix, len) = lpm_match(names, table, matches)?;
+            let (vrf, prefix, len) = lpm_match(names, table, matches, false)?;
             Ok(Update::DelRoute { vrf, prefix, len })
         }
         "mac_table" => Ok(Update::DelMac {
@@ -310,9 +346,9 @@ pub fn table_delete(names: &Names, table: &str, matches: &[String]) -> Result<Up
         }),
         "my_sid" => {
             let (vrf, prefix, len) = my_sid_match(names, matches)?;
-            let slot = names
-                .sid_slot(vrf, prefix, len)
-                .ok_or_else(|| format!("no local SID {prefix}/{len} in VRF {vrf}"))?;
+            let slot = names.sid_slot(vrf, prefix, len).ok_or_else(|| {
+                format!("no local SID {prefix}/{len} in VRF {}", names.vrf_name(vrf))
+            })?;
             Ok(Update::DelSid {
                 slot,
                 vrf,
@@ -324,13 +360,43 @@ pub fn table_delete(names: &Names, table: &str, matches: &[String]) -> Result<Up
     }
 }
 
+/// Whether `update`, an entry of this form, forwards to a nexthop given by id: its VRF rule
+/// needs the nexthop's interface, which the worker knows (nexthops are made as neighbours
+/// are learned too). The server asks for the worker's nexthops first and checks the entry
+/// with `Names::check_target_vrf`, the VRF and target this returns.
+pub fn needs_nexthops(update: &Update) -> Option<(&'static str, u16, RouteTarget)> {
+    match update {
+        Update::AddRoute {
+            vrf,
+            target: Target::Nexthop(id),
+            ..
+        } => Some(("this route", *vrf, RouteTarget::Nexthop(*id))),
+        Update::AddSid { spec, .. } => match spec.behavior {
+            SidBehavior::EndX {
+                target: target @ RouteTarget::Nexthop(_),
+            } => Some(("this SID", spec.vrf, target)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The snapshot a `table_dump` needs.
 pub fn dump_kinds(table: &str) -> Result<Vec<DumpKind>, String> {
-    let keys = p4::schema().table(table).map_or(0, |t| t.keys.len());
-    check(table, None, keys, 0)?;
+    if p4::schema().table(table).is_none() {
+        // As for the other commands: the P4 program's tables.
+        check(table, None, 0, 0)?;
+    }
+    if !DUMPABLE.contains(&table) {
+        return Err(format!(
+            "table `{table}` cannot be dumped; table_dump reads {} (the switch's other tables: see show ports, show vlans, show groups, show queues)",
+            DUMPABLE.join(", ")
+        ));
+    }
     Ok(match table {
         "mac_table" => vec![DumpKind::Macs { limit: usize::MAX }],
         "my_sid" => vec![DumpKind::Sids],
+        "nexthop" => vec![DumpKind::Nexthops],
         _ => vec![DumpKind::Routes {
             vrf: None,
             limit: usize::MAX,
@@ -409,6 +475,38 @@ pub fn dump_sids(names: &Names, table: &str, sids: &[SidEntry]) -> Value {
                         params.push(vrf.to_string());
                         "end_dt46"
                     }
+                };
+                entry(table, action, matches, params)
+            })
+            .collect(),
+    )
+}
+
+/// The `nexthop` table as the P4 program has it: a resolved neighbour behind a routed port is
+/// `rewrite_to_port` (port, MAC), behind a VLAN interface `rewrite_to_vlan` (VID, MAC); one
+/// not resolved yet takes the default action, `resolve_nexthop`, listed too so that every id
+/// `set_nexthop` may take is seen.
+pub fn dump_nexthops(names: &Names, table: &str, nexthops: &[NexthopEntry]) -> Value {
+    let attachment = |interface: u16| {
+        names
+            .spec
+            .as_ref()
+            .and_then(|s| s.interfaces.get(usize::from(interface)))
+            .map(|i| i.attachment)
+    };
+    Value::Array(
+        nexthops
+            .iter()
+            .map(|n| {
+                let matches = vec![n.id.to_string()];
+                let (action, params) = match (n.mac, attachment(n.interface)) {
+                    (Some(mac), Some(Attachment::Port(port))) => {
+                        ("rewrite_to_port", vec![port.to_string(), format_mac(mac)])
+                    }
+                    (Some(mac), Some(Attachment::Vlan(vid))) => {
+                        ("rewrite_to_vlan", vec![vid.to_string(), format_mac(mac)])
+                    }
+                    _ => ("resolve_nexthop", vec![]),
                 };
                 entry(table, action, matches, params)
             })

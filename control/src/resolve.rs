@@ -8,10 +8,13 @@
 //! at the wrong object.
 
 use crate::api::{BalanceRequest, RouteTo, SidOp, UpdateOp};
-use crate::config::{check_unicast_mac, parse_mac, sid_behavior_kind, srv6_defaults};
+use crate::config::{
+    Egress, check_forwarding_vrf, check_ipv6_mtu, check_member_vrf, check_port_in_vlan,
+    check_unicast_mac, parse_mac, sid_behavior_kind, srv6_defaults,
+};
 use crate::ecmp_config::BalanceKey;
 use crate::server::{Names, parse_ip, parse_prefix};
-use dataplane::ctl::{Target, Update};
+use dataplane::ctl::{NexthopEntry, Target, Update};
 use dataplane::pipeline::spec::{
     CsidFormat, EncapMode, PolicySpec, PortRole, RouteTarget, SidBehavior, SidSpec, VlanSpec,
 };
@@ -116,11 +119,21 @@ impl Names {
     /// before it will have): `group_name` names a group it creates.
     pub fn note(&mut self, update: &Update, group_name: Option<&str>) {
         match update {
-            Update::AddGroup { slot, .. } => put(
-                &mut self.groups,
-                *slot,
-                group_name.unwrap_or("?").to_owned(),
-            ),
+            Update::AddGroup { slot, members, .. } => {
+                put(
+                    &mut self.groups,
+                    *slot,
+                    group_name.unwrap_or("?").to_owned(),
+                );
+                // Its members share one VRF (`add_group` checks it).
+                let vrf = members
+                    .first()
+                    .map_or(0, |&(interface, _, _)| self.interface_vrf(interface));
+                if self.group_vrfs.len() < self.groups.len() {
+                    self.group_vrfs.resize(self.groups.len(), 0);
+                }
+                self.group_vrfs[*slot as usize] = vrf;
+            }
             Update::DelGroup { slot } => {
                 if let Some(name) = self.groups.get_mut(*slot as usize) {
                     name.clear();
@@ -187,6 +200,97 @@ impl Names {
         }
     }
 
+    /// The VRF of L3 interface `interface`.
+    pub(crate) fn interface_vrf(&self, interface: u16) -> u16 {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.interfaces.get(usize::from(interface)))
+            .map_or(0, |i| i.vrf)
+    }
+
+    /// The VRF group `slot` forwards in: its members' interfaces'.
+    pub(crate) fn group_vrf(&self, slot: u32) -> u16 {
+        self.group_vrfs.get(slot as usize).copied().unwrap_or(0)
+    }
+
+    /// The VRF rule (`config::check_forwarding_vrf`) for a route (`what` = "this route") or an
+    /// End.X/uA SID ("this SID") of VRF `vrf` to `target`, a nexthop's interface or a group.
+    /// A nexthop given by id (the P4 form) is looked up in `nexthops`, the worker's; one not
+    /// there is left to the worker, which refuses it.
+    pub(crate) fn check_target_vrf(
+        &self,
+        what: &str,
+        vrf: u16,
+        target: RouteTarget,
+        nexthops: &[NexthopEntry],
+    ) -> Result<(), String> {
+        let vrf_name = |v| self.vrf_name(v);
+        match target {
+            RouteTarget::Group(g) => {
+                let name = self.group_name(g);
+                check_forwarding_vrf(what, vrf, Egress::Group(&name), self.group_vrf(g), vrf_name)
+            }
+            RouteTarget::Nexthop(id) => match nexthops.iter().find(|n| n.id == id) {
+                Some(n) => check_forwarding_vrf(
+                    what,
+                    vrf,
+                    Egress::Interface(&format!(
+                        "nexthop {id} ({} on {})",
+                        n.ip,
+                        self.dev_name(n.interface)
+                    )),
+                    self.interface_vrf(n.interface),
+                    vrf_name,
+                ),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// The worker's refusal of an update (`Reply::Rejected`'s error) with what it numbers
+    /// named as the operator names them: ports, VRFs and L3 interfaces, and with `slots` ECMP
+    /// groups and SRv6 policies too (`port 0 is not in VLAN 20` becomes `port a is not in VLAN
+    /// 20`, `no route 10.9.0.0/16 in VRF 0` becomes `... in VRF default`). A number follows
+    /// its kind's word (`port 3`, `VRF 0`, `interface 2`, `group 1`, `policy 0`); one that
+    /// names nothing (a slot free by now, an id out of range) is left as it is. `slots` is for
+    /// the names as they were when the batch was resolved (the server's): a replay's
+    /// `--schedule` may have moved groups and policies on since.
+    pub fn name_ids(&self, error: &str, slots: bool) -> String {
+        let policies = if slots { self.policies() } else { Vec::new() };
+        let named = |list: &[String], id: usize| list.get(id).filter(|n| !n.is_empty()).cloned();
+        let mut out = String::with_capacity(error.len() + 16);
+        let mut previous = "";
+        for (i, word) in error.split(' ').enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            let digits = word
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(word.len());
+            let name = word[..digits]
+                .parse::<usize>()
+                .ok()
+                .and_then(|id| match previous {
+                    "port" => named(&self.ports, id),
+                    "VRF" => named(&self.vrfs, id),
+                    "interface" => named(&self.interfaces, id),
+                    "group" if slots => named(&self.groups, id).map(|g| format!("`{g}`")),
+                    "policy" if slots => named(&policies, id).map(|p| format!("`{p}`")),
+                    _ => None,
+                });
+            match name {
+                Some(name) => {
+                    out.push_str(&name);
+                    out.push_str(&word[digits..]);
+                }
+                None => out.push_str(word),
+            }
+            previous = word;
+        }
+        out
+    }
+
     /// The slot of local SID `prefix/len` in `vrf`.
     pub(crate) fn sid_slot(&self, vrf: u16, prefix: Ipv6Addr, len: u8) -> Option<u32> {
         let spec = self.spec.as_ref()?;
@@ -224,23 +328,29 @@ fn in_field(field: &'static str) -> impl Fn(String) -> String {
 
 /// A prefix as an update gives it (a bare address is a host prefix), with the config's rule
 /// for a route's or a SID's prefix: no host bits (`config::network_address`).
-fn network_prefix(text: &str) -> Result<(IpAddr, u8), String> {
+pub(crate) fn network_prefix(text: &str) -> Result<(IpAddr, u8), String> {
     let (prefix, len) = parse_prefix(text)?;
     crate::config::network_address(prefix, len, text)?;
     Ok((prefix, len))
 }
 
 /// An `add_route`'s prefix in VRF `vrf`, with the config's rules: no host bits, and not a
-/// prefix one of the VRF's interface addresses takes (`config::check_route_prefix`).
+/// prefix one of the VRF's interface addresses takes (`route_prefix_free`).
 fn new_route_prefix(n: &Names, vrf: u16, text: &str) -> Result<(IpAddr, u8), String> {
-    let (prefix, len) = network_prefix(text).map_err(in_field("prefix"))?;
-    if let Some(spec) = &n.spec {
-        crate::config::check_route_prefix((prefix, len), vrf, &spec.interfaces, |id| {
-            n.dev_name(id)
-        })
-        .map_err(in_field("prefix"))?;
+    let prefix = network_prefix(text).map_err(in_field("prefix"))?;
+    route_prefix_free(n, vrf, prefix).map_err(in_field("prefix"))?;
+    Ok(prefix)
+}
+
+/// That a new route's `prefix/len` in VRF `vrf` is not one an interface address of the VRF
+/// takes (`config::check_route_prefix`): `add_route` and the P4 form's LPM entries.
+pub(crate) fn route_prefix_free(n: &Names, vrf: u16, prefix: (IpAddr, u8)) -> Result<(), String> {
+    match &n.spec {
+        Some(spec) => {
+            crate::config::check_route_prefix(prefix, vrf, &spec.interfaces, |id| n.dev_name(id))
+        }
+        None => Ok(()),
     }
-    Ok((prefix, len))
 }
 
 /// An IPv6 SID prefix, without host bits as in the config.
@@ -361,9 +471,20 @@ fn sid_spec(names: &Names, op: &SidOp) -> Result<(SidSpec, Option<(u16, IpAddr)>
         "end" => SidBehavior::End,
         "end.x" => {
             let target = match (&op.group, &op.via, &op.dev) {
-                (Some(group), None, None) => RouteTarget::Group(names.group(group)?),
+                (Some(group), None, None) => {
+                    let target = RouteTarget::Group(names.group(group)?);
+                    names.check_target_vrf("this SID", vrf, target, &[])?;
+                    target
+                }
                 (None, Some(ip), Some(dev)) => {
                     let interface = names.dev(dev)?;
+                    check_forwarding_vrf(
+                        "this SID",
+                        vrf,
+                        Egress::Interface(dev),
+                        names.interface_vrf(interface),
+                        |v| names.vrf_name(v),
+                    )?;
                     via = Some((interface, on_link(names, interface, ip)?));
                     // Resolved by the worker (`via`).
                     RouteTarget::Nexthop(u32::MAX)
@@ -473,6 +594,34 @@ fn on_link(n: &Names, interface: u16, text: &str) -> Result<IpAddr, String> {
     Ok(ip)
 }
 
+/// A static MAC entry (`add_mac`, the P4 form's `mac_table` entry) with the config's rules for
+/// a `[[mac]]`: a VLAN that exists, a port in it (`port`, named `label` as the operator wrote
+/// it, so refusals name it so), a unicast MAC that is not the router MAC.
+pub(crate) fn static_mac(
+    n: &Names,
+    vlan: u16,
+    mac: &str,
+    port: u16,
+    label: &str,
+) -> Result<Update, String> {
+    let mac = parse_mac(mac)?;
+    let Some(spec) = n.spec.as_ref() else {
+        return Err("io mode has no tables (mode = \"switch\" has)".to_owned());
+    };
+    if !spec.vlans.iter().any(|v| v.id == vlan) {
+        return Err(format!("VLAN {vlan} does not exist"));
+    }
+    match spec.ports.get(usize::from(port)) {
+        Some(role) => check_port_in_vlan(label, role, vlan)?,
+        None => return Err(format!("no port {port} (there are {})", spec.ports.len())),
+    }
+    Ok(Update::AddMac {
+        vlan,
+        mac: check_unicast_mac(mac, spec.router_mac)?,
+        port,
+    })
+}
+
 /// Turns one named update into a dataplane update; for a group it creates, also its name.
 pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), String> {
     let Some(spec) = n.spec.as_ref() else {
@@ -490,12 +639,23 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             let target = match to {
                 RouteTo::Via { ip, dev } => {
                     let interface = n.dev(dev)?;
+                    check_forwarding_vrf(
+                        "this route",
+                        vrf,
+                        Egress::Interface(dev),
+                        n.interface_vrf(interface),
+                        |v| n.vrf_name(v),
+                    )?;
                     Target::Via {
                         interface,
                         ip: on_link(n, interface, ip)?,
                     }
                 }
-                RouteTo::Group(g) => Target::Group(n.group(g)?),
+                RouteTo::Group(g) => {
+                    let group = n.group(g)?;
+                    n.check_target_vrf("this route", vrf, RouteTarget::Group(group), &[])?;
+                    Target::Group(group)
+                }
                 RouteTo::Policy(p) => Target::Srv6Policy(n.policy(p)?),
                 RouteTo::Blackhole => Target::Blackhole,
             };
@@ -534,8 +694,17 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             weight,
         } => {
             let interface = n.dev(dev)?;
+            let slot = n.group(group)?;
+            // A group's members share one VRF: the group's, so its routes stay in theirs.
+            check_member_vrf(
+                dev,
+                n.interface_vrf(interface),
+                &format!("group `{group}`"),
+                n.group_vrf(slot),
+                |v| n.vrf_name(v),
+            )?;
             Update::AddEcmpMember {
-                group: n.group(group)?,
+                group: slot,
                 interface,
                 ip: on_link(n, interface, ip)?,
                 weight: *weight,
@@ -546,11 +715,7 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
             interface: n.dev(dev)?,
             ip: parse_ip(ip)?,
         },
-        UpdateOp::AddMac { vlan, mac, port } => Update::AddMac {
-            vlan: *vlan,
-            mac: parse_mac(mac)?,
-            port: n.port(port)?,
-        },
+        UpdateOp::AddMac { vlan, mac, port } => static_mac(n, *vlan, mac, n.port(port)?, port)?,
         UpdateOp::DelMac { vlan, mac } => Update::DelMac {
             vlan: *vlan,
             mac: parse_mac(mac)?,
@@ -653,6 +818,19 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
                     Ok((interface, on_link(n, interface, ip)?, *weight))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
+            // The members share one VRF, as a [[nexthop_group]]'s.
+            if let Some(&(first, _, _)) = members.first() {
+                for (j, &(interface, _, _)) in members.iter().enumerate().skip(1) {
+                    check_member_vrf(
+                        &n.dev_name(interface),
+                        n.interface_vrf(interface),
+                        "members[0]",
+                        n.interface_vrf(first),
+                        |v| n.vrf_name(v),
+                    )
+                    .map_err(|m| format!("`members[{j}]`: {m}"))?;
+                }
+            }
             group_name = Some(group.clone());
             Update::AddGroup {
                 slot: free_slot(n.groups.iter().map(String::as_str)),
@@ -737,6 +915,11 @@ pub fn resolve(n: &Names, op: &UpdateOp) -> Result<(Update, Option<String>), Str
                     native: *native,
                 },
             };
+            // A VLAN interface's MTU is the smallest of its ports': one below 1280 would
+            // take an interface with IPv6 below IPv6's minimum, as the config refuses.
+            let mtu = n.port_mtus.get(usize::from(index)).copied().flatten();
+            check_ipv6_mtu(mtu, &role, &spec.vlans, &spec.interfaces)
+                .map_err(|m| format!("port {port}: mtu {m}"))?;
             Update::SetPortVlans { port: index, role }
         }
         UpdateOp::SetPfc {
@@ -1496,6 +1679,567 @@ behavior = "uN"
         assert!(n2.spec.as_ref().unwrap().vlans.iter().any(|v| v.id == 20));
         let e = err(&n2, r#"{"op":"add_vlan","vlan":20}"#);
         assert!(e.contains("VLAN 20 exists already"), "{e}");
+    }
+
+    /// The test switch with a VRF `red`: routed port p3 (10.3.0.1/24) and VLAN 20's
+    /// interface vlan20 (10.20.0.1/24, 2001:db8:20::1/64) are in it, and group `redg` over p3;
+    /// port a is an access port of VLAN 20, port b of VLAN 30 (no interface), port c (MTU 576)
+    /// of VLAN 30 too.
+    fn red_config() -> String {
+        format!(
+            r#"{}[[vrf]]
+name = "red"
+[[vlan]]
+id = 20
+vrf = "red"
+ipv4 = ["10.20.0.1/24"]
+ipv6 = ["2001:db8:20::1/64"]
+[[vlan]]
+id = 30
+[[port]]
+name = "p3"
+devargs = "net_null3"
+vrf = "red"
+ipv4 = ["10.3.0.1/24"]
+[[port]]
+name = "a"
+devargs = "net_null4"
+vlan = {{ mode = "access", id = 20 }}
+[[port]]
+name = "b"
+devargs = "net_null5"
+vlan = {{ mode = "access", id = 30 }}
+[[port]]
+name = "c"
+devargs = "net_null6"
+mtu = 576
+vlan = {{ mode = "access", id = 30 }}
+[[nexthop_group]]
+name = "redg"
+members = [{{ port = "p3", via = "10.3.0.2" }}]
+"#,
+            names_config()
+        )
+    }
+
+    fn red_names() -> Names {
+        let config =
+            Config::parse(Path::new("r.toml"), &red_config()).unwrap_or_else(|e| panic!("{e}"));
+        Names::of(&config)
+    }
+
+    /// The config's message for `extra` appended to `red_config`: what follows the field it
+    /// names.
+    fn red_refusal(extra: &str, field: &str) -> String {
+        let text = format!("{}{extra}", red_config());
+        let error = Config::parse(Path::new("r.toml"), &text).unwrap_err();
+        assert_eq!(error.field, field, "{extra}: {error}");
+        error.message
+    }
+
+    #[test]
+    fn a_run_time_route_forwards_in_its_own_vrf_as_in_the_config() {
+        let n = red_names();
+        // The config's words, with the interface named as the API names it.
+        assert_eq!(
+            red_refusal(
+                "[[route]]\nvrf = \"red\"\nprefix = \"10.60.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"p0\"\n",
+                "route[0].via"
+            ),
+            "interface 0 (port p0) is in VRF default, but this route is in VRF red"
+        );
+        for (line, message) in [
+            // A red route out of a default port, and the reverse, by port and by VLAN.
+            (
+                r#"{"op":"add_route","vrf":"red","prefix":"10.60.0.0/16","via":"10.255.0.0","dev":"p0"}"#,
+                "p0 is in VRF default, but this route is in VRF red",
+            ),
+            (
+                r#"{"op":"add_route","prefix":"10.60.0.0/16","via":"10.3.0.2","dev":"p3"}"#,
+                "p3 is in VRF red, but this route is in VRF default",
+            ),
+            (
+                r#"{"op":"add_route","prefix":"10.60.0.0/16","via":"10.20.0.2","dev":"vlan20"}"#,
+                "vlan20 is in VRF red, but this route is in VRF default",
+            ),
+            // To a group: its members' VRF.
+            (
+                r#"{"op":"add_route","vrf":"red","prefix":"10.60.0.0/16","group":"up"}"#,
+                "group `up` forwards in VRF default (its members' interfaces), but this route is in VRF red",
+            ),
+            (
+                r#"{"op":"add_route","prefix":"10.60.0.0/16","group":"redg"}"#,
+                "group `redg` forwards in VRF red (its members' interfaces), but this route is in VRF default",
+            ),
+        ] {
+            assert_eq!(err(&n, line), message, "{line}");
+        }
+        assert_eq!(
+            red_refusal(
+                "[[route]]\nvrf = \"red\"\nprefix = \"10.60.0.0/16\"\ngroup = \"up\"\n",
+                "route[0].group"
+            ),
+            "group `up` forwards in VRF default (its members' interfaces), but this route is in VRF red"
+        );
+        for line in [
+            r#"{"op":"add_route","vrf":"red","prefix":"10.60.0.0/16","via":"10.3.0.2","dev":"p3"}"#,
+            r#"{"op":"add_route","vrf":"red","prefix":"10.60.0.0/16","via":"10.20.0.2","dev":"vlan20"}"#,
+            r#"{"op":"add_route","vrf":"red","prefix":"10.60.0.0/16","group":"redg"}"#,
+            r#"{"op":"add_route","prefix":"10.60.0.0/16","group":"up"}"#,
+            // A blackhole and an SRv6 policy (the headend's encapsulation leaves the VRF by
+            // design, as in the config) have no interface.
+            r#"{"op":"add_route","vrf":"red","prefix":"10.61.0.0/16","blackhole":true}"#,
+        ] {
+            resolve(&n, &op(line)).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        batch(
+            &n,
+            r#"[{"op":"add_policy","policy":"pn","segments":["fcbb:bb00:2::"]},
+                {"op":"add_route","vrf":"red","prefix":"10.62.0.0/16","policy":"pn"}]"#,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_groups_members_share_its_vrf_at_run_time_as_in_the_config() {
+        let n = red_names();
+        assert!(
+            red_refusal(
+                "[[nexthop_group]]\nname = \"mix\"\nmembers = [{ port = \"p0\", via = \"10.255.0.0\" }, { port = \"p3\", via = \"10.3.0.2\" }]\n",
+                "nexthop_group[2].members[1].via"
+            )
+            .ends_with("is in VRF red, but members[0] is in VRF default: a group's members share one VRF")
+        );
+        for (line, message) in [
+            (
+                r#"{"op":"add_group","group":"mix","members":[{"via":"10.255.0.0","dev":"p0"},{"via":"10.3.0.2","dev":"p3"}]}"#,
+                "`members[1]`: p3 is in VRF red, but members[0] is in VRF default: a group's members share one VRF",
+            ),
+            (
+                r#"{"op":"add_ecmp_member","group":"up","via":"10.3.0.2","dev":"p3"}"#,
+                "p3 is in VRF red, but group `up` is in VRF default: a group's members share one VRF",
+            ),
+            (
+                r#"{"op":"add_ecmp_member","group":"redg","via":"10.255.0.0","dev":"p0"}"#,
+                "p0 is in VRF default, but group `redg` is in VRF red: a group's members share one VRF",
+            ),
+        ] {
+            assert_eq!(err(&n, line), message, "{line}");
+        }
+        resolve(
+            &n,
+            &op(r#"{"op":"add_ecmp_member","group":"redg","via":"10.20.0.2","dev":"vlan20"}"#),
+        )
+        .unwrap();
+        // A group made at run time forwards in its members' VRF: later routes (and a slot
+        // taken again by another group) follow it.
+        let routes = |vrf: &str| {
+            batch(
+                &n,
+                &format!(
+                    r#"[{{"op":"add_group","group":"g2","members":[{{"via":"10.3.0.2","dev":"p3"}}]}},
+                        {{"op":"add_route","vrf":"{vrf}","prefix":"10.63.0.0/16","group":"g2"}}]"#
+                ),
+            )
+        };
+        routes("red").unwrap();
+        assert_eq!(
+            routes("default").unwrap_err(),
+            "group `g2` forwards in VRF red (its members' interfaces), but this route is in VRF default"
+        );
+        let mut n2 = n.clone();
+        for update in batch(
+            &n,
+            r#"[{"op":"del_group","group":"redg"},
+                {"op":"add_group","group":"g3","members":[{"via":"10.255.0.2","dev":"p1"}]}]"#,
+        )
+        .unwrap()
+        {
+            let name = matches!(update, Update::AddGroup { .. }).then_some("g3");
+            n2.note(&update, name);
+        }
+        assert_eq!(n2.group("g3"), Ok(1), "g3 takes redg's slot");
+        resolve(
+            &n2,
+            &op(r#"{"op":"add_route","prefix":"10.64.0.0/16","group":"g3"}"#),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_end_x_sid_forwards_in_its_own_vrf() {
+        let n = red_names();
+        assert_eq!(
+            red_refusal(
+                "[[srv6.sid]]\nvrf = \"red\"\nprefix = \"fcbb:bb00:9::/48\"\nbehavior = \"uA\"\nvia = \"10.255.0.0\"\nport = \"p0\"\n",
+                "srv6.sid[1].via"
+            ),
+            "interface 0 (port p0) is in VRF default, but this SID is in VRF red"
+        );
+        assert_eq!(
+            red_refusal(
+                "[[srv6.sid]]\nprefix = \"fcbb:bb00:9::/48\"\nbehavior = \"End.X\"\ngroup = \"redg\"\n",
+                "srv6.sid[1].group"
+            ),
+            "group `redg` forwards in VRF red (its members' interfaces), but this SID is in VRF default"
+        );
+        for (line, message) in [
+            (
+                r#"{"op":"add_sid","vrf":"red","sid":"fcbb:bb00:9::/48","behavior":"uA","via":"10.255.0.0","dev":"p0"}"#,
+                "p0 is in VRF default, but this SID is in VRF red",
+            ),
+            (
+                r#"{"op":"add_sid","sid":"fcbb:bb00:9::/48","behavior":"End.X","group":"redg"}"#,
+                "group `redg` forwards in VRF red (its members' interfaces), but this SID is in VRF default",
+            ),
+        ] {
+            assert_eq!(err(&n, line), message, "{line}");
+        }
+        for line in [
+            r#"{"op":"add_sid","vrf":"red","sid":"fcbb:bb00:9::/48","behavior":"uA","via":"10.3.0.2","dev":"p3"}"#,
+            r#"{"op":"add_sid","sid":"fcbb:bb00:9::/48","behavior":"End.X","group":"up"}"#,
+            // Decapsulation into another VRF is what End.DT* is for.
+            r#"{"op":"add_sid","sid":"fcbb:bb00:9::/48","behavior":"End.DT4","lookup_vrf":"red"}"#,
+        ] {
+            resolve(&n, &op(line)).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        // A neighbour has no VRF of its own: any interface's.
+        resolve(
+            &n,
+            &op(r#"{"op":"add_neighbor","ip":"10.3.0.2","dev":"p3","mac":"02:00:00:00:00:09"}"#),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_p4_form_forwards_in_the_entrys_vrf_too() {
+        let n = red_names();
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let add = |table: &str, action: &str, matches: &[&str], params: &[&str]| {
+            crate::p4ctl::table_add(&n, table, action, &strings(matches), &strings(params))
+        };
+        assert_eq!(
+            add(
+                "ipv4_lpm",
+                "set_ecmp_group",
+                &["red", "10.70.0.0/16"],
+                &["up"]
+            )
+            .unwrap_err(),
+            "group `up` forwards in VRF default (its members' interfaces), but this route is in VRF red"
+        );
+        assert!(
+            add(
+                "ipv4_lpm",
+                "set_ecmp_group",
+                &["red", "10.70.0.0/16"],
+                &["redg"]
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            add(
+                "my_sid",
+                "end_x",
+                &["red", "fcbb:bb00:9::/48"],
+                &["0", "0", "2", "up"]
+            )
+            .unwrap_err(),
+            "group `up` forwards in VRF default (its members' interfaces), but this SID is in VRF red"
+        );
+        // A nexthop by id: checked against the worker's nexthops (the server asks for them).
+        let nexthops = [
+            NexthopEntry {
+                id: 0,
+                interface: 0,
+                ip: "10.255.0.0".parse().unwrap(),
+                mac: None,
+                state: "unresolved",
+            },
+            NexthopEntry {
+                id: 7,
+                interface: 3,
+                ip: "10.3.0.9".parse().unwrap(),
+                mac: None,
+                state: "reachable",
+            },
+        ];
+        let held = |matches: &[&str], params: &[&str]| {
+            let update = add("ipv4_lpm", "set_nexthop", matches, params).unwrap();
+            let (what, vrf, target) =
+                crate::p4ctl::needs_nexthops(&update).expect("held for the nexthops");
+            n.check_target_vrf(what, vrf, target, &nexthops)
+        };
+        assert_eq!(
+            held(&["red", "10.70.0.0/16"], &["0"]).unwrap_err(),
+            "nexthop 0 (10.255.0.0 on p0) is in VRF default, but this route is in VRF red"
+        );
+        assert_eq!(
+            held(&["0", "10.70.0.0/16"], &["7"]).unwrap_err(),
+            "nexthop 7 (10.3.0.9 on p3) is in VRF red, but this route is in VRF default"
+        );
+        held(&["red", "10.70.0.0/16"], &["7"]).unwrap();
+        held(&["default", "10.70.0.0/16"], &["0"]).unwrap();
+        let update = add(
+            "my_sid",
+            "end_x",
+            &["red", "fcbb:bb00:9::/48"],
+            &["0", "0", "1", "0"],
+        )
+        .unwrap();
+        let (what, vrf, target) = crate::p4ctl::needs_nexthops(&update).unwrap();
+        assert_eq!(
+            n.check_target_vrf(what, vrf, target, &nexthops)
+                .unwrap_err(),
+            "nexthop 0 (10.255.0.0 on p0) is in VRF default, but this SID is in VRF red"
+        );
+        // Nothing to hold for the worker's nexthops otherwise.
+        let blackhole = add("ipv4_lpm", "blackhole", &["red", "10.70.0.0/16"], &[]).unwrap();
+        assert_eq!(crate::p4ctl::needs_nexthops(&blackhole), None);
+    }
+
+    #[test]
+    fn a_schedule_event_forwards_in_its_routes_vrf_too() {
+        let config = Config::parse(Path::new("r.toml"), &red_config()).unwrap();
+        let schedule = "[[event]]\nat_us = 10\nupdates = [{ op = \"add_route\", vrf = \"red\", prefix = \"10.60.0.0/16\", via = \"10.255.0.0\", dev = \"p0\" }]\n";
+        let error = crate::schedule::parse(Path::new("s.toml"), schedule, &config, 0).unwrap_err();
+        assert_eq!(error.field, "event[0].updates");
+        assert!(
+            error
+                .message
+                .ends_with("updates[0]: p0 is in VRF default, but this route is in VRF red"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_p4_form_refuses_host_bits_as_the_config_and_the_api_do() {
+        let n = names();
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let message = "host bits set: `10.70.0.1/16` is not a network address; write 10.70.0.0/16";
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"add_route","prefix":"10.70.0.1/16","blackhole":true}"#
+            ),
+            format!("`prefix`: {message}")
+        );
+        for (table, prefix, message) in [
+            ("ipv4_lpm", "10.70.0.1/16", message),
+            (
+                "ipv6_lpm",
+                "2001:db8:70::1/48",
+                "host bits set: `2001:db8:70::1/48` is not a network address; write 2001:db8:70::/48",
+            ),
+        ] {
+            let matches = strings(&["0", prefix]);
+            assert_eq!(
+                crate::p4ctl::table_add(&n, table, "blackhole", &matches, &[]).unwrap_err(),
+                message
+            );
+            assert_eq!(
+                crate::p4ctl::table_delete(&n, table, &matches).unwrap_err(),
+                message
+            );
+        }
+        // As `add_route`: not an interface's own subnet or address either.
+        assert_eq!(
+            crate::p4ctl::table_add(
+                &n,
+                "ipv4_lpm",
+                "blackhole",
+                &strings(&["0", "10.255.0.0/31"]),
+                &[]
+            )
+            .unwrap_err(),
+            "10.255.0.0/31 is the connected subnet of p0 (10.255.0.1/31); it is routed there already"
+        );
+        assert!(
+            crate::p4ctl::table_add(
+                &n,
+                "ipv4_lpm",
+                "blackhole",
+                &strings(&["0", "10.70.0.0/16"]),
+                &[]
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_port_below_1280_bytes_joins_no_vlan_with_ipv6() {
+        let n = red_names();
+        // The config: a routed port with IPv6, or a VLAN member whose VLAN's interface has it.
+        let message = red_refusal(
+            "[[port]]\nname = \"d\"\ndevargs = \"net_null7\"\nmtu = 576\nipv4 = [\"10.9.0.1/24\"]\nipv6 = [\"2001:db8:9::1/64\"]\n",
+            "port[7].mtu",
+        );
+        assert_eq!(
+            message,
+            "576 is below 1280, the smallest link MTU IPv6 allows (RFC 8200 section 5), and this routed port has IPv6 addresses (`ipv6`); raise the MTU to at least 1280 or carry no IPv6 on this port"
+        );
+        assert!(
+            red_refusal(
+                "[[port]]\nname = \"d\"\ndevargs = \"net_null7\"\nmtu = 1279\nvlan = { mode = \"trunk\", allowed = [30, 20] }\n",
+                "port[7].mtu",
+            )
+            .contains("1279 is below 1280, the smallest link MTU IPv6 allows (RFC 8200 section 5), and the port is in VLAN 20, whose interface has IPv6 addresses")
+        );
+        // IPv4 only, or 1280 bytes: fine.
+        for port in [
+            "mtu = 576\nipv4 = [\"10.9.0.1/24\"]",
+            "mtu = 1280\nipv6 = [\"2001:db8:9::1/64\"]",
+            "mtu = 576\nvlan = { mode = \"access\", id = 30 }",
+        ] {
+            let text = format!(
+                "{}[[port]]\nname = \"d\"\ndevargs = \"net_null7\"\n{port}\n",
+                red_config()
+            );
+            Config::parse(Path::new("r.toml"), &text).unwrap_or_else(|e| panic!("{port}: {e}"));
+        }
+        // At run time: port c (MTU 576) may not join VLAN 20, whose interface has IPv6.
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"set_port_vlan","port":"c","mode":"access","vlan":20}"#
+            ),
+            "port c: mtu 576 is below 1280, the smallest link MTU IPv6 allows (RFC 8200 section 5), and the port is in VLAN 20, whose interface has IPv6 addresses (a VLAN interface's MTU is the smallest of its ports'); raise the MTU to at least 1280 or carry no IPv6 on this port"
+        );
+        assert!(
+            err(
+                &n,
+                r#"{"op":"set_port_vlan","port":"c","mode":"trunk","allowed":[30,20],"native":30}"#
+            )
+            .contains("the port is in VLAN 20")
+        );
+        resolve(
+            &n,
+            &op(r#"{"op":"set_port_vlan","port":"b","mode":"access","vlan":20}"#),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn refusals_name_ports_and_vrfs_as_the_operator_does() {
+        let n = red_names();
+        // A static MAC: refused before the worker sees numbers, as the config words it.
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"add_mac","vlan":30,"mac":"02:00:00:00:77:01","port":"a"}"#
+            ),
+            "port `a` is not in VLAN 30 (it is an access port of VLAN 20)"
+        );
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"add_mac","vlan":20,"mac":"02:00:00:00:77:01","port":"p3"}"#
+            ),
+            "port `p3` is not in VLAN 20 (it is a routed port)"
+        );
+        assert_eq!(
+            red_refusal(
+                "[[mac]]\nvlan = 20\nmac = \"02:00:00:00:77:01\"\nport = \"p3\"\n",
+                "mac[0].port"
+            ),
+            "port `p3` is not in VLAN 20 (it is a routed port)"
+        );
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"add_mac","vlan":40,"mac":"02:00:00:00:77:01","port":"a"}"#
+            ),
+            "VLAN 40 does not exist"
+        );
+        assert_eq!(
+            err(
+                &n,
+                r#"{"op":"add_mac","vlan":20,"mac":"02:00:00:00:01:00","port":"a"}"#
+            ),
+            "02:00:00:00:01:00 is the switch's own router_mac"
+        );
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            crate::p4ctl::table_add(
+                &n,
+                "mac_table",
+                "l2_forward",
+                &strings(&["30", "02:00:00:00:77:01"]),
+                &strings(&["4"])
+            )
+            .unwrap_err(),
+            "port `a` is not in VLAN 30 (it is an access port of VLAN 20)"
+        );
+        // What only the worker can refuse, in its words with the names put in.
+        let forwarder = dataplane::pipeline::Forwarder::new(n.spec.as_ref().unwrap()).unwrap();
+        for (update, worker, named) in [
+            (
+                Update::DelRoute {
+                    vrf: 1,
+                    prefix: "10.99.0.0".parse().unwrap(),
+                    len: 16,
+                },
+                "no route 10.99.0.0/16 in VRF 1",
+                "no route 10.99.0.0/16 in VRF red",
+            ),
+            (
+                Update::AddMac {
+                    vlan: 30,
+                    mac: [2, 0, 0, 0, 0x77, 1],
+                    port: 4,
+                },
+                "port 4 is not in VLAN 30",
+                "port a is not in VLAN 30",
+            ),
+            (
+                Update::DelNeighbor {
+                    interface: 3,
+                    ip: "10.3.0.77".parse().unwrap(),
+                },
+                "no neighbour 10.3.0.77 on interface 3",
+                "no neighbour 10.3.0.77 on interface p3",
+            ),
+            (
+                Update::DelEcmpMember {
+                    group: 1,
+                    interface: 0,
+                    ip: "10.255.0.0".parse().unwrap(),
+                },
+                "10.255.0.0 is not a member of group 1",
+                "10.255.0.0 is not a member of group `redg`",
+            ),
+        ] {
+            let (_, error) = forwarder
+                .validate_updates(std::slice::from_ref(&update))
+                .unwrap_err();
+            assert!(error.contains(worker), "{update:?}: {error}");
+            let renamed = n.name_ids(&error, true);
+            assert!(renamed.contains(named), "{update:?}: {renamed}");
+        }
+        // Numbers that name nothing stay; without `slots`, groups and policies stay numbers.
+        assert_eq!(
+            n.name_ids("port 99 does not exist", true),
+            "port 99 does not exist"
+        );
+        assert_eq!(
+            n.name_ids("ECMP group 1 does not exist: port 0, VRF 1", false),
+            "ECMP group 1 does not exist: port p0, VRF red"
+        );
+        assert_eq!(
+            n.name_ids("ECMP group slot 1 is taken", true),
+            "ECMP group slot 1 is taken"
+        );
+        // The P4 form names a VRF by its name too.
+        assert_eq!(
+            crate::p4ctl::table_delete(&n, "my_sid", &strings(&["red", "fcbb:bb00:1::/48"]))
+                .unwrap_err(),
+            "no local SID fcbb:bb00:1::/48 in VRF red"
+        );
+        assert_eq!(
+            crate::p4ctl::table_delete(&n, "ipv4_lpm", &strings(&["5", "10.9.0.0/16"]))
+                .unwrap_err(),
+            "VRF 5 does not exist (VRFs: 0 default, 1 red)"
+        );
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub struct Names {
     pub ports: Vec<String>,
     pub vrfs: Vec<String>,
     pub groups: Vec<String>,
+    /// By group slot: the VRF its members' interfaces are in (`config::check_forwarding_vrf`).
+    pub group_vrfs: Vec<u16>,
+    /// By port: its configured `mtu` (`config::check_ipv6_mtu`).
+    pub port_mtus: Vec<Option<u16>>,
     /// L3 interfaces: a routed port's name, or `vlanN`.
     pub interfaces: Vec<String>,
     pub spec: Option<SwitchSpec>,
@@ -79,11 +83,26 @@ impl Names {
                 })
                 .collect()
         });
+        // A group forwards in its members' VRF (they share one, as the config checks).
+        let group_vrfs = spec.as_ref().map_or(Vec::new(), |s| {
+            s.groups
+                .iter()
+                .map(|g| {
+                    g.members
+                        .first()
+                        .and_then(|&(n, _)| s.nexthops.get(n as usize))
+                        .and_then(|n| s.interfaces.get(usize::from(n.interface)))
+                        .map_or(0, |i| i.vrf)
+                })
+                .collect()
+        });
         Names {
             switch: config.name.clone(),
             ports,
             vrfs: config.vrf_names().to_vec(),
             groups: config.group_names().to_vec(),
+            group_vrfs,
+            port_mtus: config.ports.iter().map(|p| p.mtu).collect(),
             interfaces,
             spec,
             sid_vias: HashMap::new(),
@@ -209,6 +228,9 @@ enum Then {
     /// applied).
     Updated(Changes),
     TableDump(String),
+    /// A P4 entry to a nexthop given by id, held until the worker's nexthops (the reply)
+    /// tell its interface's VRF (`p4ctl::needs_nexthops`); then applied, or refused.
+    NexthopVrf(Box<Update>),
     /// A reload: the config to keep once the worker applied the difference, and how many
     /// updates of each op it was.
     Reloaded(Box<Config>, Changes, Value),
@@ -777,6 +799,14 @@ impl ControlServer {
                         spec.len,
                     )?;
                 }
+                if crate::p4ctl::needs_nexthops(&update).is_some() {
+                    return self.submit_to_worker(
+                        conn,
+                        id,
+                        Request::Dump(vec![DumpKind::Nexthops]),
+                        Then::NexthopVrf(Box::new(update)),
+                    );
+                }
                 self.apply(conn, id, vec![update])
             }
             Command::TableDelete { table, matches } => {
@@ -877,6 +907,9 @@ impl ControlServer {
         for (key, reply) in replies {
             let Some(pending) = self.pending.remove(&key) else {
                 continue; // timed out already
+            };
+            let Some((pending, reply)) = self.apply_checked(pending, reply) else {
+                continue; // with the worker again
             };
             let line = match self.finish(pending.then, reply) {
                 Ok(result) => api::ok_line(&pending.id, result),
@@ -984,12 +1017,71 @@ impl ControlServer {
         }
     }
 
+    /// A P4 entry held for the worker's nexthops (`Then::NexthopVrf`): checked with them
+    /// (the VRF rule), then sent to the worker to apply (`None`: the connection waits on), or
+    /// answered with the refusal. Any other answer is passed on as it is.
+    fn apply_checked(&mut self, pending: Pending, reply: Reply) -> Option<(Pending, Reply)> {
+        let Pending {
+            conn,
+            id,
+            then,
+            since,
+        } = pending;
+        let update = match then {
+            Then::NexthopVrf(update) => update,
+            then => {
+                let pending = Pending {
+                    conn,
+                    id,
+                    then,
+                    since,
+                };
+                return Some((pending, reply));
+            }
+        };
+        let nexthops = match &reply {
+            Reply::Dump(dumps) => dumps.iter().find_map(|d| match d {
+                Dump::Nexthops(list) => Some(list.as_slice()),
+                _ => None,
+            }),
+            _ => None,
+        };
+        let checked = match (nexthops, crate::p4ctl::needs_nexthops(&update)) {
+            (Some(nexthops), Some((what, vrf, target))) => self
+                .names
+                .check_target_vrf(what, vrf, target, nexthops)
+                .and_then(|()| conn.ok_or_else(String::new)),
+            _ => Err(match &reply {
+                Reply::Unsupported(m) => m.clone(),
+                other => format!("the worker's nexthops could not be read: {other:?}"),
+            }),
+        };
+        let error = match checked {
+            Ok(conn) => match self.apply(conn, &id, vec![*update]) {
+                Ok(_) => return None,
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        let pending = Pending {
+            conn,
+            id,
+            then: Then::Nexthops,
+            since,
+        };
+        Some((pending, Reply::Unsupported(error)))
+    }
+
     /// Turns the worker's answer into the reply's result.
     fn finish(&mut self, then: Then, reply: Reply) -> Result<Value, String> {
         let dumps = match reply {
             Reply::Unsupported(m) => return Err(m),
             Reply::Rejected { index, error } => {
-                return Err(format!("updates[{index}]: {error}; nothing was applied"));
+                // The worker numbers ports, VRFs, interfaces, groups: name them.
+                return Err(format!(
+                    "updates[{index}]: {}; nothing was applied",
+                    self.names.name_ids(&error, true)
+                ));
             }
             Reply::Applied { count } => {
                 let mut reply = json!({"applied": count});
@@ -1022,6 +1114,8 @@ impl ControlServer {
                     if matches!(then, Then::Nexthops) {
                         result =
                             Value::Array(nexthops.iter().map(|n| self.nexthop_json(n)).collect());
+                    } else if let Then::TableDump(table) = &then {
+                        result = crate::p4ctl::dump_nexthops(&self.names, table, &nexthops);
                     }
                 }
                 Dump::Routes { total, routes } => {
