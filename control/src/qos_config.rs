@@ -974,7 +974,8 @@ sched = "strict"
                 "{e}"
             );
             assert!(
-                e.message.contains("give at least 1 byte; \"auto\" computes it from the link"),
+                e.message
+                    .contains("give at least 1 byte; \"auto\" computes it from the link"),
                 "{e}"
             );
         }

@@ -122,10 +122,12 @@ pub const MIN_PFC_HEADROOM: u64 = 64;
 /// Why `xoff` bytes cannot be an XOFF threshold, if they cannot.
 pub fn check_xoff(xoff: u64) -> Result<(), String> {
     if xoff == 0 {
-        return Err("0 bytes: XOFF is sent when the ingress bytes reach xoff, so the peer would \
+        return Err(
+            "0 bytes: XOFF is sent when the ingress bytes reach xoff, so the peer would \
                     be paused with nothing held, and XON (below xoff) could never follow; give \
                     at least 1 byte"
-            .to_owned());
+                .to_owned(),
+        );
     }
     check_size(xoff)
 }
@@ -133,10 +135,12 @@ pub fn check_xoff(xoff: u64) -> Result<(), String> {
 /// Why `xon` bytes cannot be an XON threshold, if they cannot.
 pub fn check_xon(xon: u64) -> Result<(), String> {
     if xon == 0 {
-        return Err("0 bytes: XON is sent when the ingress bytes fall below xon, and nothing is \
+        return Err(
+            "0 bytes: XON is sent when the ingress bytes fall below xon, and nothing is \
                     below 0, so XON would never be sent and the peer would stay paused (until \
                     the watchdog); give at least 1 byte (1 resumes when the TC is empty)"
-            .to_owned());
+                .to_owned(),
+        );
     }
     check_size(xon)
 }
