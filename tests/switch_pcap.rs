@@ -1455,6 +1455,57 @@ fn a_neighbour_that_announces_a_new_mac_is_reached_at_it() {
     assert_eq!(drops(&stats)["neighbor_unresolved"], 2);
 }
 
+/// Host A (10.0.10.5 on p0) and the switch's gateway 10.0.10.1 talking ARP: what the
+/// neighbour tests send and expect.
+struct HostAArp {
+    a_ip: Ipv4Addr,
+    gateway: Ipv4Addr,
+    /// A asks for its gateway (broadcast): the switch learns A.
+    request_from_a: Vec<u8>,
+    /// The switch's answer to that.
+    reply_to_a: Vec<u8>,
+    /// The switch resolving A afresh (broadcast).
+    switch_asks: Vec<u8>,
+    /// A answering the switch.
+    a_answers: Vec<u8>,
+}
+
+impl HostAArp {
+    fn new() -> HostAArp {
+        let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+        let gateway = Ipv4Addr::new(10, 0, 10, 1);
+        let arp = |dst, src, op, sha, spa, tha, tpa| {
+            ethernet(dst, src, None, 0x0806, &frames::arp(op, sha, spa, tha, tpa))
+        };
+        HostAArp {
+            a_ip,
+            gateway,
+            request_from_a: arp(BROADCAST, HOST_A, 1, HOST_A, a_ip, [0; 6], gateway),
+            reply_to_a: arp(HOST_A, ROUTER, 2, ROUTER, gateway, HOST_A, a_ip),
+            switch_asks: arp(BROADCAST, ROUTER, 1, ROUTER, gateway, [0; 6], a_ip),
+            a_answers: arp(ROUTER, HOST_A, 2, HOST_A, a_ip, ROUTER, gateway),
+        }
+    }
+}
+
+/// A UDP packet from beyond spine 1 (10.7.0.1, arriving on p4) to host A, tagged `seq`.
+fn routed_to_a(seq: u8) -> Vec<u8> {
+    ethernet(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4_udp(
+            Ipv4Addr::new(10, 7, 0, 1),
+            Ipv4Addr::new(10, 0, 10, 5),
+            30,
+            5000,
+            6000,
+            &[seq; 4],
+        ),
+    )
+}
+
 #[test]
 fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_silent() {
     // Host A (10.0.10.5 on p0) asks for its gateway at T: the switch learns it, reachable
@@ -1467,51 +1518,21 @@ fn a_learned_neighbour_is_asked_again_after_its_reachable_time_and_forgotten_if_
     // p0, where VLAN 10's MAC table has A; only the fresh resolution of A, who then has no
     // MAC, is a broadcast to all of VLAN 10.
     const SECOND_US: u64 = 1_000_000;
-    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
-    let gateway = Ipv4Addr::new(10, 0, 10, 1);
-    let to_a = |seq: u8| {
-        ethernet(
-            ROUTER,
-            SPINE1,
-            None,
-            0x0800,
-            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), a_ip, 30, 5000, 6000, &[seq; 4]),
-        )
-    };
-    let request_from_a = ethernet(
-        BROADCAST,
-        HOST_A,
-        None,
-        0x0806,
-        &frames::arp(1, HOST_A, a_ip, [0; 6], gateway),
-    );
-    let reply_to_a = ethernet(
-        HOST_A,
-        ROUTER,
-        None,
-        0x0806,
-        &frames::arp(2, ROUTER, gateway, HOST_A, a_ip),
-    );
-    let switch_asks = ethernet(
-        BROADCAST,
-        ROUTER,
-        None,
-        0x0806,
-        &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
-    );
+    let HostAArp {
+        a_ip,
+        gateway,
+        request_from_a,
+        reply_to_a,
+        switch_asks,
+        a_answers,
+    } = HostAArp::new();
+    let to_a = routed_to_a;
     let switch_asks_a = ethernet(
         HOST_A,
         ROUTER,
         None,
         0x0806,
         &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
-    );
-    let a_answers = ethernet(
-        ROUTER,
-        HOST_A,
-        None,
-        0x0806,
-        &frames::arp(2, HOST_A, a_ip, ROUTER, gateway),
     );
     let run = |answer: bool| {
         let dir = TestDir::new(if answer {
@@ -2272,45 +2293,14 @@ fn a_routed_packet_to_a_neighbour_whose_mac_aged_out_floods_its_vlan() {
     // asks for A again. A answers, is relearned, and the packet at T + 26 s is unicast again.
     const SECOND_US: u64 = 1_000_000;
     let dir = TestDir::new("sw-routed-flood");
-    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
-    let gateway = Ipv4Addr::new(10, 0, 10, 1);
-    let to_a = |seq: u8| {
-        ethernet(
-            ROUTER,
-            SPINE1,
-            None,
-            0x0800,
-            &ipv4_udp(Ipv4Addr::new(10, 7, 0, 1), a_ip, 30, 5000, 6000, &[seq; 4]),
-        )
-    };
-    let request_from_a = ethernet(
-        BROADCAST,
-        HOST_A,
-        None,
-        0x0806,
-        &frames::arp(1, HOST_A, a_ip, [0; 6], gateway),
-    );
-    let reply_to_a = ethernet(
-        HOST_A,
-        ROUTER,
-        None,
-        0x0806,
-        &frames::arp(2, ROUTER, gateway, HOST_A, a_ip),
-    );
-    let switch_asks = ethernet(
-        BROADCAST,
-        ROUTER,
-        None,
-        0x0806,
-        &frames::arp(1, ROUTER, gateway, [0; 6], a_ip),
-    );
-    let a_answers = ethernet(
-        ROUTER,
-        HOST_A,
-        None,
-        0x0806,
-        &frames::arp(2, HOST_A, a_ip, ROUTER, gateway),
-    );
+    let HostAArp {
+        request_from_a,
+        reply_to_a,
+        switch_asks,
+        a_answers,
+        ..
+    } = HostAArp::new();
+    let to_a = routed_to_a;
     let mut trace = Trace::new();
     trace.send(0, request_from_a);
     let learned_at = trace.clock_us;
