@@ -4,7 +4,7 @@
 mod common;
 
 use common::frames::{
-    self, BROADCAST, Mac, ethernet, ipv4_udp, ipv6_udp, routed_v4, tagged, untagged,
+    self, BROADCAST, Mac, checksum, ethernet, ipv4_udp, ipv6_udp, routed_v4, tagged, untagged,
 };
 use common::{TestDir, port_stats, replay, replay_with, u64_at};
 use control::pcap::PcapPacket;
@@ -2445,4 +2445,45 @@ fn a_full_mac_table_counts_the_sources_it_cannot_learn() {
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn a_lossless_routed_packet_is_not_flooded_for_a_mac_table_miss() {
+    // As the routed-flood test, with p4 (the spine uplink) in a profile whose TC 3 is
+    // lossless: at T + 25 s host A's MAC has aged out of VLAN 10's table while A is still a
+    // reachable neighbour. A packet to A in TC 3 (DSCP 3, the default map) is dropped
+    // (lossless_flood: flooding lossless traffic can deadlock PFC, Guo et al. 2016); the same
+    // packet in TC 0 right after it is flooded to VLAN 10 as before.
+    const SECOND_US: u64 = 1_000_000;
+    let dir = TestDir::new("sw-lossless-no-flood");
+    let HostAArp { request_from_a, .. } = HostAArp::new();
+    let mut lossless = routed_to_a(1);
+    lossless[15] = 3 << 2;
+    lossless[24..26].fill(0);
+    let sum = checksum(&lossless[14..34]);
+    lossless[24..26].copy_from_slice(&sum.to_be_bytes());
+    let lossy = routed_to_a(2);
+    let mut trace = Trace::new();
+    trace.send(0, request_from_a);
+    let learned_at = trace.clock_us;
+    trace.clock_us = learned_at + 25 * SECOND_US;
+    trace.send(4, lossless.clone());
+    trace.send(4, lossy.clone());
+    trace.write(&dir);
+    let config = leaf_config(&dir).replace("name = \"p4\"\n", "name = \"p4\"\nqos = \"rdma\"\n")
+        + "\n[l2]\nmac_aging_s = 20\n\n[qos.rdma]\nlossless = [3]\n";
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    let ipv4 = |port: usize| -> Vec<Vec<u8>> {
+        out[port]
+            .iter()
+            .filter(|f| f[12..14] == [8, 0])
+            .cloned()
+            .collect()
+    };
+    let flooded = routed_v4(&lossy, 14, HOST_A, ROUTER);
+    assert_eq!(ipv4(0), vec![flooded.clone()]);
+    assert_eq!(ipv4(1), vec![flooded]);
+    assert_eq!(drops(&stats)["lossless_flood"], 1, "{:?}", drops(&stats));
+    assert_eq!(stats["routed_flooded"], 2, "both met the miss");
 }

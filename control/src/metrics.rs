@@ -662,8 +662,8 @@ pub fn render(input: &MetricsInput) -> String {
         (
             "ironclos_routed_flooded_total",
             "routed_flooded",
-            "Routed packets flooded in their neighbour's VLAN because its MAC was not in the MAC \
-             table.",
+            "Routed packets whose neighbour's MAC was not in the MAC table: flooded in its VLAN \
+             (dropped as lossless_flood in a lossless class).",
         ),
     ] {
         f.header(name, "counter", help);

@@ -55,6 +55,10 @@ pub enum DropReason {
     Blackhole,
     /// The nexthop's MAC is not known yet (resolution was requested).
     NeighborUnresolved,
+    /// A routed packet of a lossless class whose neighbour's MAC the MAC table lost: lossy
+    /// classes flood it in the VLAN, but flooding lossless traffic can close a cycle of PFC
+    /// pauses (Guo et al., SIGCOMM 2016), so it is dropped while the neighbour is asked again.
+    LosslessFlood,
     /// IPv6 link-local source or destination must not be routed.
     LinkLocal,
     /// A source no packet may be routed from (RFC 1812 5.3.7, RFC 4291 2.5.2, 2.5.3, 2.7):
@@ -121,7 +125,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 44] = [
+    pub const ALL: [DropReason; 45] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -142,6 +146,7 @@ impl DropReason {
         DropReason::MtuExceeded,
         DropReason::Blackhole,
         DropReason::NeighborUnresolved,
+        DropReason::LosslessFlood,
         DropReason::LinkLocal,
         DropReason::MartianSource,
         DropReason::MartianDestination,
@@ -192,6 +197,7 @@ impl DropReason {
             DropReason::MtuExceeded => "mtu_exceeded",
             DropReason::Blackhole => "blackhole",
             DropReason::NeighborUnresolved => "neighbor_unresolved",
+            DropReason::LosslessFlood => "lossless_flood",
             DropReason::LinkLocal => "link_local",
             DropReason::MartianSource => "martian_source",
             DropReason::MartianDestination => "martian_destination",
@@ -348,8 +354,9 @@ pub struct CounterSnapshot {
 
 /// What the MAC table missed, without a drop: learn attempts refused because the table was
 /// full (`mac_table_full`: the frame is forwarded, and traffic to its source floods until
-/// aging makes room), and routed packets flooded in the VLAN of their neighbour because its
-/// MAC was not in the table (`routed_flooded`: aged out, or flushed with its port's link).
+/// aging makes room), and routed packets that found their neighbour's MAC missing from the
+/// table (`routed_flooded`: aged out, or flushed with its port's link), flooded in its VLAN,
+/// or in a lossless class dropped as `lossless_flood`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MacTableCounts {
     pub table_full: u64,

@@ -877,6 +877,15 @@ impl SwitchWorker {
         tc: u8,
         now: Picos,
     ) {
+        // A routed packet meeting a MAC-table miss (only routed frames leave with the router
+        // MAC as their source: own_source_mac) is flooded in lossy classes alone (the
+        // forwarder already asked for its neighbour again).
+        if self.tm.pfc_thresholds(in_port, tc).is_some()
+            && mbuf.packet().data().get(6..12) == Some(&self.forwarder.router_mac()[..])
+        {
+            self.counters.drop_packets(DropReason::LosslessFlood, 1);
+            return;
+        }
         // ARP and Neighbor Advertisements flooded in a routed VLAN may announce a neighbour's
         // new MAC: the switch listens as the hosts do.
         if let Some(interface) = self.forwarder.vlan_interface(vlan)
