@@ -91,6 +91,11 @@ port = "p4"
     text
 }
 
+/// `leaf_config`'s static neighbour entry for spine 2 (10.255.0.2 behind p5), which tests
+/// that want the switch to learn or resolve that spine remove.
+const SPINE2_STATIC_NEIGHBOR: &str =
+    "[[neighbor]]\nip = \"10.255.0.2\"\nmac = \"02:00:00:00:51:02\"\nport = \"p5\"\n";
+
 /// Frames per input port, each with a time; ports without frames get empty files.
 struct Trace {
     inputs: Vec<Vec<PcapPacket>>,
@@ -1801,10 +1806,7 @@ fn a_neighbour_on_a_routed_port_that_announces_a_new_mac_is_reached_at_it() {
     // A static neighbour's address announced from another MAC changes nothing.
     let dir = TestDir::new("sw-routed-announce");
     let config = leaf_config(&dir)
-        .replace(
-            "[[neighbor]]\nip = \"10.255.0.2\"\nmac = \"02:00:00:00:51:02\"\nport = \"p5\"\n",
-            "",
-        )
+        .replace(SPINE2_STATIC_NEIGHBOR, "")
         .replace(
             "[[neighbor]]\nip = \"2001:db8:ff::\"\nmac = \"02:00:00:00:51:01\"\nport = \"p4\"\n",
             "",
@@ -2215,10 +2217,7 @@ fn ecmp_member_counters_count_what_each_member_sent() {
     // output.
     let dir = TestDir::new("sw-ecmp-counters");
     let config = leaf_config(&dir)
-        .replace(
-            "[[neighbor]]\nip = \"10.255.0.2\"\nmac = \"02:00:00:00:51:02\"\nport = \"p5\"\n",
-            "",
-        )
+        .replace(SPINE2_STATIC_NEIGHBOR, "")
         .replace(
             "devargs = \"net_pcap4,",
             // The least an IPv6 link may have (RFC 8200 5); p4 has IPv6 addresses.
