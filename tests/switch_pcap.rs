@@ -2344,6 +2344,66 @@ fn a_routed_packet_to_a_neighbour_whose_mac_aged_out_floods_its_vlan() {
 }
 
 #[test]
+fn an_icmp_error_to_a_neighbour_whose_mac_aged_out_floods_its_vlan_too() {
+    // As above, but what meets the MAC-table miss is the switch's own ICMP error: at T + 25 s
+    // a packet from host A's address (an asymmetric path: it arrives from spine 1 on p4)
+    // with TTL 1 expires, and its Time Exceeded (from p4's address, the one it arrived on)
+    // goes to A, a reachable neighbour whose MAC aged out at T + 20 s. It floods VLAN 10
+    // like a routed packet (p0, p1, the trunk p3 tagged), and the switch asks for A again.
+    const SECOND_US: u64 = 1_000_000;
+    let dir = TestDir::new("sw-error-flood");
+    let HostAArp {
+        request_from_a,
+        reply_to_a,
+        switch_asks,
+        ..
+    } = HostAArp::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let expiring = ethernet(
+        ROUTER,
+        SPINE1,
+        None,
+        0x0800,
+        &ipv4_udp(a_ip, Ipv4Addr::new(10, 1, 2, 3), 1, 1000, 4791, &[9; 20]),
+    );
+    let mut trace = Trace::new();
+    trace.send(0, request_from_a);
+    trace.clock_us += 25 * SECOND_US;
+    trace.send(4, expiring.clone());
+    trace.write(&dir);
+    let mut config = leaf_config(&dir);
+    config.push_str("\n[l2]\nmac_aging_s = 20\n");
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    let error = icmpv4_error(
+        HOST_A,
+        None,
+        Ipv4Addr::new(10, 255, 0, 1),
+        a_ip,
+        11,
+        &expiring[14..],
+    );
+    let sorted = |mut frames: Vec<Vec<u8>>| {
+        frames.sort();
+        frames
+    };
+    assert_eq!(out[0][0], reply_to_a);
+    let mut flooded = vec![error.clone(), switch_asks.clone()];
+    assert_eq!(sorted(out[0][1..].to_vec()), sorted(flooded.clone()));
+    assert_eq!(sorted(out[1].clone()), sorted(flooded.clone()));
+    flooded = flooded.iter().map(|f| tagged(f, 10)).collect();
+    assert_eq!(sorted(out[3].clone()), sorted(flooded));
+    assert!(out[2].is_empty(), "p2 is in VLAN 20");
+    assert!(out[4].is_empty() && out[5].is_empty(), "routed ports");
+    assert_eq!(stats["routed_flooded"], 1);
+    assert_eq!(
+        stats["icmp_errors"],
+        serde_json::json!({"built": 1, "suppressed": 0, "not_sent": 0})
+    );
+    assert_eq!(drops(&stats)["ttl_expired"], 1);
+}
+
+#[test]
 fn frames_from_the_zero_mac_or_the_router_mac_are_dropped_and_never_learned() {
     // In VLAN 10 a host sends from 00:00:00:00:00:00 (p1) and another from the switch's
     // router MAC (p1, and tagged on the trunk p3); on the routed uplink p4 frames to the

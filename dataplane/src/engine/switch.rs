@@ -854,6 +854,20 @@ impl SwitchWorker {
                 let tc = qos::classify(reply.packet().data(), &self.port_qos[usize::from(port)]);
                 self.send(reply, port, tag, tc, CPU_PORT, now);
             }
+            // Its destination is a reachable neighbour whose MAC aged out of the MAC table:
+            // flooded in the VLAN as a routed packet is (`routed_flooded`), while the
+            // forwarder asks for the neighbour again. Classed by its DSCP on the VLAN's
+            // first port (its ports share a VLAN's traffic, so their profiles as a rule).
+            Verdict::Flood {
+                vlan,
+                ingress_tagged,
+            } => {
+                self.counters.generated.add(1);
+                let first = self.forwarder.vlan_members(vlan).first();
+                let profile = first.and_then(|&port| self.port_qos.get(usize::from(port)));
+                let tc = profile.map_or(0, |p| qos::classify(reply.packet().data(), p));
+                self.flood(reply, CPU_PORT, vlan, ingress_tagged, tc, now);
+            }
             _ => self.slow.icmp_errors_not_sent += 1,
         }
     }
