@@ -233,12 +233,15 @@ impl Srv6State {
     /// non-zero argument, or else (RFC 8986 4.1) an SRH that passes every check with Segments
     /// Left above 0 and is not removed (PSP on the last segment shrinks the packet). Where the
     /// step leads is not checked.
+    /// `memo` holds what an earlier frame's SRH gave (`SrhMemo`): a burst's End frames as a
+    /// rule carry one policy's SRH.
     #[inline(always)]
     pub(super) fn endpoint_step(
         &self,
         sid: u32,
         dst: u128,
         ip: &[u8],
+        memo: &mut SrhMemo,
     ) -> Option<(u128, EndpointStep)> {
         let Some(Some(sid)) = self.sids.get(sid as usize) else {
             return None;
@@ -249,7 +252,7 @@ impl Srv6State {
         match sid.csid.and_then(|c| c.shifted(dst)) {
             Some(shifted) => Some((shifted, EndpointStep::Shift)),
             None => {
-                let (offset, segments_left, segment) = srh_next_segment(ip)?;
+                let (offset, segments_left, segment) = memo.next_segment(ip)?;
                 if sid.psp && segments_left == 1 {
                     return None;
                 }
@@ -278,23 +281,51 @@ pub enum EndpointStep {
     Srh { offset: u8 },
 }
 
-/// The SRH of `ip` (an IPv6 packet whose payload the frame holds) when End may process it
-/// (RFC 8986 4.1, the checks of `Forwarder::srv6_behavior` in its order): the extension
-/// headers walk, the SRH is valid, Segments Left is above 0 and the segment list is
-/// consistent. Returns its offset, Segments Left and the segment that comes next. The usual
-/// shape (`srh_first_and_only`) is inlined into the express lane's pass 2: out of line, its
-/// call, saved registers and the result passed through memory cost End frames 71
-/// instructions each (cachegrind), more than the checks themselves.
-#[inline(always)]
-fn srh_next_segment(ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
-    let packet_end = 40 + usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
-    match srh_first_and_only(ip, packet_end) {
-        Some(found) => found,
-        None => srh_next_segment_by_walk(ip, packet_end),
+/// What the SRH checks of `SrhMemo::next_segment` found for the last frame whose SRH came right
+/// after its IPv6 header and before its upper layer (`srh_first_and_only`'s shape): the bytes
+/// they read and the Segments Left they accepted. A frame with the same bytes, whole within
+/// the frame, passes the same checks, so only its next segment is read. Fields: the IPv6
+/// Payload Length and Next Header, the SRH's first five bytes (Next Header, Hdr Ext Len,
+/// Routing Type, Segments Left, Last Entry); Segments Left 0 (never accepted) when none.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SrhMemo {
+    key: u64,
+    segments_left: u8,
+}
+
+impl SrhMemo {
+    /// The SRH of `ip` (an IPv6 packet whose payload the frame holds) when End may process
+    /// it (RFC 8986 4.1, the checks of `Forwarder::srv6_behavior` in its order): the extension
+    /// headers walk, the SRH is valid, Segments Left is above 0 and the segment list is
+    /// consistent. Returns its offset, Segments Left and the segment that comes next. Inlined
+    /// into the express lane's pass 2: out of line, the call, saved registers and the result
+    /// passed through memory cost End frames 71 instructions each (cachegrind), more than the
+    /// checks themselves.
+    #[inline(always)]
+    fn next_segment(&mut self, ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
+        let head: &[u8; 48] = ip.first_chunk()?;
+        let key = u64::from_be_bytes([
+            head[4], head[5], head[6], head[40], head[41], head[42], head[43], head[44],
+        ]);
+        let packet_end = 40 + usize::from(u16::from_be_bytes([head[4], head[5]]));
+        if key == self.key && self.segments_left != 0 && packet_end <= ip.len() {
+            let at = 48 + usize::from(self.segments_left - 1) * 16;
+            let segment: [u8; 16] = ip.get(at..at + 16)?.try_into().ok()?;
+            return Some((40, self.segments_left, Ipv6Addr::from(segment)));
+        }
+        match srh_first_and_only(ip, packet_end) {
+            Some(found) => {
+                if let Some((_, segments_left, _)) = found {
+                    *self = SrhMemo { key, segments_left };
+                }
+                found
+            }
+            None => srh_next_segment_by_walk(ip, packet_end),
+        }
     }
 }
 
-/// `srh_next_segment` for any chain of extension headers. Out of line: rare, and long.
+/// `SrhMemo::next_segment` for any chain of extension headers. Out of line: rare, and long.
 #[inline(never)]
 fn srh_next_segment_by_walk(ip: &[u8], packet_end: usize) -> Option<(usize, u8, Ipv6Addr)> {
     let upper = walk_extension_headers(&Ipv6Packet::new_unchecked(ip.get(..packet_end)?)).ok()?;
@@ -1046,10 +1077,12 @@ mod tests {
         // Packets whose first extension header is usually an SRH, with every field the walk
         // and the segment checks read drawn near its edges: header length, routing type,
         // Segments Left, Last Entry, the next header (an upper layer or another extension
-        // header), the payload length against the bytes there are.
+        // header), the payload length against the bytes there are; read afresh and through
+        // `SrhMemo`, whose memo of a packet answers for the same checked bytes.
         use crate::wire::test_util::XorShift;
         let mut rng = XorShift::new(0x5e90_fa57);
-        let (mut fast, mut found) = (0, 0);
+        let (mut fast, mut found, mut reused) = (0, 0, 0);
+        let mut carried = SrhMemo::default();
         for _ in 0..200_000 {
             let hdr_ext_len = [0, 1, 2, 4, 6, 255][rng.below(6)] as u8;
             let header_len = (usize::from(hdr_ext_len) + 1) * 8;
@@ -1081,11 +1114,31 @@ mod tests {
             ip.truncate([ip.len(), ip.len(), 45, 40 + header_len - 1][rng.below(4)]);
             let packet_end = 40 + usize::from(payload);
             let want = srh_next_segment_by_walk(&ip, packet_end);
-            assert_eq!(srh_next_segment(&ip), want, "{ip:02x?}");
+            let mut memo = SrhMemo::default();
+            assert_eq!(memo.next_segment(&ip), want, "{ip:02x?}");
+            // A memo another packet left (as a burst's previous frame does).
+            assert_eq!(carried.next_segment(&ip), want, "{ip:02x?} after another");
+            // The same checked bytes again (or one of them changed), with other segments,
+            // maybe cut short: the memo of this packet answers as the walk does.
+            let mut again = ip.clone();
+            again.iter_mut().skip(48).for_each(|b| *b = rng.next_u8());
+            if rng.below(4) == 0 && again.len() >= 45 {
+                // One of the checked bytes differs: the memo must not answer.
+                again[[4, 5, 6, 40, 41, 42, 43, 44][rng.below(8)]] = rng.next_u8();
+            }
+            if rng.below(4) == 0 {
+                let shortest = again.len().min(45);
+                again.truncate(shortest + rng.below(again.len() - shortest + 1));
+            }
+            let again_end = 40 + usize::from(u16::from_be_bytes([again[4], again[5]]));
+            let want_again = srh_next_segment_by_walk(&again, again_end);
+            reused += usize::from(want_again.is_some() && memo.segments_left != 0);
+            assert_eq!(memo.next_segment(&again), want_again, "{again:02x?} again");
             let shortcut = srh_first_and_only(&ip, packet_end);
             fast += usize::from(shortcut.is_some());
             found += usize::from(matches!(shortcut, Some(Some(_))));
         }
+        assert!(reused > 1_000, "{reused} segments found by a memo");
         // Both paths are taken often, and the shortcut often finds the segment.
         assert!(
             fast > 10_000 && fast < 190_000,

@@ -16,7 +16,7 @@ use crate::clock::Picos;
 use crate::counters::DropReason;
 use crate::dpdk::MAX_BURST;
 use crate::pipeline::Verdict;
-use crate::pipeline::forward::srv6::EndpointStep;
+use crate::pipeline::forward::srv6::{EndpointStep, SrhMemo};
 use crate::pipeline::forward::{Forwarder, flow_hash_ipv6_to};
 use crate::wire::srh;
 use std::net::Ipv6Addr;
@@ -68,6 +68,7 @@ impl Forwarder {
         let mut last_sid: Option<(u128, Option<u32>)> = None;
         let mut last_next: Option<(u128, bool)> = None;
         let mut previous: Option<(u128, usize)> = None;
+        let mut srh_memo = SrhMemo::default();
         let mut n = 0;
         for index in bits(candidates) {
             let mut key = lane.destination6[index];
@@ -83,7 +84,7 @@ impl Forwarder {
                 if let Some(sid) = sid {
                     let step = frames[index]
                         .get(LANE_L3..)
-                        .and_then(|ip| self.srv6.endpoint_step(sid, key, ip));
+                        .and_then(|ip| self.srv6.endpoint_step(sid, key, ip, &mut srh_memo));
                     let Some((next, step)) = step else {
                         routed &= !(1 << index);
                         continue;
@@ -253,7 +254,7 @@ impl Forwarder {
         let key = if endpoint {
             let step = self
                 .srv6
-                .endpoint_step(lane.sid[index], destination, ip)
+                .endpoint_step(lane.sid[index], destination, ip, &mut SrhMemo::default())
                 .filter(|&(next, _)| self.srv6.leads_to_fib(vrf, next))
                 .expect("the lane's step is the frame's");
             assert_eq!(
