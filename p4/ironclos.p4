@@ -26,7 +26,8 @@
  *
  * What this program describes:
  *   - the parser: Ethernet, one or two 802.1Q/802.1ad tags (TPID 0x8100 or
- *     0x88a8), ARP, IPv4 (with options), IPv6, ICMPv6 with the Neighbor
+ *     0x88a8), ARP, IPv4 (with options, a source route in their first word
+ *     dropped), IPv6, ICMPv6 with the Neighbor
  *     Solicitation/Advertisement target, UDP and TCP;
  *   - the IPv4 header checksum;
  *   - forwarding mode `io`: every packet received on a port leaves,
@@ -80,6 +81,12 @@ const bit<16> ETHERTYPE_MAC_CONTROL = 0x8808;  // PAUSE and PFC frames
 const bit<8> IP_PROTO_TCP    = 6;
 const bit<8> IP_PROTO_UDP    = 17;
 const bit<8> IP_PROTO_ICMPV6 = 58;
+
+/* IPv4 option types (RFC 791 3.1; Rust: wire::ipv4::option): the source
+ * routes the switch drops (RFC 7126 4.3, 4.4), and the padding before them. */
+const bit<8> IPV4_OPTION_NOP  = 1;
+const bit<8> IPV4_OPTION_LSRR = 131;
+const bit<8> IPV4_OPTION_SSRR = 137;
 
 const bit<8> ICMPV6_NEIGHBOR_SOLICIT = 135;
 const bit<8> ICMPV6_NEIGHBOR_ADVERT  = 136;
@@ -186,7 +193,8 @@ const bit<8> DROP_MARTIAN_SOURCE         = 29;  // martian_source
 const bit<8> DROP_RESERVED_MULTICAST     = 30;  // reserved_multicast
 const bit<8> DROP_MARTIAN_DESTINATION    = 31;  // martian_destination
 const bit<8> DROP_OWN_SOURCE_MAC         = 32;  // own_source_mac
-const bit<32> DROP_REASONS = 33;  // size of drop_counter
+const bit<8> DROP_SOURCE_ROUTE_OPTION    = 33;  // source_route_option
+const bit<32> DROP_REASONS = 34;  // size of drop_counter
 
 typedef bit<48>  mac_addr_t;
 typedef bit<32>  ipv4_addr_t;
@@ -404,6 +412,9 @@ struct metadata_t {
      * recomputed then, so a packet forwarded in `io` mode with a bad
      * checksum leaves exactly as it came. */
     bit<1>  ipv4_rewritten;
+    /* The parser saw a source route (LSRR or SSRR) as the first IPv4 option
+     * after up to three NOPs (parse_ipv4_options). */
+    bit<1>  ipv4_source_route;
     /* 1 once `port_vlan` knows the port: the packet takes the switch
      * pipeline, not `io`. */
     bit<1>  switch_mode;
@@ -546,7 +557,40 @@ parser IroncParser(packet_in packet,
         }
     }
 
+    /* Source routes (Rust: wire::ipv4::scan_options, called from
+     * Forwarder::route_ipv4; drop reason source_route_option). Rust walks the
+     * whole option list; a v1model parser cannot walk inside the varbit
+     * below, so this looks at the first option word only (there is one:
+     * ihl > 5): an LSRR or SSRR type as its first byte, or after one, two or
+     * three NOPs, which is where senders put it (Linux pads LSRR with one NOP
+     * in front). Not seen here, and only dropped by Rust: a source route
+     * after another option or after four or more NOPs, and a malformed
+     * option list (Rust: bad_ipv4_header); nor are the options of an IPv4
+     * packet inside SRv6 (inner_ipv4 has none parsed), which Rust checks when
+     * End.DT4 routes it. */
     state parse_ipv4_options {
+        transition select(packet.lookahead<bit<32>>()[31:24],
+                          packet.lookahead<bit<32>>()[23:16],
+                          packet.lookahead<bit<32>>()[15:8],
+                          packet.lookahead<bit<32>>()[7:0]) {
+            (IPV4_OPTION_LSRR, _, _, _): parse_ipv4_source_route;
+            (IPV4_OPTION_SSRR, _, _, _): parse_ipv4_source_route;
+            (IPV4_OPTION_NOP, IPV4_OPTION_LSRR, _, _): parse_ipv4_source_route;
+            (IPV4_OPTION_NOP, IPV4_OPTION_SSRR, _, _): parse_ipv4_source_route;
+            (IPV4_OPTION_NOP, IPV4_OPTION_NOP, IPV4_OPTION_LSRR, _): parse_ipv4_source_route;
+            (IPV4_OPTION_NOP, IPV4_OPTION_NOP, IPV4_OPTION_SSRR, _): parse_ipv4_source_route;
+            (IPV4_OPTION_NOP, IPV4_OPTION_NOP, IPV4_OPTION_NOP, IPV4_OPTION_LSRR): parse_ipv4_source_route;
+            (IPV4_OPTION_NOP, IPV4_OPTION_NOP, IPV4_OPTION_NOP, IPV4_OPTION_SSRR): parse_ipv4_source_route;
+            default: parse_ipv4_option_bytes;
+        }
+    }
+
+    state parse_ipv4_source_route {
+        meta.ipv4_source_route = 1;
+        transition parse_ipv4_option_bytes;
+    }
+
+    state parse_ipv4_option_bytes {
         /* The options are ihl - 5 32-bit words. */
         packet.extract(hdr.ipv4_options,
                        (bit<32>)(((bit<16>)hdr.ipv4.ihl - 5) * 32));
@@ -1868,6 +1912,17 @@ control IroncIngress(inout headers_t hdr,
                     || (meta.lookup == LOOKUP_IPV6
                         && (hdr.ipv6.dst_addr[127:1] == 0 || hdr.ipv6.dst_addr[127:120] == 0xff))) {
                 drop_with_reason(DROP_MARTIAN_DESTINATION);
+                return;
+            }
+            /* A source route (parse_ipv4_options), whatever the route says:
+             * to forward, none (no ICMP error), or the switch itself, as
+             * Linux drops them on input with accept_source_route=0.
+             * Rust: Forwarder::route_ipv4 -> ipv4_options_drop, before its
+             * lookup. After End.DT4, hdr.ipv4 is the inner header, whose
+             * options this program does not parse: not checked here. */
+            if (meta.lookup == LOOKUP_IPV4 && hdr.ipv4_options.isValid()
+                    && meta.ipv4_source_route == 1) {
+                drop_with_reason(DROP_SOURCE_ROUTE_OPTION);
                 return;
             }
             if (meta.route_kind == ROUTE_NONE) {

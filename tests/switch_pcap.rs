@@ -2048,6 +2048,121 @@ fn martian_sources_and_directed_broadcasts_are_dropped_and_counted_never_resolve
     assert!(out[2].is_empty() && out[4].is_empty() && out[5].is_empty());
 }
 
+/// An IPv4 packet (from `ipv4_udp`) with `options`, a multiple of 4 bytes, put between its
+/// fixed header and its payload (RFC 791): IHL, total length and header checksum set for them.
+/// The UDP checksum does not cover the IP header, so it stays right.
+fn with_ipv4_options(packet: &[u8], options: &[u8]) -> Vec<u8> {
+    assert!(options.len().is_multiple_of(4) && options.len() <= 40);
+    let header_len = 20 + options.len();
+    let mut ip = packet[..20].to_vec();
+    ip.extend_from_slice(options);
+    ip.extend_from_slice(&packet[20..]);
+    ip[0] = 0x40 | (header_len / 4) as u8;
+    let total = ip.len() as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[10..12].copy_from_slice(&[0, 0]);
+    let c = checksum(&ip[..header_len]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip
+}
+
+#[test]
+fn source_routed_ipv4_is_dropped_and_counted_other_options_are_routed_unchanged() {
+    // RFC 7126 4.3 and 4.4 advise routers to drop packets with Loose or Strict Source and
+    // Record Route options by default, and Linux does (accept_source_route=0): on input,
+    // whether to be forwarded or for the router itself, with no ICMP error. Other options are
+    // routed as any packet is. A malformed option list is a bad header. From host A on p0
+    // toward 10.2.0.0/16, routed out of p4 to spine 1.
+    let dir = TestDir::new("sw-srr");
+    let mut trace = Trace::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let far = Ipv4Addr::new(10, 2, 0, 7);
+    let from_a = |dst: Ipv4Addr, ttl: u8, options: &[u8]| {
+        let packet = ipv4_udp(a_ip, dst, ttl, 4000, 4791, &[0x5a; 18]);
+        ethernet(
+            ROUTER,
+            HOST_A,
+            None,
+            0x0800,
+            &with_ipv4_options(&packet, options),
+        )
+    };
+    // Options as RFC 791 3.1 lays them out: type, length (type and length bytes counted),
+    // pointer (1-based, from the type byte), route data.
+    let lsrr = [1, 131, 7, 4, 10, 2, 0, 9]; // NOP, LSRR with one hop to go
+    let ssrr = [137, 7, 4, 10, 2, 0, 9, 0]; // SSRR with one hop, End of Options List
+    // Record Route whose one slot host A filled (pointer 8 = length + 1: full), so RFC 791
+    // has a router forward it as it is; the switch records nothing in any case.
+    let record_route = [7, 7, 8, 10, 0, 10, 5, 0];
+    let too_short = [7, 1, 0, 0]; // Record Route of length 1
+    let too_long = [68, 12, 5, 0]; // a 12-byte Timestamp in 4 bytes of options
+    let routed_rr = from_a(far, 64, &record_route);
+    trace.send(0, from_a(far, 64, &lsrr));
+    trace.send(0, from_a(far, 64, &ssrr));
+    trace.send(0, routed_rr.clone());
+    trace.send(0, from_a(far, 64, &too_short));
+    trace.send(0, from_a(far, 64, &too_long));
+    // No route, and TTL 1: without the option A would hear Destination Unreachable and
+    // Time Exceeded; a refused source route earns nothing.
+    trace.send(0, from_a(Ipv4Addr::new(192, 0, 2, 1), 64, &lsrr));
+    trace.send(0, from_a(far, 1, &ssrr));
+    // To the switch's own VLAN 10 address: dropped, not punted.
+    trace.send(0, from_a(Ipv4Addr::new(10, 0, 10, 1), 64, &lsrr));
+    trace.write(&dir);
+    let config = format!(
+        "{}{}\n[[route]]\nprefix = \"10.2.0.0/16\"\nvia = \"10.255.0.0\"\nport = \"p4\"\n",
+        leaf_config(&dir),
+        HOSTS_AS_NEIGHBORS
+    );
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+
+    // The Record Route packet, rewritten as RFC 1812 5.3.1 and RFC 1624 say: spine 1's MAC,
+    // the router's, TTL 63, and the header checksum updated for the TTL/protocol word alone
+    // (eqn. 3: HC' = ~(~HC + ~m + m')); the options and everything else as they came.
+    let mut expected = routed_rr.clone();
+    expected[0..6].copy_from_slice(&SPINE1);
+    expected[6..12].copy_from_slice(&ROUTER);
+    expected[14 + 8] = 63;
+    let old_checksum = u16::from_be_bytes([routed_rr[24], routed_rr[25]]);
+    let (old_word, new_word) = (u16::from_be_bytes([64, 17]), u16::from_be_bytes([63, 17]));
+    let mut sum = u32::from(!old_checksum) + u32::from(!old_word) + u32::from(new_word);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    expected[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    assert_eq!(
+        checksum(&expected[14..14 + 28]),
+        0,
+        "the expected header verifies"
+    );
+    assert_eq!(
+        expected[14 + 20..14 + 28],
+        record_route,
+        "options untouched"
+    );
+    assert_eq!(
+        out[4],
+        vec![expected],
+        "p4 gets the Record Route packet alone"
+    );
+    for port in [0, 1, 2, 3, 5] {
+        assert!(out[port].is_empty(), "p{port}: {:?}", out[port]);
+    }
+
+    let drops = drops(&stats);
+    assert_eq!(drops["source_route_option"], 5, "{drops:?}");
+    assert_eq!(drops["bad_ipv4_header"], 2, "{drops:?}");
+    assert_eq!(drops.values().sum::<u64>(), 7, "{drops:?}");
+    assert_eq!(stats["punted"], 0);
+    assert_eq!(
+        stats["icmp_errors"],
+        serde_json::json!({"built": 0, "suppressed": 0, "not_sent": 0})
+    );
+    assert_eq!(u64_at(port_stats(&stats, "p0"), "/rx_packets"), 8);
+    assert_eq!(u64_at(port_stats(&stats, "p4"), "/tx_packets"), 1);
+}
+
 #[test]
 fn priority_tagged_frames_on_a_routed_port_are_routed_and_answered_untagged() {
     // A spine marking its class in a VLAN-0 tag (PCP 3, as RoCE hosts do): ARP for the

@@ -35,7 +35,10 @@ pub enum DropReason {
     SamePort,
     /// A unicast frame on a routed port addressed to another MAC, or non-ARP/ND broadcast there.
     NotForUs,
-    /// IPv4 header with a bad version, header length or total length.
+    /// IPv4 header with a bad version, header length or total length, or a malformed option
+    /// list (an option without its length byte, with a length below 2, or with one that runs
+    /// past the header: `wire::ipv4::scan_options`). Linux counts both as header errors
+    /// (`InHdrErrors`).
     BadIpv4Header,
     /// IPv4 header checksum does not verify (RFC 1812 5.2.2).
     BadIpv4Checksum,
@@ -70,6 +73,10 @@ pub enum DropReason {
     /// To the broadcast or network address of a connected IPv4 subnet: directed broadcasts
     /// are not forwarded (RFC 2644), and there is no one host to resolve.
     DirectedBroadcast,
+    /// An IPv4 packet to route or for the switch itself with a Loose or Strict Source and
+    /// Record Route option (types 131, 137): dropped without an ICMP error, as RFC 7126 4.3 and
+    /// 4.4 advise by default and Linux does with `accept_source_route=0`.
+    SourceRouteOption,
     /// Punted to the slow path (ARP, ND, ICMP for the switch) and neither answered nor learned
     /// from: malformed (a bad ICMP checksum), failing an RFC check (an NS with hop limit below
     /// 255), or nothing the switch answers (an echo reply addressed to it).
@@ -125,7 +132,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 45] = [
+    pub const ALL: [DropReason; 46] = [
         DropReason::TxRingFull,
         DropReason::NoEgressPort,
         DropReason::MultiSegment,
@@ -151,6 +158,7 @@ impl DropReason {
         DropReason::MartianSource,
         DropReason::MartianDestination,
         DropReason::DirectedBroadcast,
+        DropReason::SourceRouteOption,
         DropReason::SlowPathIgnored,
         DropReason::ReservedMulticast,
         DropReason::EcmpNoLiveMember,
@@ -202,6 +210,7 @@ impl DropReason {
             DropReason::MartianSource => "martian_source",
             DropReason::MartianDestination => "martian_destination",
             DropReason::DirectedBroadcast => "directed_broadcast",
+            DropReason::SourceRouteOption => "source_route_option",
             DropReason::SlowPathIgnored => "slow_path_ignored",
             DropReason::ReservedMulticast => "reserved_multicast",
             DropReason::EcmpNoLiveMember => "ecmp_no_live_member",

@@ -12,6 +12,7 @@ use crate::tables::flowlet::{BalanceCounters, EgressLoad, FlowletMove, GroupBala
 use crate::tables::mac::{LearnOutcome, MacTable};
 use crate::tables::{Lpm4, Lpm6, LpmError};
 use crate::wire::checksum;
+use crate::wire::ipv4::{self, HEADER_LEN, OptionScan};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -1276,6 +1277,18 @@ impl Forwarder {
         if is_martian_v4(ip[16]) {
             return Verdict::Drop(DropReason::MartianDestination);
         }
+        // Options, before anything depends on the route: Linux (`ip_rcv_options`) drops a
+        // source-routed packet on input when `accept_source_route` is 0, its default, whether
+        // it is to be forwarded or is for the host; so this drop comes before the Local punt
+        // too, and before a missing route could earn the source an ICMP error. Linux checks
+        // martian sources first (in its route lookup); here a martian with a source route
+        // counts as `source_route_option`: dropped either way. Frames with options never take
+        // the express lane (its screen wants IHL 5), so this is the only place they are seen.
+        if header_len > HEADER_LEN
+            && let Some(reason) = ipv4_options_drop(&ip[HEADER_LEN..header_len])
+        {
+            return Verdict::Drop(reason);
+        }
         let Some(value) = self.fib4[usize::from(vrf)].lookup(dst) else {
             return router_error(DropReason::NoRoute, in_iface, vrf);
         };
@@ -1774,6 +1787,25 @@ fn decrement_hop_limit(ip: &mut [u8], ipv6: bool) {
         ip[8] -= 1;
         let csum = checksum::after_ttl_decrement([ip[10], ip[11]]);
         ip[10..12].copy_from_slice(&csum);
+    }
+}
+
+/// Why a routed IPv4 packet with these options (the bytes after the fixed header) is dropped:
+/// a Loose or Strict Source and Record Route (`source_route_option`, RFC 7126 4.3 and 4.4:
+/// drop by default), or a malformed option list (`bad_ipv4_header`: Linux's
+/// `ip_options_compile` fails it and counts a header error). Well-formed lists of other
+/// options (Record Route, Timestamp, Router Alert, NOP, End) are forwarded unchanged: the
+/// switch neither records its address nor stamps. No ICMP error either way: Linux sends none
+/// for a source route it refuses, and the Parameter Problem it sends for a malformed list is
+/// left out as for every other malformed header here. Out of line: most routed packets have
+/// no options.
+#[cold]
+#[inline(never)]
+fn ipv4_options_drop(options: &[u8]) -> Option<DropReason> {
+    match ipv4::scan_options(options) {
+        OptionScan::Clean => None,
+        OptionScan::SourceRoute => Some(DropReason::SourceRouteOption),
+        OptionScan::Malformed => Some(DropReason::BadIpv4Header),
     }
 }
 

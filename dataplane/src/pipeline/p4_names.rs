@@ -108,6 +108,50 @@ mod tests {
         }
     }
 
+    /// The P4 program's drop reasons (`const bit<8> DROP_NAME = n;  // name`) are Rust's: each
+    /// comment is a `DropReason::as_str`, the constant its upper-case form, the numbers
+    /// distinct, above 0 and below `DROP_REASONS` (the size of `drop_counter`).
+    #[test]
+    fn p4_drop_reasons_are_rust_drop_reasons() {
+        use crate::counters::DropReason;
+        let mut names = Vec::new();
+        let mut numbers = Vec::new();
+        let mut size = None;
+        for line in p4::SOURCE.lines().map(str::trim) {
+            if let Some(rest) = line.strip_prefix("const bit<32> DROP_REASONS =") {
+                let (value, _) = rest.split_once(';').expect("DROP_REASONS ends with ;");
+                size = Some(value.trim().parse::<u32>().expect("a number"));
+                continue;
+            }
+            let Some(rest) = line.strip_prefix("const bit<8> DROP_") else {
+                continue;
+            };
+            let (constant, rest) = rest.split_once('=').expect(line);
+            let (number, comment) = rest.split_once(';').expect(line);
+            let name = comment.trim().strip_prefix("//").expect(line).trim();
+            assert!(
+                DropReason::ALL.iter().any(|r| r.as_str() == name),
+                "P4 names {name}, which is no Rust DropReason: {line}"
+            );
+            assert_eq!(constant.trim(), name.to_ascii_uppercase(), "{line}");
+            names.push(name.to_owned());
+            numbers.push(number.trim().parse::<u32>().expect(line));
+        }
+        let size = size.expect("DROP_REASONS is declared");
+        assert!(
+            names.iter().any(|n| n == "source_route_option"),
+            "{names:?}"
+        );
+        let mut distinct = numbers.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), numbers.len(), "numbers repeat: {numbers:?}");
+        assert!(
+            numbers.iter().all(|&n| n > 0 && n < size),
+            "{numbers:?} within 1..{size}"
+        );
+    }
+
     #[test]
     fn flowlet_registers_are_the_p4_programs() {
         assert_eq!(super::FLOWLET_REGISTERS, p4::FLOWLET_REGISTERS);

@@ -641,6 +641,122 @@ fn ipv4_drops_and_punts() {
     );
 }
 
+/// `ipv4(src, dst, ttl, UDP, 1, 2)` with `options` (a multiple of 4 bytes) between the fixed
+/// header and the ports: IHL, total length and header checksum set for them.
+fn ipv4_with_options(src: [u8; 4], dst: [u8; 4], ttl: u8, options: &[u8]) -> Vec<u8> {
+    let mut ip = ipv4(src, dst, ttl, 17, 1, 2);
+    ip.splice(20..20, options.iter().copied());
+    let header_len = 20 + options.len();
+    ip[0] = 0x40 | (header_len / 4) as u8;
+    let total = ip.len() as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[10..12].copy_from_slice(&[0, 0]);
+    let c = reference_checksum(&ip[..header_len]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ip
+}
+
+#[test]
+fn source_routed_ipv4_is_dropped_before_routing_other_options_are_forwarded_unchanged() {
+    let mut f = forwarder();
+    f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
+    let send = |f: &mut Forwarder, packet: &[u8]| {
+        f.process(&mut eth(ROUTER, A, None, 0x0800, packet), 0, T0)
+    };
+    let host = [10, 0, 10, 5];
+    // NOP + LSRR with one hop; SSRR with one hop + End of Options List (RFC 791 3.1).
+    let lsrr = [1, 131, 7, 4, 10, 2, 0, 9];
+    let ssrr = [137, 7, 4, 10, 2, 0, 9, 0];
+    for options in [&lsrr, &ssrr] {
+        let drop = Verdict::Drop(DropReason::SourceRouteOption);
+        // To a nexthop route, with no route (no ICMP error), with TTL 1 (no Time Exceeded),
+        // to a blackhole, and to the switch itself (Linux drops those on input too: not
+        // punted).
+        for (dst, ttl) in [
+            ([10, 2, 0, 1], 64),
+            ([192, 168, 1, 1], 64),
+            ([10, 2, 0, 1], 1),
+            ([10, 9, 0, 1], 64),
+            ([10, 0, 10, 1], 64),
+            ([10, 255, 0, 1], 1),
+        ] {
+            let packet = ipv4_with_options(host, dst, ttl, options);
+            assert_eq!(
+                send(&mut f, &packet),
+                drop,
+                "{options:?} to {dst:?} ttl {ttl}"
+            );
+        }
+        // The header checks come first: version, lengths, checksum; then the martian
+        // destination.
+        let mut bad_sum = ipv4_with_options(host, [10, 2, 0, 1], 64, options);
+        bad_sum[22] ^= 0x10; // an option byte
+        assert_eq!(
+            send(&mut f, &bad_sum),
+            Verdict::Drop(DropReason::BadIpv4Checksum)
+        );
+        let martian = ipv4_with_options(host, [127, 0, 0, 1], 64, options);
+        assert_eq!(
+            send(&mut f, &martian),
+            Verdict::Drop(DropReason::MartianDestination)
+        );
+    }
+    // Malformed lists: a length below 2, one past the options area, a type without its
+    // length byte; and a source route followed by a bad option (the list is checked whole).
+    for options in [
+        &[7, 1, 0, 0][..],
+        &[68, 12, 5, 0][..],
+        &[1, 1, 1, 7][..],
+        &[137, 7, 4, 10, 2, 0, 9, 148][..],
+    ] {
+        let packet = ipv4_with_options(host, [10, 2, 0, 1], 64, options);
+        assert_eq!(
+            send(&mut f, &packet),
+            Verdict::Drop(DropReason::BadIpv4Header),
+            "{options:?}"
+        );
+    }
+    // Record Route (a free slot), Timestamp, Router Alert, NOPs, End, and bytes after End
+    // that would be an LSRR: routed, options untouched; TTL - 1 and the checksum updated as
+    // RFC 1624 eqn. 3 has it: HC' = ~(~HC + ~m + m') over the TTL/protocol word.
+    for options in [
+        &[7, 7, 4, 0, 0, 0, 0, 0][..],
+        &[68, 12, 5, 0, 0, 0, 0, 1, 0, 0, 0, 2][..],
+        &[148, 4, 0, 0][..],
+        &[1, 1, 1, 1][..],
+        &[0, 131, 7, 4][..],
+    ] {
+        let packet = ipv4_with_options(host, [10, 2, 0, 1], 64, options);
+        let frame = eth(ROUTER, A, None, 0x0800, &packet);
+        let mut routed = frame.clone();
+        assert_eq!(
+            f.process(&mut routed, 0, T0),
+            Verdict::Forward {
+                port: 5,
+                tag: TagOp::Keep
+            },
+            "{options:?}"
+        );
+        let mut want = frame.clone();
+        want[0..6].copy_from_slice(&SPINE1);
+        want[6..12].copy_from_slice(&ROUTER);
+        want[14 + 8] = 63;
+        let fold = |mut sum: u32| {
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            sum as u16
+        };
+        let old_csum = u16::from_be_bytes([frame[24], frame[25]]);
+        let (old_word, new_word) = (u16::from_be_bytes([64, 17]), u16::from_be_bytes([63, 17]));
+        let new_csum = !fold(u32::from(!old_csum) + u32::from(!old_word) + u32::from(new_word));
+        want[24..26].copy_from_slice(&new_csum.to_be_bytes());
+        assert_eq!(routed, want, "{options:?}");
+        let header_len = 20 + options.len();
+        assert_eq!(reference_checksum(&routed[14..14 + header_len]), 0);
+    }
+}
+
 #[test]
 fn arp_and_neighbor_discovery_for_the_switch_are_punted_others_flooded() {
     let mut f = forwarder();
@@ -2123,7 +2239,8 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
     // every kind of route (groups in hash, flowlet, per-packet and least-loaded flowlet mode,
     // nexthops on a routed port and behind a VLAN, unresolved, connected, blackhole, local,
     // none), with every header check failing now and then (version, IHL, options whose first
-    // 20 bytes sum right, total length, checksum, TTL, martian source, multicast source MAC, a
+    // 20 bytes sum right, source-routing or malformed options, total length, checksum, TTL,
+    // martian source, multicast source MAC, a
     // tag, another MAC,
     // ARP), IPv6 frames to a group, a nexthop, a local SID, a uN SID (its next uSID routed or
     // not), an End SID with an SRH (valid or broken, behind a Hop-by-Hop header, PSP) or no
@@ -2171,9 +2288,11 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
             0 => ip[0] = 0x40 | (pick(next, 16) as u8),   // any IHL
             1 => ip[0] = (pick(next, 16) as u8) << 4 | 5, // any version
             2 => {
-                // Options: one NOP word; the checksum covers only the first 20 bytes.
+                // Options: one word of NOPs, of LSRR (length 3) and End, or of a malformed
+                // option (length 1); the checksum covers only the first 20 bytes.
+                let word = [[1, 1, 1, 1], [131, 3, 4, 0], [7, 1, 0, 0]][pick(next, 3) as usize];
                 ip[0] = 0x46;
-                ip.splice(20..20, [1, 1, 1, 1]);
+                ip.splice(20..20, word);
                 ip[2..4].copy_from_slice(&32u16.to_be_bytes());
                 ip[10..12].copy_from_slice(&[0, 0]);
                 let c = reference_checksum(&ip[..20]);

@@ -25,6 +25,74 @@ mod field {
 /// Length of an IPv4 header without options.
 pub const HEADER_LEN: usize = field::DST.end;
 
+/// IPv4 option types (RFC 791 section 3.1; IANA "IP Option Numbers"): the whole type byte,
+/// copied flag and class included.
+pub mod option {
+    /// End of Options List: one byte; nothing after it is an option.
+    pub const END: u8 = 0;
+    /// No Operation: one byte, padding between options.
+    pub const NOP: u8 = 1;
+    /// Record Route (RFC 791).
+    pub const RECORD_ROUTE: u8 = 7;
+    /// Internet Timestamp (RFC 791).
+    pub const TIMESTAMP: u8 = 68;
+    /// Loose Source and Record Route (RFC 791).
+    pub const LOOSE_SOURCE_ROUTE: u8 = 131;
+    /// Strict Source and Record Route (RFC 791).
+    pub const STRICT_SOURCE_ROUTE: u8 = 137;
+    /// Router Alert (RFC 2113).
+    pub const ROUTER_ALERT: u8 = 148;
+}
+
+/// What [`scan_options`] found in an IPv4 option list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionScan {
+    /// Well formed (or empty), without a source route.
+    Clean,
+    /// Well formed, with a Loose or Strict Source and Record Route option (type 131 or 137),
+    /// which routers drop by default (RFC 7126 4.3, 4.4; Linux `accept_source_route=0`).
+    SourceRoute,
+    /// An option other than End of Options List and No Operation without its length byte,
+    /// with a length below 2, or with one that runs past the options area.
+    Malformed,
+}
+
+/// Walks the options bytes of an IPv4 header (`Ipv4Packet::options`, at most 40 bytes)
+/// without allocating: End of Options List (0) ends the list (what follows is padding), No
+/// Operation (1) is one byte, every other type carries a length byte that counts the type and
+/// length bytes too (RFC 791 3.1). The whole list is checked before a source route counts, as
+/// Linux's `ip_options_compile` does: a malformed list is [`OptionScan::Malformed`] whatever
+/// it holds before the fault.
+pub fn scan_options(options: &[u8]) -> OptionScan {
+    let mut source_route = false;
+    let mut rest = options;
+    while let Some((&kind, after_kind)) = rest.split_first() {
+        match kind {
+            option::END => break,
+            option::NOP => rest = after_kind,
+            _ => {
+                let Some(&len) = after_kind.first() else {
+                    return OptionScan::Malformed;
+                };
+                let len = usize::from(len);
+                if len < 2 || len > rest.len() {
+                    return OptionScan::Malformed;
+                }
+                source_route |= matches!(
+                    kind,
+                    option::LOOSE_SOURCE_ROUTE | option::STRICT_SOURCE_ROUTE
+                );
+                rest = &rest[len..];
+            }
+        }
+    }
+    if source_route {
+        OptionScan::SourceRoute
+    } else {
+        OptionScan::Clean
+    }
+}
+
 const FLAG_DF: u16 = 0x4000;
 const FLAG_MF: u16 = 0x2000;
 const OFFSET_MASK: u16 = 0x1fff;
@@ -196,6 +264,13 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn options(&self) -> &[u8] {
         let end = self.header_end();
         &self.buffer.as_ref()[min(HEADER_LEN, end)..end]
+    }
+
+    /// [`scan_options`] of [`Self::options`]: whether the options are well formed and carry
+    /// a source route.
+    #[inline]
+    pub fn scan_options(&self) -> OptionScan {
+        scan_options(self.options())
     }
 
     /// The payload, up to the total length (link-layer padding excluded).
@@ -617,6 +692,224 @@ pub(crate) mod tests {
         let ip = Ipv4Packet::new_checked(&ok[..]).unwrap();
         assert_eq!(ip.options(), &p[20..24]);
         assert_eq!(ip.payload(), &p[24..32]);
+    }
+
+    /// Options of each kind the walk must tell apart, laid out by hand from RFC 791 3.1.
+    const LSRR: [u8; 12] = [1, 131, 11, 4, 10, 1, 0, 1, 10, 2, 0, 1]; // NOP, then 2 hops
+    const SSRR: [u8; 8] = [137, 7, 4, 10, 1, 0, 1, 0]; // 1 hop, then End of Options List
+    const RECORD_ROUTE: [u8; 8] = [7, 7, 4, 0, 0, 0, 0, 0]; // 1 empty slot, then End
+    const TIMESTAMP: [u8; 12] = [68, 12, 5, 0, 0, 0, 0, 1, 0, 0, 0, 2]; // 2 timestamps
+    const ROUTER_ALERT: [u8; 4] = [148, 4, 0, 0];
+
+    #[test]
+    fn option_walk_finds_source_routes_among_well_formed_options() {
+        use OptionScan::{Clean, SourceRoute};
+        let cat = |parts: &[&[u8]]| parts.concat();
+        let cases: Vec<(Vec<u8>, OptionScan, &str)> = vec![
+            (vec![], Clean, "no options"),
+            (vec![1, 1, 1, 1], Clean, "NOPs"),
+            (vec![0, 0, 0, 0], Clean, "End of Options List"),
+            (RECORD_ROUTE.to_vec(), Clean, "Record Route"),
+            (TIMESTAMP.to_vec(), Clean, "Timestamp"),
+            (ROUTER_ALERT.to_vec(), Clean, "Router Alert"),
+            (
+                cat(&[&ROUTER_ALERT, &RECORD_ROUTE, &TIMESTAMP]),
+                Clean,
+                "three options",
+            ),
+            (LSRR.to_vec(), SourceRoute, "LSRR after a NOP"),
+            (SSRR.to_vec(), SourceRoute, "SSRR"),
+            (
+                cat(&[&RECORD_ROUTE[..7], &LSRR[1..], &[0]]),
+                SourceRoute,
+                "LSRR after Record Route",
+            ),
+            (
+                vec![131, 3, 4, 0],
+                SourceRoute,
+                "LSRR without room for a hop",
+            ),
+            // After End of Options List nothing is an option, even bytes that would be.
+            (vec![0, 131, 7, 4], Clean, "LSRR bytes after End"),
+            (vec![1, 0, 137, 200], Clean, "SSRR bytes after NOP, End"),
+            // The type byte is the whole byte: 3 and 9 (class 0, copied flag clear) are not
+            // source routes, nor is 131 as a length or data byte.
+            (vec![3, 4, 0, 0], Clean, "type 3"),
+            (vec![9, 4, 131, 137], Clean, "131 and 137 as data"),
+            (vec![7, 3, 131, 0], Clean, "131 as Record Route's pointer"),
+            // 40 bytes, the most an IHL of 15 holds, taken by one option.
+            (
+                cat(&[&[7, 40, 4], &[0; 37]]),
+                Clean,
+                "a 40-byte Record Route",
+            ),
+            (
+                cat(&[&[137, 40, 4], &[0; 37]]),
+                SourceRoute,
+                "a 40-byte SSRR",
+            ),
+        ];
+        for (options, want, what) in cases {
+            assert_eq!(scan_options(&options), want, "{what}: {options:?}");
+        }
+    }
+
+    #[test]
+    fn option_walk_reports_malformed_and_truncated_lists() {
+        use OptionScan::{Clean, Malformed};
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (vec![7], "a type without its length byte"),
+            (vec![1, 1, 1, 131], "LSRR's type as the last byte"),
+            (vec![7, 0, 0, 0], "length 0"),
+            (vec![131, 1, 0, 0], "length 1"),
+            (vec![68, 5, 5, 0], "a length past a 4-byte area"),
+            (
+                vec![7, 9, 4, 0, 0, 0, 0, 0],
+                "a length one past an 8-byte area",
+            ),
+            (vec![1, 7, 40, 4], "a length of 40 after a NOP"),
+            (vec![148, 4, 0, 0, 7, 255, 4, 0], "a length of 255"),
+            // The whole list is checked: a source route before the fault does not count.
+            ([&SSRR[..7], &[7, 2, 7]].concat(), "SSRR, then a bad length"),
+            ([&LSRR[..], &[68]].concat(), "LSRR, then a bare type"),
+        ];
+        for (options, what) in cases {
+            assert_eq!(scan_options(&options), Malformed, "{what}: {options:?}");
+        }
+        // Every cut of a length-carrying option that leaves its type byte is malformed; a cut
+        // before the type (or right after a leading NOP) leaves a clean list.
+        for option in [
+            &LSRR[1..],
+            &SSRR[..7],
+            &RECORD_ROUTE[..7],
+            &TIMESTAMP,
+            &ROUTER_ALERT,
+        ] {
+            assert_eq!(scan_options(&option[..0]), Clean);
+            for cut in 1..option.len() {
+                assert_eq!(
+                    scan_options(&option[..cut]),
+                    Malformed,
+                    "{:?} cut to {cut}",
+                    option
+                );
+            }
+        }
+        assert_eq!(scan_options(&LSRR[..1]), Clean, "the NOP alone");
+    }
+
+    /// The walk written as a reference would read RFC 791: find where each option starts,
+    /// by index, and judge the list from that; no early exit in the middle of a list.
+    fn reference_scan(options: &[u8]) -> OptionScan {
+        let mut starts = Vec::new();
+        let mut i = 0;
+        while i < options.len() && options[i] != 0 {
+            starts.push(i);
+            if options[i] == 1 {
+                i += 1;
+                continue;
+            }
+            if i + 1 >= options.len() {
+                return OptionScan::Malformed;
+            }
+            let len = options[i + 1] as usize;
+            if len < 2 || i + len > options.len() {
+                return OptionScan::Malformed;
+            }
+            i += len;
+        }
+        if starts
+            .iter()
+            .any(|&s| options[s] == 131 || options[s] == 137)
+        {
+            OptionScan::SourceRoute
+        } else {
+            OptionScan::Clean
+        }
+    }
+
+    #[test]
+    fn option_walk_agrees_with_the_reference_on_every_short_list_and_random_long_ones() {
+        // Every list of up to two bytes, and every three-byte list whose first byte is a
+        // type of interest or an unknown one.
+        for a in 0..=255u8 {
+            assert_eq!(scan_options(&[a]), reference_scan(&[a]), "{a}");
+            for b in 0..=255u8 {
+                let list = [a, b];
+                assert_eq!(scan_options(&list), reference_scan(&list), "{list:?}");
+            }
+        }
+        for a in [0u8, 1, 7, 68, 131, 137, 148, 200] {
+            for b in 0..=255u8 {
+                for c in 0..=255u8 {
+                    let list = [a, b, c];
+                    assert_eq!(scan_options(&list), reference_scan(&list), "{list:?}");
+                }
+            }
+        }
+        // Random lists of 4 to 40 bytes built option by option (NOP, End, or a type with a
+        // length that fits), then one byte in eight of them overwritten now and then.
+        let mut rng = XorShift::new(791);
+        let mut seen = [0usize; 3];
+        for round in 0..200_000 {
+            let len = 4 * (1 + rng.below(10));
+            let mut list = [0u8; 40];
+            let mut at = 0;
+            while at < len {
+                let room = len - at;
+                match rng.below(6) {
+                    0 => at += 1, // NOP
+                    1 if rng.below(4) == 0 => {
+                        list[at] = 0; // End, then anything
+                        rng.fill(&mut list[at + 1..len]);
+                        break;
+                    }
+                    _ if room >= 2 => {
+                        let kind = [7, 68, 131, 137, 148, rng.next_u8()][rng.below(6)];
+                        let option_len = 2 + rng.below(room - 1);
+                        list[at] = kind;
+                        list[at + 1] = option_len as u8;
+                        rng.fill(&mut list[at + 2..at + option_len]);
+                        at += option_len;
+                        continue;
+                    }
+                    _ => at += 1,
+                }
+                list[at - 1] = 1;
+            }
+            if round % 4 == 0 {
+                list[rng.below(len)] = rng.next_u8();
+            }
+            let want = reference_scan(&list[..len]);
+            seen[want as usize] += 1;
+            assert_eq!(scan_options(&list[..len]), want, "{:?}", &list[..len]);
+        }
+        assert!(
+            seen.iter().all(|&n| n > 1000),
+            "every outcome drawn: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn packet_scans_its_own_options() {
+        // UDP_FRAME's header grown by LSRR's 12 bytes (IHL 8), and by a malformed word.
+        let mut p = [0u8; 44];
+        p[..20].copy_from_slice(&ip_of(&UDP_FRAME)[..20]);
+        p[20..32].copy_from_slice(&LSRR);
+        p[32..].copy_from_slice(&ip_of(&UDP_FRAME)[20..]);
+        p[0] = 0x48;
+        p[3] = 44;
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert_eq!(ip.options(), &LSRR);
+        assert_eq!(ip.scan_options(), OptionScan::SourceRoute);
+        p[21] = 7; // Record Route, 11 bytes, after the NOP
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert_eq!(ip.scan_options(), OptionScan::Clean);
+        p[0] = 0x46; // now only 4 bytes of options: the 11-byte option runs past them
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert_eq!(ip.scan_options(), OptionScan::Malformed);
+        let plain = Ipv4Packet::new_checked(ip_of(&UDP_FRAME)).unwrap();
+        assert_eq!(plain.scan_options(), OptionScan::Clean);
     }
 
     #[test]
