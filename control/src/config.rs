@@ -481,13 +481,14 @@ pub fn check_eal_arg(arg: &str) -> Result<(), String> {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let source = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let bytes = std::fs::read(path).map_err(|e| ConfigError {
             file: path.to_owned(),
             line: 0,
             column: 0,
             field: "(file)".to_owned(),
             message: format!("cannot read: {e}"),
         })?;
+        let source = utf8_text(path, bytes, toml_field_before)?;
         Self::parse(path, &source)
     }
 
@@ -1161,6 +1162,62 @@ fn line_column(source: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1;
     (line, column)
+}
+
+/// The text of a file the config is made of (the config, a route file): UTF-8, as TOML
+/// requires, or an error at the line and column (1-based, columns in bytes as in every config
+/// error) where the bytes stop being UTF-8. `field` names the place from the valid text before
+/// it.
+fn utf8_text(
+    path: &Path,
+    bytes: Vec<u8>,
+    field: impl FnOnce(&str) -> String,
+) -> Result<String, ConfigError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let error = e.utf8_error();
+        let offset = error.valid_up_to();
+        let bytes = e.as_bytes();
+        let valid = std::str::from_utf8(&bytes[..offset]).expect("valid up to here");
+        let (line, column) = line_column(valid, offset);
+        let what = match error.error_len() {
+            Some(_) => format!(
+                "byte 0x{:02X} (file offset {offset}) begins no valid UTF-8 character",
+                bytes[offset]
+            ),
+            None => format!(
+                "the file ends inside a UTF-8 character (byte 0x{:02X} at file offset {offset} starts it)",
+                bytes[offset]
+            ),
+        };
+        // A UTF-16 file starts with its byte order mark, FF FE or FE FF, both not UTF-8.
+        let hint = if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
+            "it starts with a UTF-16 byte order mark: convert it with `iconv -f utf-16 -t utf-8`"
+        } else {
+            "Latin-1 text converts with `iconv -f latin1 -t utf-8`"
+        };
+        ConfigError {
+            file: path.to_owned(),
+            line,
+            column,
+            field: field(valid),
+            message: format!(
+                "the text is not UTF-8 from here: {what}; save the file as UTF-8 ({hint})"
+            ),
+        }
+    })
+}
+
+/// The field of the end of a config's valid text, where something else begins (text that is
+/// not UTF-8): the key being written on the last line, or, when that line is a comment, a
+/// table header or has no `=` yet, the table the line is in.
+fn toml_field_before(valid: &str) -> String {
+    let line_start = valid.rfind('\n').map_or(0, |nl| nl + 1);
+    let partial = valid[line_start..].trim_start();
+    if partial.contains('=') && !partial.starts_with(['#', '[']) {
+        field_at(valid, valid.len())
+    } else {
+        field_at(&valid[..line_start], line_start)
+    }
 }
 
 /// The dotted field path at a byte offset: the enclosing `[table]` or `[[array]]` header
@@ -2090,13 +2147,16 @@ impl<'a> SwitchBuilder<'a> {
                 ));
             }
             let path = dir.join(entry.get_ref());
-            let text = std::fs::read_to_string(&path).map_err(|e| {
+            let bytes = std::fs::read(&path).map_err(|e| {
                 self.loc.at(
                     entry.span(),
                     &field,
                     format!("cannot read route file {}: {e}", path.display()),
                 )
             })?;
+            // Text that is not UTF-8 is the route file's fault, at its line: `route`, as the
+            // field of a whole route file line.
+            let text = utf8_text(&path, bytes, |_| "route".to_owned())?;
             self.route_file_paths.push(path.clone());
             let file = (self.route_file_paths.len() - 1) as u32;
             self.route_file(
@@ -3512,11 +3572,39 @@ fn interface_address(text: &str, want_v6: bool) -> Result<(IpAddr, u8), String> 
             }
         }
     };
-    match unusable {
-        Some(what) => Err(format!(
+    if let Some(what) = unusable {
+        return Err(format!(
             "{addr} is {what}; an interface needs a host address, e.g. 10.0.10.1/24"
-        )),
-        None => Ok((addr, len)),
+        ));
+    }
+    if let IpAddr::V6(a) = addr
+        && let Some(why) = ipv4_in_ipv6(a)
+    {
+        return Err(format!("{addr} is {why}; list IPv4 addresses in `ipv4`"));
+    }
+    Ok((addr, len))
+}
+
+/// Why IPv6 address `a` is no interface's because it only carries an IPv4 address, if it
+/// does: IPv4-mapped (::ffff:0:0/96), which stands for an IPv4 node and is never assigned to
+/// an IPv6 interface (RFC 4291 2.5.5.2; not forwardable, RFC 6890), or IPv4-compatible
+/// (::/96), deprecated (RFC 4291 2.5.5.1). :: and ::1, inside ::/96, are neither: they are
+/// the unspecified and loopback addresses. The rule for every interface address
+/// (`interface_address`: `[[port]]` and `[[vlan]]` `ipv6`, so reloads too).
+pub(crate) fn ipv4_in_ipv6(a: Ipv6Addr) -> Option<String> {
+    let bits = u128::from(a);
+    if bits >> 32 == 0xffff {
+        let v4 = Ipv4Addr::from(bits as u32);
+        Some(format!(
+            "an IPv4-mapped address (::ffff:0:0/96), which stands for the IPv4 node {v4} and is never assigned to an interface (RFC 4291 2.5.5.2)"
+        ))
+    } else if bits >> 32 == 0 && bits > 1 {
+        Some(
+            "an IPv4-compatible address (::/96), deprecated by RFC 4291 2.5.5.1 and not assigned to interfaces"
+                .to_owned(),
+        )
+    } else {
+        None
     }
 }
 
@@ -3649,8 +3737,18 @@ pub fn check_sid_prefix(
 /// config and in the API (`resolve`). It lies in one of the interface's connected subnets (a
 /// neighbour elsewhere would never answer ARP or ND), is not the switch's own address there
 /// and, in an IPv4 subnet up to /30, is neither the subnet's network nor its broadcast
-/// address (in a /31 both addresses are hosts, RFC 3021).
+/// address (in a /31 both addresses are hosts, RFC 3021). A neighbour's address is its
+/// interface's, so none carries an IPv4 address in IPv6 (`ipv4_in_ipv6`, as for the switch's
+/// own: only an interface subnet that covers ::/96 or ::ffff:0:0/96, such as ::1:0:0:1/64,
+/// could hold one).
 pub fn on_link(ip: IpAddr, subnets: &[(IpAddr, u8)], label: &str) -> Result<(), String> {
+    if let IpAddr::V6(a) = ip
+        && let Some(why) = ipv4_in_ipv6(a)
+    {
+        return Err(format!(
+            "{ip} is {why}, so no neighbour has it; an IPv4 neighbour is given by its IPv4 address"
+        ));
+    }
     if subnets.iter().any(|&(a, _)| a == ip) {
         return Err(format!("{ip} is this switch's own address on {label}"));
     }
@@ -4263,6 +4361,25 @@ ipv4 = ["10.0.10.1/24"]
             "port[2].ipv6[0]",
             4,
             "multicast",
+        ),
+        // IPv4 in IPv6 (RFC 4291 2.5.5): on a routed port, a VLAN interface, a second entry.
+        (
+            "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv6 = [\"::ffff:10.1.1.1/120\"]\n",
+            "port[2].ipv6[0]",
+            4,
+            "::ffff:10.1.1.1 is an IPv4-mapped address (::ffff:0:0/96), which stands for the IPv4 node 10.1.1.1 and is never assigned to an interface (RFC 4291 2.5.5.2); list IPv4 addresses in `ipv4`",
+        ),
+        (
+            "[[vlan]]\nid = 20\nipv6 = [\"2001:db8:20::1/64\", \"::ffff:a01:101/128\"]\n",
+            "vlan[1].ipv6[1]",
+            3,
+            "::ffff:10.1.1.1 is an IPv4-mapped address",
+        ),
+        (
+            "[[vlan]]\nid = 20\nipv6 = [\"::10.1.1.1/120\"]\n",
+            "vlan[1].ipv6[0]",
+            3,
+            "::a01:101 is an IPv4-compatible address (::/96), deprecated by RFC 4291 2.5.5.1 and not assigned to interfaces; list IPv4 addresses in `ipv4`",
         ),
         (
             "[[port]]\nname = \"x\"\ndevargs = \"net_null2\"\nipv4 = [\"10.255.0.2/30\"]\n",
@@ -5330,6 +5447,158 @@ port = "tr"
         assert!(overlaps(ip("10.0.0.0"), 8, ip("10.200.0.1"), 24));
         assert!(!overlaps(ip("10.0.0.1"), 31, ip("10.0.0.2"), 31));
         assert!(!overlaps(ip("10.0.0.1"), 8, ip("::a00:1"), 104));
+    }
+
+    #[test]
+    fn ipv6_addresses_that_carry_an_ipv4_address_are_no_interface_or_neighbour_address() {
+        // IPv4-mapped ::ffff:0:0/96 (RFC 4291 2.5.5.2), at both ends and inside.
+        for text in [
+            "::ffff:0.0.0.0/96",
+            "::ffff:10.0.0.1/120",
+            "::ffff:255.255.255.255/128",
+        ] {
+            let error = interface_address(text, true).unwrap_err();
+            assert!(
+                error.contains("is an IPv4-mapped address"),
+                "{text}: {error}"
+            );
+        }
+        assert_eq!(
+            interface_address("::ffff:10.0.0.1/120", true).unwrap_err(),
+            "::ffff:10.0.0.1 is an IPv4-mapped address (::ffff:0:0/96), which stands for the IPv4 node 10.0.0.1 and is never assigned to an interface (RFC 4291 2.5.5.2); list IPv4 addresses in `ipv4`"
+        );
+        // IPv4-compatible ::/96 (deprecated, RFC 4291 2.5.5.1), but :: and ::1, which keep
+        // their own refusals.
+        for text in ["::0.0.0.2/127", "::10.0.0.1/120", "::255.255.255.255/128"] {
+            let error = interface_address(text, true).unwrap_err();
+            assert!(
+                error.contains("is an IPv4-compatible address"),
+                "{text}: {error}"
+            );
+        }
+        assert!(
+            interface_address("::/64", true)
+                .unwrap_err()
+                .contains("the unspecified address")
+        );
+        assert!(
+            interface_address("::1/128", true)
+                .unwrap_err()
+                .contains("the loopback address")
+        );
+        // Their neighbours in ::/64, outside both /96es, are ordinary addresses.
+        for text in ["::1:0:0:1/64", "::fffe:ffff:ffff/128", "::1:ffff:0:1/64"] {
+            assert!(interface_address(text, true).is_ok(), "{text}");
+        }
+
+        // A neighbour's address is an interface's too: refused even where an interface's
+        // subnet (::/64 here) holds it, as it is on an ordinary one.
+        for subnet in ["::1:0:0:1/64", "2001:db8::1/64"] {
+            let (a, l) = subnet.split_once('/').unwrap();
+            let subnets = [(ip(a), l.parse().unwrap())];
+            for (neighbour, message) in [
+                (
+                    "::ffff:10.0.0.2",
+                    "::ffff:10.0.0.2 is an IPv4-mapped address (::ffff:0:0/96), which stands for the IPv4 node 10.0.0.2 and is never assigned to an interface (RFC 4291 2.5.5.2), so no neighbour has it; an IPv4 neighbour is given by its IPv4 address",
+                ),
+                ("::10.0.0.2", "::a00:2 is an IPv4-compatible address"),
+            ] {
+                let error = on_link(ip(neighbour), &subnets, "p").unwrap_err();
+                assert!(error.contains(message), "{neighbour} on {subnet}: {error}");
+            }
+        }
+        let subnets = [(ip("::1:0:0:1"), 64)];
+        assert_eq!(on_link(ip("::1:0:0:2"), &subnets, "p"), Ok(()));
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_reported_at_its_line_and_column() {
+        let dir = TempDir::new("not-utf8");
+        let config = dir.0.join("leaf.toml");
+        let head = "[switch]\nrouter_mac = \"02:00:00:00:01:00\"\n";
+        let tail = "\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n";
+        // (line 3 up to the bad bytes, the bad bytes, its column, field, message part).
+        let cases: &[(&str, &[u8], usize, &str, &str)] = &[
+            // Latin-1 'é' in a value: the key's field.
+            (
+                "name = \"caf",
+                b"\xe9\"",
+                12,
+                "switch.name",
+                "the text is not UTF-8 from here: byte 0xE9 (file offset 53) begins no valid UTF-8 character; save the file as UTF-8 (Latin-1 text converts with `iconv -f latin1 -t utf-8`)",
+            ),
+            // In a comment: the table's.
+            (
+                "# caf",
+                b"\xe9 = x",
+                6,
+                "switch",
+                "byte 0xE9 (file offset 47)",
+            ),
+            // A sequence cut short by the end of the file (a stray continuation byte after
+            // a complete one is also refused).
+            (
+                "name = \"\u{20ac}",
+                b"\xe2\x82",
+                12,
+                "switch.name",
+                "the file ends inside a UTF-8 character (byte 0xE2 at file offset 53 starts it)",
+            ),
+            (
+                "name = \"\u{20ac}",
+                b"\x82\"",
+                12,
+                "switch.name",
+                "byte 0x82",
+            ),
+        ];
+        for &(before, bad, column, field, message) in cases {
+            let mut bytes = format!("{head}{before}").into_bytes();
+            bytes.extend_from_slice(bad);
+            if !bad.ends_with(b"\xe2\x82") {
+                bytes.extend_from_slice(tail.as_bytes());
+            }
+            std::fs::write(&config, &bytes).unwrap();
+            let error = Config::load(&config).unwrap_err();
+            assert_eq!(error.file, config, "{before:?}: {error}");
+            assert_eq!(
+                (error.line, error.column),
+                (3, column),
+                "{before:?}: {error}"
+            );
+            assert_eq!(error.field, field, "{before:?}: {error}");
+            assert!(error.message.contains(message), "{before:?}: {error}");
+            assert!(
+                error.to_string().starts_with(&format!(
+                    "{}:3:{column}: field `{field}`: the text is not UTF-8",
+                    config.display()
+                )),
+                "{error}"
+            );
+        }
+        // UTF-16 (a byte order mark first) is named; the place is the top of the file.
+        std::fs::write(&config, b"\xff\xfe[\x00").unwrap();
+        let error = Config::load(&config).unwrap_err();
+        assert_eq!((error.line, error.column), (1, 1), "{error}");
+        assert_eq!(error.field, "(top level)");
+        assert!(error.message.contains("UTF-16"), "{error}");
+
+        // A route file's: at its line, field `route` as for its other whole-line errors.
+        let config = dir.write("routes.toml", &format!("route_files = [\"r.txt\"]\n{BASE}"));
+        let routes = dir.0.join("r.txt");
+        std::fs::write(
+            &routes,
+            b"10.1.0.0/16 blackhole\n10.2.0.0/16 blackhole # \xe9t\xe9\n",
+        )
+        .unwrap();
+        let error = Config::load(&config).unwrap_err();
+        assert_eq!(error.file, routes, "{error}");
+        assert_eq!(
+            (error.line, error.column, error.field.as_str()),
+            (2, 25, "route"),
+            "{error}"
+        );
+        assert!(error.message.contains("byte 0xE9"), "{error}");
     }
 
     // ---------------------------------------------------------------- route files

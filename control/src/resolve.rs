@@ -1085,6 +1085,35 @@ behavior = "uN"
     }
 
     #[test]
+    fn a_neighbour_or_via_carrying_an_ipv4_address_is_refused_as_the_config_refuses_it() {
+        // The config's rule (`config::on_link`): IPv4-mapped and IPv4-compatible addresses are
+        // no interface's (RFC 4291 2.5.5), so no neighbour's either.
+        let n = names();
+        for line in [
+            r#"{"op":"add_neighbor","ip":"::ffff:10.255.0.0","dev":"p0","mac":"02:00:00:00:00:09"}"#,
+            r#"{"op":"add_route","prefix":"2001:db8:7::/48","via":"::ffff:10.255.0.0","dev":"p0"}"#,
+            r#"{"op":"add_ecmp_member","group":"up","via":"::ffff:10.255.0.0","dev":"p0"}"#,
+            r#"{"op":"add_group","group":"g","members":[{"via":"::ffff:10.255.0.0","dev":"p0"}]}"#,
+        ] {
+            let error = err(&n, line);
+            assert!(
+                error.contains(
+                    "::ffff:10.255.0.0 is an IPv4-mapped address (::ffff:0:0/96), which stands for the IPv4 node 10.255.0.0"
+                ),
+                "{line}: {error}"
+            );
+        }
+        let error = err(
+            &n,
+            r#"{"op":"add_neighbor","ip":"::10.255.0.0","dev":"p0","mac":"02:00:00:00:00:09"}"#,
+        );
+        assert!(
+            error.contains("::aff:0 is an IPv4-compatible address (::/96)"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn a_via_is_a_host_of_its_subnet_and_a_neighbour_not_the_router_mac() {
         let n = names();
         for (line, expected) in [
