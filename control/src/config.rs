@@ -481,15 +481,7 @@ pub fn check_eal_arg(arg: &str) -> Result<(), String> {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let bytes = std::fs::read(path).map_err(|e| ConfigError {
-            file: path.to_owned(),
-            line: 0,
-            column: 0,
-            field: "(file)".to_owned(),
-            message: format!("cannot read: {e}"),
-        })?;
-        let source = utf8_text(path, bytes, toml_field_before)?;
-        Self::parse(path, &source)
+        Self::parse(path, &read_toml_text(path)?)
     }
 
     /// Validates config text. `path` names the file in messages, and its directory is where
@@ -1210,6 +1202,19 @@ fn utf8_text(
 /// The field of the end of a config's valid text, where something else begins (text that is
 /// not UTF-8): the key being written on the last line, or, when that line is a comment, a
 /// table header or has no `=` yet, the table the line is in.
+/// The text of TOML file `path` (a config or a schedule): one that cannot be read is reported
+/// at its field `(file)`, one that is not UTF-8 where it stops being UTF-8.
+pub(crate) fn read_toml_text(path: &Path) -> Result<String, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|e| ConfigError {
+        file: path.to_owned(),
+        line: 0,
+        column: 0,
+        field: "(file)".to_owned(),
+        message: format!("cannot read: {e}"),
+    })?;
+    utf8_text(path, bytes, toml_field_before)
+}
+
 fn toml_field_before(valid: &str) -> String {
     let line_start = valid.rfind('\n').map_or(0, |nl| nl + 1);
     let partial = valid[line_start..].trim_start();

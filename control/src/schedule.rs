@@ -76,13 +76,7 @@ pub fn load(
     config: &Config,
     origin_us: u64,
 ) -> Result<Vec<ScheduledEvent>, ConfigError> {
-    let source = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: path.to_owned(),
-        line: 0,
-        column: 0,
-        field: "(file)".to_owned(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let source = crate::config::read_toml_text(path)?;
     parse(path, &source, config, origin_us)
 }
 
@@ -298,6 +292,21 @@ mod tests {
             "[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n[[port]]\nname = \"b\"\ndevargs = \"net_null1\"\n",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_schedule_that_is_not_utf8_is_reported_at_its_line() {
+        let path = std::env::temp_dir().join(format!("ironclos-sched-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            b"[[event]]\nat_us = 10\nport = \"b\xe9\"\nlink = \"up\"\n",
+        )
+        .unwrap();
+        let error = load(&path, &config(), 0).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!((error.line, error.column), (3, 10), "{error}");
+        assert_eq!(error.field, "event[0].port", "{error}");
+        assert!(error.message.contains("byte 0xE9"), "{error}");
     }
 
     #[test]
