@@ -2464,6 +2464,25 @@ fn run_time_updates_keep_vrfs_apart_and_replies_name_what_the_operator_wrote() {
         s.ok(&["mac", "add", "10", "02:00:00:00:77:01", "a"]),
         "ok (replaced the entry of 02:00:00:00:77:01 in VLAN 10: now to port a)\n"
     );
+    // The switch reports it from the tables as it applies each update: in a batch, the
+    // second add of one prefix replaces the first; the API's result lists it, and the text
+    // of a batch counts it.
+    let batch = r#"{"v":1,"id":7,"cmd":"update","updates":[{"op":"add_route","prefix":"10.82.0.0/16","blackhole":true},{"op":"add_route","prefix":"10.82.0.0/16","via":"10.255.0.0","dev":"d0"},{"op":"add_route","prefix":"10.83.0.0/16","blackhole":true}]}"#;
+    assert_eq!(
+        raw(&s.socket, format!("{batch}\n").as_bytes()),
+        json!({"v": 1, "id": 7, "ok": true, "result": {"applied": 3, "replaced": [1]}})
+    );
+    let again: serde_json::Value = serde_json::from_str(&s.ok(&["raw", batch])).unwrap();
+    assert_eq!(
+        again["result"],
+        json!({"applied": 3, "replaced": [0, 1, 2]}),
+        "sent again, every add finds its prefix routed"
+    );
+    // Nothing replaced is not mentioned.
+    assert_eq!(
+        s.json(&["route", "del", "10.83.0.0/16"]),
+        json!({"applied": 1})
+    );
     // Asking changed nothing: a delete of a missing entry is still refused, once.
     s.ok(&["mac", "del", "10", "02:00:00:00:77:01"]);
     s.refused(

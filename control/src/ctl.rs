@@ -108,9 +108,12 @@ impl Client {
     }
 }
 
-/// The delete a `route add` or `mac add` request's entry would be, as an update op: the
-/// route's prefix in its VRF, or the MAC in its VLAN. `None` for any other request.
-fn delete_of(cmd: &str, request: &Map<String, Value>) -> Option<Value> {
+/// For `ctl route add` and `ctl mac add` (a batch of one `add_route` or `add_mac`), which
+/// replace an entry that exists (as `ip route replace`, and as the API's `add_route`/`add_mac`
+/// do): whether the switch's `result` says that one did (its `replaced` indices, as the worker
+/// found the tables when it applied the update), so the reply can say so. `None` for other
+/// requests.
+pub fn replaced_entry(cmd: &str, request: &Map<String, Value>, result: &Value) -> Option<bool> {
     if cmd != "update" {
         return None;
     }
@@ -118,43 +121,14 @@ fn delete_of(cmd: &str, request: &Map<String, Value>) -> Option<Value> {
     let [op] = updates.as_slice() else {
         return None;
     };
-    match op["op"].as_str()? {
-        "add_route" => Some(json!({"op": "del_route", "prefix": op["prefix"], "vrf": op["vrf"]})),
-        "add_mac" => Some(json!({"op": "del_mac", "vlan": op["vlan"], "mac": op["mac"]})),
-        _ => None,
+    if !matches!(op["op"].as_str()?, "add_route" | "add_mac") {
+        return None;
     }
+    let replaced = result["replaced"].as_array();
+    Some(replaced.is_some_and(|indices| indices.contains(&json!(0))))
 }
 
-/// For `ctl route add` and `ctl mac add`, which replace an entry that exists (as `ip route
-/// replace`, and as the API's `add_route`/`add_mac` do): whether one does, so the reply can
-/// say so (`None` for other requests). The switch is asked with a batch of two deletes of the
-/// entry, which it refuses whatever the answer, so nothing changes (a refused batch applies
-/// nothing): it refuses the second delete if the entry exists, the first if it does not (or
-/// cannot be deleted: an interface's route, which the add is then refused for too). An error
-/// that is no such refusal (the switch is not live, it cannot be reached) is the command's.
-/// The answer is as found just before the change: another client may change the entry in
-/// between.
-pub fn existing_entry(
-    client: &mut Client,
-    cmd: &str,
-    request: &Map<String, Value>,
-) -> Result<Option<bool>, CtlError> {
-    let Some(delete) = delete_of(cmd, request) else {
-        return Ok(None);
-    };
-    let mut probe = Map::new();
-    probe.insert("updates".to_owned(), json!([delete, delete]));
-    match client.call("update", probe) {
-        Err(CtlError::Refused(m)) if m.starts_with("updates[1]:") => Ok(Some(true)),
-        Err(CtlError::Refused(m)) if m.starts_with("updates[0]:") => Ok(Some(false)),
-        Err(e) => Err(e),
-        Ok(_) => Err(CtlError::Transport(
-            "the switch applied two deletes of one entry: not an ironclos API".to_owned(),
-        )),
-    }
-}
-
-/// The reply of a `route add` or `mac add` that replaced an entry (`existing_entry`): what was
+/// The reply of a `route add` or `mac add` that replaced an entry (`replaced_entry`): what was
 /// replaced, and where it goes now.
 pub fn replaced_text(request: &Map<String, Value>) -> String {
     let op = &request["updates"][0];
@@ -583,7 +557,12 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
             })
             .collect(),
         "update" | "table_add" | "table_delete" => {
-            format!("ok: {} update(s) applied\n", s(&result["applied"]))
+            let replaced = result["replaced"].as_array().map_or(0, Vec::len);
+            let note = match replaced {
+                0 => String::new(),
+                n => format!(" ({n} replaced an entry there was)"),
+            };
+            format!("ok: {} update(s) applied{note}\n", s(&result["applied"]))
         }
         "reload" => {
             let kinds: Vec<String> = result["updates"]
@@ -619,7 +598,7 @@ pub fn to_text(cmd: &str, result: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{delete_of, raw_refusal, raw_requests, replaced_text, to_text};
+    use super::{raw_refusal, raw_requests, replaced_entry, replaced_text, to_text};
     use serde_json::json;
 
     #[test]
@@ -654,10 +633,10 @@ mod tests {
             json!({"op": "add_route", "prefix": "10.7.0.0/16", "vrf": null,
                                    "via": "10.255.0.2", "dev": "p5"}),
         );
-        assert_eq!(
-            delete_of("update", &route),
-            Some(json!({"op": "del_route", "prefix": "10.7.0.0/16", "vrf": null}))
-        );
+        let replaced = json!({"applied": 1, "replaced": [0]});
+        let added = json!({"applied": 1});
+        assert_eq!(replaced_entry("update", &route, &replaced), Some(true));
+        assert_eq!(replaced_entry("update", &route, &added), Some(false));
         assert_eq!(
             replaced_text(&route),
             "ok (replaced the route to 10.7.0.0/16 in VRF default: now via 10.255.0.2 dev p5)"
@@ -672,25 +651,24 @@ mod tests {
         let mac = request(
             json!({"op": "add_mac", "vlan": 10, "mac": "02:00:00:00:77:01", "port": "eth1"}),
         );
-        assert_eq!(
-            delete_of("update", &mac),
-            Some(json!({"op": "del_mac", "vlan": 10, "mac": "02:00:00:00:77:01"}))
-        );
+        assert_eq!(replaced_entry("update", &mac, &replaced), Some(true));
         assert_eq!(
             replaced_text(&mac),
             "ok (replaced the entry of 02:00:00:00:77:01 in VLAN 10: now to port eth1)"
         );
-        // Nothing else is asked about: other ops, batches, other commands.
-        assert_eq!(
-            delete_of(
-                "update",
-                &request(json!({"op": "del_route", "prefix": "10.7.0.0/16"}))
-            ),
-            None
-        );
+        // Nothing else is told so: other ops, batches, other commands.
+        let deleted = request(json!({"op": "del_route", "prefix": "10.7.0.0/16"}));
+        assert_eq!(replaced_entry("update", &deleted, &replaced), None);
         let two = json!({"updates": [route["updates"][0], route["updates"][0]]});
-        assert_eq!(delete_of("update", two.as_object().unwrap()), None);
-        assert_eq!(delete_of("table_add", &route), None);
+        let two = two.as_object().unwrap();
+        assert_eq!(replaced_entry("update", two, &replaced), None);
+        assert_eq!(replaced_entry("table_add", &route, &replaced), None);
+        // Batches and the P4 form count what they replaced.
+        assert_eq!(
+            to_text("update", &json!({"applied": 2, "replaced": [1]})),
+            "ok: 2 update(s) applied (1 replaced an entry there was)\n"
+        );
+        assert_eq!(to_text("table_add", &added), "ok: 1 update(s) applied\n");
     }
 
     #[test]

@@ -952,14 +952,11 @@ fn ctl(args: CtlArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return ctl_refused(json_output, &e),
     };
-    // `route add` and `mac add` replace an entry that exists (as `ip route replace`): asked
-    // first, so that the reply can say so.
-    let replaces = match control::ctl::existing_entry(&mut client, cmd, &request) {
-        Ok(replaces) => replaces,
-        Err(e) => return ctl_refused(json_output, &e),
-    };
     match client.call(cmd, request.clone()) {
         Ok(mut result) => {
+            // `route add` and `mac add` replace an entry that exists (as `ip route replace`),
+            // and say so; with --json as `"replaced": true|false`.
+            let replaces = control::ctl::replaced_entry(cmd, &request, &result);
             if let (Some(replaced), Some(object)) = (replaces, result.as_object_mut()) {
                 object.insert("replaced".to_owned(), json!(replaced));
             }

@@ -1083,8 +1083,12 @@ impl ControlServer {
                     self.names.name_ids(&error, true)
                 ));
             }
-            Reply::Applied { count } => {
+            Reply::Applied { count, replaced } => {
                 let mut reply = json!({"applied": count});
+                // Adds that took the place of an entry (route or MAC), by index in the batch.
+                if !replaced.is_empty() {
+                    reply["replaced"] = json!(replaced);
+                }
                 let changes = match then {
                     Then::Updated(changes) => changes,
                     Then::Reloaded(config, changes, summary) => {

@@ -299,9 +299,13 @@ pub enum Dump {
 /// The worker's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Every update of the batch took effect.
+    /// Every update of the batch took effect. `replaced`: the (0-based) indices of the
+    /// batch's `AddRoute` and `AddMac` updates that took the place of an entry there was
+    /// (a route of the same prefix in the VRF, a MAC-table entry, static or learned, of the
+    /// same VLAN and MAC), as the batch found it in its turn.
     Applied {
         count: usize,
+        replaced: Vec<usize>,
     },
     /// None did: update `index` (0-based) was refused for `error`.
     Rejected {
@@ -388,8 +392,12 @@ mod tests {
         );
         let (id, request) = channel.next_request().unwrap();
         assert_eq!((id, request), (0, Request::Dump(vec![DumpKind::Nexthops])));
-        channel.answer(0, Reply::Applied { count: 0 });
-        assert_eq!(channel.reply(), Some((0, Reply::Applied { count: 0 })));
+        let applied = || Reply::Applied {
+            count: 0,
+            replaced: Vec::new(),
+        };
+        channel.answer(0, applied());
+        assert_eq!(channel.reply(), Some((0, applied())));
         assert_eq!(channel.reply(), None);
     }
 }

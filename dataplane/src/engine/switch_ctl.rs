@@ -69,9 +69,13 @@ impl SwitchWorker {
             }
         }
         let mut undo = Vec::new();
+        let mut replaced = Vec::new();
         for (index, update) in updates.iter().enumerate() {
             if matches!(update, Update::SetEcn { .. } | Update::SetPfc { .. }) {
                 continue;
+            }
+            if self.forwarder.replaces_entry(update) {
+                replaced.push(index);
             }
             if let Err(error) = self.forwarder.apply_update(update, &mut undo) {
                 self.forwarder.undo_updates(undo);
@@ -109,6 +113,7 @@ impl SwitchWorker {
         }
         Reply::Applied {
             count: updates.len(),
+            replaced,
         }
     }
 }

@@ -155,6 +155,19 @@ fn mac_text(mac: [u8; 6]) -> String {
 }
 
 impl Forwarder {
+    /// Whether `update`, applied now, takes the place of an entry: an `AddRoute` of a prefix
+    /// the VRF routes already, an `AddMac` of a VLAN and MAC the table has (static or
+    /// learned). The control plane tells the operator so (`ip route replace` semantics).
+    pub fn replaces_entry(&self, update: &Update) -> bool {
+        match *update {
+            Update::AddRoute {
+                vrf, prefix, len, ..
+            } => self.raw_route(vrf, prefix, len).is_some(),
+            Update::AddMac { vlan, mac, .. } => self.macs.get(vlan, mac).is_some(),
+            _ => false,
+        }
+    }
+
     fn raw_route(&self, vrf: u16, prefix: IpAddr, len: u8) -> Option<u32> {
         match prefix {
             IpAddr::V4(p) => self.fib4.get(usize::from(vrf))?.get(p, len),
