@@ -22,7 +22,12 @@
  *   the egress MTU check (Rust: `Forwarder::exceeds_mtu`, drop reason
  *   `mtu_exceeded` with ICMP Fragmentation Needed / Packet Too Big) and IPv4
  *   fragmentation (dataplane/src/fragment.rs): fragments are new packets
- *   and the errors are built on the CPU, neither described here.
+ *   and the errors are built on the CPU, neither described here. In Rust
+ *   the MTU check comes before the neighbour's (Forwarder::resolve_target,
+ *   as Linux's ip_forward / ip6_forward): a packet too big for its egress
+ *   interface is answered while its neighbour is unresolved and asks no
+ *   resolution; this program, without the check, would resolve and drop
+ *   it as neighbor_unresolved.
  *
  * What this program describes:
  *   - the parser: Ethernet, one or two 802.1Q/802.1ad tags (TPID 0x8100 or
@@ -1941,12 +1946,16 @@ control IroncIngress(inout headers_t hdr,
                 return;
             }
             /* Sources nothing may be routed from (Rust: is_martian_v4,
-             * is_martian_v6): IPv4 0/8, 127/8, 224/3; IPv6 ::, ::1, ff00::/8. */
+             * is_martian_v6_source): IPv4 0/8, 127/8, 224/3; IPv6 ::, ::1,
+             * ff00::/8 and IPv4-mapped ::ffff:0:0/96 (RFC 4291 2.5.5.2; Linux's
+             * ip6_rcv_core drops it as a source only: an IPv4-mapped
+             * destination is routed by the FIB, as above). */
             if ((meta.lookup == LOOKUP_IPV4
                     && (hdr.ipv4.src_addr[31:24] == 0 || hdr.ipv4.src_addr[31:24] == 127
                         || hdr.ipv4.src_addr[31:29] == 7))
                     || (meta.lookup == LOOKUP_IPV6
-                        && (hdr.ipv6.src_addr[127:1] == 0 || hdr.ipv6.src_addr[127:120] == 0xff))) {
+                        && (hdr.ipv6.src_addr[127:1] == 0 || hdr.ipv6.src_addr[127:120] == 0xff
+                            || hdr.ipv6.src_addr[127:32] == 96w0xffff))) {
                 drop_with_reason(DROP_MARTIAN_SOURCE);
                 return;
             }

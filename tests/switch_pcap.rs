@@ -1247,6 +1247,151 @@ fn packets_longer_than_the_egress_mtu_are_fragmented_or_answered_with_packet_too
     );
 }
 
+/// `leaf_config`'s static neighbour entry for spine 1's IPv6 address (2001:db8:ff:: behind
+/// p4), which tests that want it unresolved remove.
+const SPINE1_V6_STATIC_NEIGHBOR: &str =
+    "[[neighbor]]\nip = \"2001:db8:ff::\"\nmac = \"02:00:00:00:51:01\"\nport = \"p4\"\n";
+
+#[test]
+fn packets_too_big_for_an_unresolved_neighbour_are_answered_with_the_mtu_and_never_resolved() {
+    // As Linux (ip_forward's ip_exceeds_mtu, ip6_forward's ip6_pkt_too_big, before the
+    // neighbour layer): the source hears the next-hop MTU whether the neighbour is resolved
+    // or not, and a packet dropped as too big makes the switch ask for no neighbour. From A
+    // (p0, MTU 9000): IPv4 with DF to 10.5/16 via spine 2 (10.255.0.2 on p5, MTU 1400, not
+    // known), IPv6 to 2001:db8:b::/48 via spine 1 (2001:db8:ff:: on p4, MTU 1280, not known),
+    // and IPv4 with DF to a VLAN 20 host never seen (VLAN 20's MTU: p2's 1300).
+    let dir = TestDir::new("sw-mtu-unresolved");
+    let mut trace = Trace::new();
+    let a_ip = Ipv4Addr::new(10, 0, 10, 5);
+    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
+    let gateway = Ipv4Addr::new(10, 0, 10, 1);
+    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    let v4_df = |dst: Ipv4Addr, len: usize| {
+        let ip = ipv4_udp(a_ip, dst, 64, 1000, 4791, &vec![0x77; len - 28]);
+        assert_eq!(ip[6] & 0x40, 0x40, "DF");
+        ethernet(ROUTER, HOST_A, None, 0x0800, &ip)
+    };
+    let via_spine2 = v4_df(Ipv4Addr::new(10, 5, 0, 1), 1600);
+    let v6_long = v6_a_to_b(&vec![0x66; 1500 - 48]);
+    let to_vlan20 = v4_df(Ipv4Addr::new(10, 0, 20, 7), 1400);
+    for frame in [&via_spine2, &v6_long, &to_vlan20] {
+        trace.send(0, frame.clone());
+    }
+    trace.write(&dir);
+    let mut config = format!("{}{}", leaf_config(&dir), HOSTS_AS_NEIGHBORS)
+        .replace(SPINE2_STATIC_NEIGHBOR, "")
+        .replace(SPINE1_V6_STATIC_NEIGHBOR, "");
+    assert!(!config.contains("ip = \"2001:db8:ff::\"") && !config.contains("\"10.255.0.2\"\nmac"));
+    config.push_str("\n[[route]]\nprefix = \"10.5.0.0/16\"\nvia = \"10.255.0.2\"\nport = \"p5\"\n");
+    for (port, mtu) in [("p0", 9000), ("p2", 1300), ("p4", 1280), ("p5", 1400)] {
+        let name = format!("name = \"{port}\"\n");
+        config = config.replace(&name, &format!("{name}mtu = {mtu}\n"));
+    }
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+
+    // RFC 1191: Destination Unreachable, code 4 (fragmentation needed and DF set), the
+    // next-hop MTU in the low 16 bits of the second word; RFC 8201 / RFC 4443 3.2: Packet Too
+    // Big, code 0, the MTU in the second word. From VLAN 10's addresses, quoting as much as
+    // each family's error may hold (576 bytes in all for IPv4, 1280 for IPv6).
+    let ip6_len = 40 + usize::from(u16::from_be_bytes([v6_long[18], v6_long[19]]));
+    assert_eq!(
+        out[0],
+        vec![
+            with_code_and_word(
+                icmpv4_error(HOST_A, None, gateway, a_ip, 3, &via_spine2[14..14 + 548]),
+                4,
+                1400
+            ),
+            with_code_and_word(
+                icmpv6_error(
+                    HOST_A,
+                    gateway6,
+                    a6,
+                    2,
+                    &v6_long[14..14 + (1280 - 48).min(ip6_len)]
+                ),
+                0,
+                1280
+            ),
+            with_code_and_word(
+                icmpv4_error(HOST_A, None, gateway, a_ip, 3, &to_vlan20[14..14 + 548]),
+                4,
+                1300
+            ),
+        ]
+    );
+    // No ARP for 10.255.0.2 (p5) or for the VLAN 20 host (p2, p3), no Neighbor Solicitation
+    // for 2001:db8:ff:: (p4): nothing else leaves.
+    for (port, frames) in out.iter().enumerate().skip(1) {
+        assert!(frames.is_empty(), "p{port} sent {frames:02x?}");
+    }
+    let drops = drops(&stats);
+    assert_eq!(drops["mtu_exceeded"], 3);
+    assert_eq!(drops.values().sum::<u64>(), 3, "{drops:?}");
+    assert_eq!(
+        stats["icmp_errors"],
+        serde_json::json!({"built": 3, "suppressed": 0, "not_sent": 0})
+    );
+}
+
+#[test]
+fn ipv4_mapped_ipv6_sources_are_martian_ipv4_mapped_destinations_are_routed() {
+    // RFC 4291 2.5.5.2: IPv4-mapped addresses (::ffff:0:0/96) are not used on the wire. Linux
+    // drops a packet from one on input (ip6_rcv_core) and routes one to such a destination by
+    // its FIB; so does the switch. From spine 1 on p4 (a routed port, the express lane's) to
+    // host A, and from A to a route covering ::ffff:0:0/96 (via spine 1).
+    let dir = TestDir::new("sw-v4-mapped");
+    let mut trace = Trace::new();
+    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
+    let from_spine = |src: &str| {
+        let packet = ipv6_udp(src.parse().unwrap(), a6, 30, 5000, 6000, &[1; 4]);
+        ethernet(ROUTER, SPINE1, None, 0x86dd, &packet)
+    };
+    // A first: the switch learns where A's MAC is.
+    let to_mapped = ethernet(
+        ROUTER,
+        HOST_A,
+        None,
+        0x86dd,
+        &ipv6_udp(
+            a6,
+            "::ffff:10.1.2.3".parse().unwrap(),
+            30,
+            5000,
+            6000,
+            &[2; 4],
+        ),
+    );
+    trace.send(0, to_mapped.clone());
+    for src in [
+        "::ffff:10.7.0.1",
+        "::ffff:0.0.0.0",
+        "::ffff:255.255.255.255",
+    ] {
+        trace.send(4, from_spine(src));
+    }
+    // Next to the block: routed.
+    let beside = from_spine("::fffe:ffff:ffff");
+    trace.send(4, beside.clone());
+    trace.write(&dir);
+    let config = format!(
+        "{}{}\n[[route]]\nprefix = \"::ffff:0:0/96\"\nvia = \"2001:db8:ff::\"\nport = \"p4\"\n",
+        leaf_config(&dir),
+        HOSTS_AS_NEIGHBORS
+    );
+    let (_, stats) = replay(&dir, &config);
+    let out = outputs(&dir);
+    assert_eq!(out[0], vec![routed_v6(&beside, HOST_A)]);
+    assert_eq!(out[4], vec![routed_v6(&to_mapped, SPINE1)]);
+    for port in [1, 2, 3, 5] {
+        assert!(out[port].is_empty(), "p{port} sent {:02x?}", out[port]);
+    }
+    let drops = drops(&stats);
+    assert_eq!(drops["martian_source"], 3);
+    assert_eq!(drops.values().sum::<u64>(), 3, "{drops:?}");
+}
+
 #[test]
 fn a_replay_that_runs_out_of_mbufs_says_it_stalled() {
     // 3000 frames at one instant into a 400G port, flooded to a 10G one, with 1023 mbufs:

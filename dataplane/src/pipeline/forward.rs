@@ -1312,17 +1312,17 @@ impl Forwarder {
         }
         let seed = self.flow_hash_seed;
         let hash = || flow_hash_ipv4(ip, header_len, seed);
-        let (nexthop_id, out_iface, dst_mac) =
-            match self.resolve_target_id(target, || IpAddr::V4(dst), hash, now) {
+        let (out_iface, dst_mac) =
+            match self.resolve_target(target, || IpAddr::V4(dst), hash, total_len, now) {
                 Ok(found) => found,
-                Err(reason) => return Verdict::Drop(reason),
+                Err(Unsent::Drop(reason)) => return Verdict::Drop(reason),
+                Err(Unsent::TooBig(out_iface)) => {
+                    // Not sent as it is: dropped, or its fragments are routed (placed, counted
+                    // and resolved) anew.
+                    let may_fragment = ip[6] & IPV4_DONT_FRAGMENT == 0;
+                    return self.exceeds_mtu(out_iface, 0, may_fragment, in_iface, vrf);
+                }
             };
-        if self.exceeds_mtu_of(out_iface, total_len) {
-            // Not sent as it is: dropped, or its fragments are placed (and counted) anew.
-            self.uncount_member(target, nexthop_id, self.frame_len);
-            let may_fragment = ip[6] & IPV4_DONT_FRAGMENT == 0;
-            return self.exceeds_mtu(out_iface, 0, may_fragment, in_iface, vrf);
-        }
         self.send_routed(frame, l3, false, tagged, out_iface, dst_mac, now)
     }
 
@@ -1387,7 +1387,7 @@ impl Forwarder {
                 interface: in_iface,
             };
         }
-        if is_martian_v6(u128::from_be_bytes(src)) {
+        if is_martian_v6_source(u128::from_be_bytes(src)) {
             return Verdict::Drop(DropReason::MartianSource);
         }
         if let RouteTarget::Srv6Policy(policy) = target {
@@ -1401,15 +1401,14 @@ impl Forwarder {
         }
         let seed = self.flow_hash_seed;
         let hash = || flow_hash_ipv6(ip, seed);
-        let (nexthop_id, out_iface, dst_mac) =
-            match self.resolve_target_id(target, || IpAddr::V6(dst), hash, now) {
+        let (out_iface, dst_mac) =
+            match self.resolve_target(target, || IpAddr::V6(dst), hash, packet_len, now) {
                 Ok(found) => found,
-                Err(reason) => return Verdict::Drop(reason),
+                Err(Unsent::Drop(reason)) => return Verdict::Drop(reason),
+                Err(Unsent::TooBig(out_iface)) => {
+                    return self.exceeds_mtu(out_iface, 0, false, in_iface, vrf);
+                }
             };
-        if self.exceeds_mtu_of(out_iface, packet_len) {
-            self.uncount_member(target, nexthop_id, self.frame_len);
-            return self.exceeds_mtu(out_iface, 0, false, in_iface, vrf);
-        }
         self.send_routed(frame, l3, true, tagged, out_iface, dst_mac, now)
     }
 
@@ -1443,44 +1442,44 @@ impl Forwarder {
             dport: 0,
         };
         let hash = flow_hash(&key, self.flow_hash_seed);
-        match self.resolve_target(target, || IpAddr::V4(dst), || hash, now) {
-            Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, frame.len() - 14) => {
-                Verdict::Drop(DropReason::MtuExceeded)
-            }
+        let len = frame.len() - 14;
+        match self.resolve_target(target, || IpAddr::V4(dst), || hash, len, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
-            Err(reason) => Verdict::Drop(reason),
+            Err(unsent) => Verdict::Drop(unsent.reason()),
         }
     }
 
-    /// The interface and MAC to send to, or why not. Asks the control plane to resolve what
-    /// is missing (rate-limited), never waits for it.
+    /// The interface and MAC a routed packet of `len` bytes (from its IP header, as it will
+    /// leave) is sent to, or why not. The egress interface's MTU is checked first, as soon as
+    /// the interface is known (the nexthop chosen, or the connected route's interface) and
+    /// before the neighbour is looked at: a packet too big for it is `Unsent::TooBig` whether
+    /// its neighbour is resolved or not, as in Linux, where `ip_forward` (`ip_exceeds_mtu`)
+    /// and `ip6_forward` (`ip6_pkt_too_big`) answer before the packet reaches the neighbour
+    /// layer, so the source learns the path MTU while the neighbour is being resolved. Like
+    /// Linux, no resolution is asked for a packet dropped as too big (an IPv4 packet that may
+    /// be fragmented asks through its fragments, which are routed anew). Otherwise asks the
+    /// control plane to resolve what is missing (rate-limited), never waits for it. A group
+    /// member chosen (and counted) for a packet that does not leave is uncounted.
     #[inline(always)]
     fn resolve_target(
         &mut self,
         target: RouteTarget,
         dst: impl FnOnce() -> IpAddr,
         hash: impl FnOnce() -> u32,
+        len: usize,
         now: Picos,
-    ) -> Result<(u16, [u8; 6]), DropReason> {
-        self.resolve_target_id(target, dst, hash, now)
-            .map(|(_, interface, mac)| (interface, mac))
-    }
-
-    /// `resolve_target`, with the nexthop chosen.
-    #[inline(always)]
-    fn resolve_target_id(
-        &mut self,
-        target: RouteTarget,
-        dst: impl FnOnce() -> IpAddr,
-        hash: impl FnOnce() -> u32,
-        now: Picos,
-    ) -> Result<(u32, u16, [u8; 6]), DropReason> {
-        let nexthop_id = self.choose_nexthop(target, dst, hash, now)?;
+    ) -> Result<(u16, [u8; 6]), Unsent> {
+        let nexthop_id = self.choose_nexthop(target, dst, hash, len, now)?;
+        let out_iface = self.nexthops[nexthop_id as usize].interface;
+        if self.exceeds_mtu_of(out_iface, len) {
+            self.uncount_member(target, nexthop_id, self.frame_len);
+            return Err(Unsent::TooBig(out_iface));
+        }
         match self.resolved_nexthop(nexthop_id, now) {
-            Ok((interface, mac)) => Ok((nexthop_id, interface, mac)),
+            Ok(found) => Ok(found),
             Err(reason) => {
                 self.uncount_member(target, nexthop_id, self.frame_len);
-                Err(reason)
+                Err(Unsent::Drop(reason))
             }
         }
     }
@@ -1498,15 +1497,18 @@ impl Forwarder {
         }
     }
 
-    /// The nexthop a route's target sends to (an ECMP group's member chosen and counted).
+    /// The nexthop a route's target sends a packet of `len` bytes to (an ECMP group's member
+    /// chosen and counted). A connected route's packet is checked against its interface's MTU
+    /// before its host is gleaned (see `resolve_target`).
     #[inline(always)]
     fn choose_nexthop(
         &mut self,
         target: RouteTarget,
         dst: impl FnOnce() -> IpAddr,
         hash: impl FnOnce() -> u32,
+        len: usize,
         now: Picos,
-    ) -> Result<u32, DropReason> {
+    ) -> Result<u32, Unsent> {
         let nexthop_id = match target {
             RouteTarget::Nexthop(id) => id,
             RouteTarget::Group(group) => {
@@ -1520,7 +1522,7 @@ impl Forwarder {
                 );
                 match chosen {
                     Some((member, _)) => member,
-                    None => return Err(DropReason::EcmpNoLiveMember),
+                    None => return Err(Unsent::Drop(DropReason::EcmpNoLiveMember)),
                 }
             }
             RouteTarget::Connected(interface) => {
@@ -1530,15 +1532,21 @@ impl Forwarder {
                         .ipv4_subnet_ends
                         .contains(&v4)
                 {
-                    return Err(DropReason::DirectedBroadcast);
+                    return Err(Unsent::Drop(DropReason::DirectedBroadcast));
+                }
+                // Too big: answered, and (as Linux) no resolution asked for it.
+                if self.exceeds_mtu_of(interface, len) {
+                    return Err(Unsent::TooBig(interface));
                 }
                 self.glean(interface, dst, now);
-                return Err(DropReason::NeighborUnresolved);
+                return Err(Unsent::Drop(DropReason::NeighborUnresolved));
             }
-            RouteTarget::Blackhole => return Err(DropReason::Blackhole),
+            RouteTarget::Blackhole => return Err(Unsent::Drop(DropReason::Blackhole)),
             // Policies are applied before resolution; an outer destination routed into one
             // again would nest encapsulations.
-            RouteTarget::Srv6Policy(_) => return Err(DropReason::Srv6EncapRecursion),
+            RouteTarget::Srv6Policy(_) => {
+                return Err(Unsent::Drop(DropReason::Srv6EncapRecursion));
+            }
             RouteTarget::Local => unreachable!("local routes are punted before resolution"),
         };
         Ok(nexthop_id)
@@ -1875,8 +1883,39 @@ pub(super) const fn is_martian_v4(first: u8) -> bool {
 /// Whether an IPv6 address is one no packet may be routed from or to: unspecified or loopback
 /// (RFC 4291 2.5.2, 2.5.3), or multicast (2.7; this switch routes no multicast).
 #[inline(always)]
-pub(super) fn is_martian_v6(source: u128) -> bool {
-    (source <= 1) | (source >> 120 == 0xff)
+pub(super) fn is_martian_v6(address: u128) -> bool {
+    (address <= 1) | (address >> 120 == 0xff)
+}
+
+/// Whether an IPv6 source address is one no packet may be routed from: `is_martian_v6`, or
+/// IPv4-mapped (::ffff:0:0/96), which RFC 4291 2.5.5.2 keeps off the wire and Linux drops
+/// on input (`ip6_rcv_core`: `ipv6_addr_v4mapped(&hdr->saddr)`). An IPv4-mapped destination
+/// is not martian: Linux checks only the source and routes the destination by its FIB
+/// (`ipv6_addr_type` gives it no multicast, loopback or link-local bit, so neither
+/// `ip6_route_input` nor `ip6_forward` refuses it), and so does this switch.
+#[inline(always)]
+pub(super) fn is_martian_v6_source(source: u128) -> bool {
+    is_martian_v6(source) | (source >> 32 == 0xffff)
+}
+
+/// Why a routed packet is not sent to its nexthop (`Forwarder::resolve_target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unsent {
+    /// Dropped for this reason (a neighbour being resolved among them).
+    Drop(DropReason),
+    /// Longer than the MTU of this egress interface (whether its neighbour is resolved or
+    /// not): the caller decides between fragments and an error (`Forwarder::exceeds_mtu`).
+    TooBig(u16),
+}
+
+impl Unsent {
+    /// The reason a packet that gets neither fragments nor an error is counted under.
+    fn reason(self) -> DropReason {
+        match self {
+            Unsent::Drop(reason) => reason,
+            Unsent::TooBig(_) => DropReason::MtuExceeded,
+        }
+    }
 }
 
 fn mask4(addr: Ipv4Addr, len: u8) -> Ipv4Addr {

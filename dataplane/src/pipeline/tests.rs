@@ -912,6 +912,57 @@ fn ipv6_routing_decrements_hop_limit_and_refuses_link_local() {
 }
 
 #[test]
+fn ipv4_mapped_sources_are_martian_ipv4_mapped_destinations_are_routed() {
+    // RFC 4291 2.5.5.2: ::ffff:0:0/96 addresses are not used on the wire; Linux drops an IPv6
+    // packet from one on input (ip6_rcv_core: ipv6_addr_v4mapped(&hdr->saddr)), and routes
+    // one to such a destination by its FIB like any other (ipv6_addr_type gives it no
+    // multicast, loopback or link-local bit). A route covers ::ffff:0:0/96 here.
+    let mut spec = leaf_spec();
+    spec.routes.push(RouteSpec {
+        vrf: 0,
+        prefix: "::ffff:0:0".parse().unwrap(),
+        len: 96,
+        target: RouteTarget::Nexthop(2),
+    });
+    let mut f = Forwarder::new(&spec).unwrap();
+    f.neighbor_resolved(0, "2001:db8:ff::".parse().unwrap(), SPINE1);
+    let send = |f: &mut Forwarder, src: &str, dst: &str| {
+        let packet = ipv6(src, dst, 64, 17, &[0, 1, 0, 2, 0, 8, 0, 0]);
+        f.process(&mut eth(ROUTER, A, None, 0x86dd, &packet), 0, T0)
+    };
+    let martian = Verdict::Drop(DropReason::MartianSource);
+    let forward = Verdict::Forward {
+        port: 5,
+        tag: TagOp::Keep,
+    };
+    for src in [
+        "::ffff:10.0.10.5",
+        "::ffff:0.0.0.0",
+        "::ffff:255.255.255.255",
+    ] {
+        for dst in ["2001:db8:b::7", "::ffff:10.1.2.3"] {
+            assert_eq!(send(&mut f, src, dst), martian, "{src} to {dst}");
+        }
+    }
+    // Next to the block, and IPv4-compatible (::/96, deprecated but not refused by Linux).
+    for src in [
+        "::fffe:ffff:ffff",
+        "::1:0:0:0",
+        "::10.0.10.5",
+        "2001:db8:10::5",
+    ] {
+        assert_eq!(send(&mut f, src, "2001:db8:b::7"), forward, "{src}");
+    }
+    for dst in [
+        "::ffff:10.1.2.3",
+        "::ffff:0.0.0.0",
+        "::ffff:255.255.255.255",
+    ] {
+        assert_eq!(send(&mut f, "2001:db8:10::5", dst), forward, "to {dst}");
+    }
+}
+
+#[test]
 fn ecmp_keeps_flows_on_one_member_and_moves_only_the_lost_members_flows() {
     let mut f = forwarder();
     f.neighbor_resolved(0, "10.255.0.0".parse().unwrap(), SPINE1);
@@ -1535,6 +1586,12 @@ fn the_lane_never_panics_and_agrees_with_the_pipeline_on_any_frame() {
                     _ => [0x20, 0x01, 0x0d, 0xb8, 0, 0x77],
                 };
                 frame[38..44].copy_from_slice(&prefix);
+                // Now and then an IPv4-mapped source (martian), or one next to those.
+                match next() % 8 {
+                    0 => frame[22..34].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]),
+                    1 => frame[22..34].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe]),
+                    _ => {}
+                }
             }
             return frame;
         }
@@ -2347,12 +2404,16 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
                     [pick(next, 65_536), 0x77][usize::from(pick(next, 4) == 0)]
                 )
             };
-            // Now and then link-local, or a source no router forwards from.
-            let src = match pick(next, 16) {
+            // Now and then link-local, or a source no router forwards from (IPv4-mapped
+            // among them), or one next to those that it does.
+            let src = match pick(next, 20) {
                 0 | 1 => "fe80::5",
                 2 => "::",
                 3 => "::1",
                 4 => "ff05::1",
+                5 => "::ffff:10.0.10.5",
+                6 => "::ffff:0.0.0.0",
+                7 => "::fffe:ffff:ffff",
                 _ => "2001:db8:10::5",
             };
             let mut ip6 = if pick(next, 2) == 0 {

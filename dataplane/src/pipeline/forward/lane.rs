@@ -260,10 +260,11 @@ const LANE_IPV4_FIRST_BYTE: [bool; 256] = {
     table
 };
 
-/// Whether an IPv6 address with this first byte may take the lane: not in ::/8 (::, ::1 and
-/// the reserved rest), fe00::/8 (link-local fe80::/10 among it) or ff00::/8 (multicast). The
-/// full pipeline decides for those: it drops the martian and link-local ones and routes the
-/// others.
+/// Whether an IPv6 address with this first byte may take the lane: not in ::/8 (::, ::1, the
+/// IPv4-mapped ::ffff:0:0/96 and the reserved rest), fe00::/8 (link-local fe80::/10 among it)
+/// or ff00::/8 (multicast). The full pipeline decides for those: it drops the martian
+/// (`is_martian_v6`, and as sources `is_martian_v6_source`) and link-local ones and routes
+/// the others. No address the pipeline drops may pass this table (the lane tests check it).
 const LANE_IPV6_FIRST_BYTE: [bool; 256] = {
     let mut table = [true; 256];
     table[0x00] = false;
@@ -666,6 +667,13 @@ impl Forwarder {
         if nexthop_id as usize >= self.nexthops.len() {
             return self.lane_other(Verdict::Drop(DropReason::NeighborUnresolved));
         }
+        // The pipeline checks the egress MTU before the neighbour (`resolve_target`); an
+        // express frame is within every interface's MTU (`lane_max_frame`), so the neighbour
+        // decides alone here.
+        debug_assert!(
+            self.fits_every_mtu(frame.len()),
+            "express frame over an MTU"
+        );
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
             Ok((out_iface, dst_mac)) => {
                 self.send_routed(frame, LANE_L3, ipv6, false, out_iface, dst_mac, now)
@@ -749,6 +757,14 @@ impl Forwarder {
         balancer
             .select_member(ecmp, hash, len as u32, now, &self.egress_load)
             .map(|(id, _)| id)
+    }
+
+    /// Whether a frame of `len` bytes (from its Ethernet header) fits the MTU of every
+    /// interface, as express frames do (the pipeline's egress MTU check, which comes before
+    /// the neighbour's, never refuses them). For debug assertions.
+    pub(super) fn fits_every_mtu(&self, len: usize) -> bool {
+        (0..self.interfaces.len() as u16)
+            .all(|iface| !self.exceeds_mtu_of(iface, len.saturating_sub(LANE_L3)))
     }
 
     /// Keeps a verdict of `route_lane` other than a plain forward for `lane_verdict`.

@@ -5,7 +5,7 @@
 //! Checks run in the RFC's order and before the packet is changed, so a packet that is dropped
 //! with an ICMPv6 error (`Verdict::DropWithIcmpError`) is still the one that arrived.
 
-use super::{Forwarder, ForwarderError, RouteTarget, route_value};
+use super::{Forwarder, ForwarderError, RouteTarget, Unsent, route_value};
 use crate::clock::Picos;
 use crate::counters::{DropReason, Srv6Counters};
 use crate::pipeline::spec::{MAX_SRH_SEGMENTS, SidBehavior, SidSpec, Srv6Spec};
@@ -784,14 +784,12 @@ impl Forwarder {
         }
         let hash = outer_hash(ip, self.flow_hash_seed);
         let packet_len = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-        match self.resolve_target(target, || dst.into(), || hash, now) {
-            // The packet as this node sends it is quoted (as Linux's seg6local does): the
-            // step has changed it already.
-            Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, packet_len) => {
-                self.exceeds_mtu(out_iface, 0, false, in_iface, vrf)
-            }
+        match self.resolve_target(target, || dst.into(), || hash, packet_len, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, tagged, out_iface, dst_mac, now),
-            Err(reason) => Verdict::Drop(reason),
+            // The packet as this node sends it is quoted (as Linux's seg6local does): the
+            // step has changed it already. Checked before the neighbour (`resolve_target`).
+            Err(Unsent::TooBig(out_iface)) => self.exceeds_mtu(out_iface, 0, false, in_iface, vrf),
+            Err(Unsent::Drop(reason)) => Verdict::Drop(reason),
         }
     }
 
@@ -888,8 +886,11 @@ impl Forwarder {
         let egress = if matches!(target, RouteTarget::Local) {
             None
         } else {
-            match self.resolve_target(target, || dst.into(), || hash, now) {
-                Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, outer_len + inner_len) => {
+            let len = outer_len + inner_len;
+            match self.resolve_target(target, || dst.into(), || hash, len, now) {
+                Ok(found) => Some(found),
+                // Checked before the neighbour (`resolve_target`).
+                Err(Unsent::TooBig(out_iface)) => {
                     return self.exceeds_mtu(
                         out_iface,
                         outer_len,
@@ -898,8 +899,7 @@ impl Forwarder {
                         ingress_vrf,
                     );
                 }
-                Ok(found) => Some(found),
-                Err(reason) => return Verdict::Drop(reason),
+                Err(Unsent::Drop(reason)) => return Verdict::Drop(reason),
             }
         };
         // Ethernet padding does not enter the tunnel (and is not moved if the frame must be).
@@ -976,12 +976,10 @@ impl Forwarder {
             return Verdict::Drop(DropReason::NoRoute);
         }
         let hash = outer_hash(&frame[14..], self.flow_hash_seed);
-        match self.resolve_target(target, || dst.into(), || hash, now) {
-            Ok((out_iface, _)) if self.exceeds_mtu_of(out_iface, frame.len() - 14) => {
-                Verdict::Drop(DropReason::MtuExceeded)
-            }
+        let len = frame.len() - 14;
+        match self.resolve_target(target, || dst.into(), || hash, len, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
-            Err(reason) => Verdict::Drop(reason),
+            Err(unsent) => Verdict::Drop(unsent.reason()),
         }
     }
 }

@@ -186,3 +186,190 @@ fn the_lane_leaves_frames_longer_than_the_smallest_mtu_to_the_pipeline() {
     assert_eq!(outcomes[3].0, too_big(1));
     assert_eq!(outcomes[4].0, Verdict::Fragment { mtu: 1500 });
 }
+
+/// IPv6 UDP from host A to `dst`, `len` bytes from the IP header on.
+fn v6_from_a(dst: &str, len: usize) -> Vec<u8> {
+    eth(
+        ROUTER,
+        A,
+        None,
+        0x86dd,
+        &ipv6("2001:db8:10::5", dst, 64, 17, &vec![7; len - 40]),
+    )
+}
+
+#[test]
+fn a_packet_too_big_for_its_egress_is_answered_while_its_neighbour_is_unresolved() {
+    // As Linux (ip_forward's ip_exceeds_mtu, ip6_forward's ip6_pkt_too_big) the MTU is
+    // checked before the neighbour: the source learns the path MTU while nobody has resolved
+    // the nexthop yet, and a packet dropped as too big asks for no resolution. No neighbour
+    // is known here.
+    let mut f = forwarder();
+    f.set_port_mtus(&MTUS);
+    // Nexthop 0 (10.255.0.0 out of uplink port 5, MTU 1500).
+    let long_df = v4_to_uplink(1501, true);
+    let mut frame = long_df.clone();
+    assert_eq!(f.process(&mut frame, 0, T0), too_big(2));
+    assert_eq!(f.too_big_mtu(), 1500);
+    assert_eq!(frame, long_df, "quoted as it arrived");
+    // Without DF: fragmented (each fragment is routed anew, and asks then).
+    let long = v4_to_uplink(1501, false);
+    assert_eq!(
+        f.process(&mut long.clone(), 0, T0),
+        Verdict::Fragment { mtu: 1500 }
+    );
+    // Nexthop 2 (2001:db8:ff:: out of port 5).
+    assert_eq!(
+        f.process(&mut v6_from_a("2001:db8:b::7", 1501), 0, T0),
+        too_big(2)
+    );
+    assert_eq!(f.too_big_mtu(), 1500);
+    // Group 0 (nexthops 0 and 1, both unresolved): no member sent the packet.
+    let mut to_group = v4_to_uplink(1501, true);
+    to_group[14 + 17] = 1; // 10.1.3.4
+    to_group[14 + 10..14 + 12].fill(0);
+    let c = reference_checksum(&to_group[14..14 + 20]);
+    to_group[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(f.process(&mut to_group.clone(), 0, T0), too_big(2));
+    // A connected host of VLAN 10 (MTU 1280, port 1's) from spine 1: not gleaned.
+    let to_vlan_host = |len: usize| {
+        let mut ip = ipv4([10, 7, 0, 1], [10, 0, 10, 77], 10, 6, 5, 6);
+        ip.resize(len, 1);
+        ip[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        ip[6] = 0x40;
+        ip[10..12].fill(0);
+        let c = reference_checksum(&ip[..20]);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+    };
+    assert_eq!(f.process(&mut to_vlan_host(1281), 5, T0), too_big(0));
+    assert_eq!(f.too_big_mtu(), 1280);
+    assert_eq!(
+        f.drain_requests().collect::<Vec<_>>(),
+        vec![],
+        "no resolution for packets dropped as too big"
+    );
+    for counters in f.balance_counters() {
+        assert!(counters.member_packets().iter().all(|&p| p == 0));
+        assert!(counters.member_bytes().iter().all(|&b| b == 0));
+    }
+    // Packets that fit are dropped while their neighbours are resolved, and ask for it.
+    let unresolved = Verdict::Drop(DropReason::NeighborUnresolved);
+    assert_eq!(f.process(&mut v4_to_uplink(1500, true), 0, T0), unresolved);
+    assert_eq!(
+        f.process(&mut v6_from_a("2001:db8:b::7", 1500), 0, T0),
+        unresolved
+    );
+    assert_eq!(f.process(&mut to_vlan_host(1280), 5, T0), unresolved);
+    let requests: Vec<_> = f.drain_requests().collect();
+    assert_eq!(
+        requests,
+        vec![
+            ControlRequest::Resolve {
+                interface: 0,
+                ip: "10.255.0.0".parse().unwrap()
+            },
+            ControlRequest::Resolve {
+                interface: 0,
+                ip: "2001:db8:ff::".parse().unwrap()
+            },
+            ControlRequest::Resolve {
+                interface: 2,
+                ip: "10.0.10.77".parse().unwrap()
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_packet_too_big_for_a_group_is_no_members_resolved_or_not() {
+    // Group 0: nexthop 0 (port 5, MTU 1500) resolved, nexthop 1 (port 6, MTU 1500) not.
+    // Packets too big for either are nobody's: both members' counters stay at zero, and the
+    // unresolved member is not asked for.
+    let mut f = forwarder();
+    f.set_port_mtus(&MTUS);
+    f.neighbor_resolved(0, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 0)), SPINE1);
+    for flow in 0..32u16 {
+        let mut ip = ipv4([10, 0, 10, 5], [10, 1, 0, 7], 30, 17, 1000 + flow, 2000);
+        ip.resize(1600, 3);
+        ip[2..4].copy_from_slice(&1600u16.to_be_bytes());
+        ip[6] = 0x40;
+        ip[10..12].fill(0);
+        let c = reference_checksum(&ip[..20]);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut frame = eth(ROUTER, A, None, 0x0800, &ip);
+        assert_eq!(f.process(&mut frame, 0, T0), too_big(2), "flow {flow}");
+    }
+    assert_eq!(f.drain_requests().count(), 0);
+    let counters = &f.balance_counters()[0];
+    assert_eq!(counters.member_packets(), vec![0, 0]);
+    assert_eq!(counters.member_bytes(), vec![0, 0]);
+}
+
+/// `staging_spec` (its End SID 2001:db8:5::/48) with an SRv6 policy for 10.20.0.0/16:
+/// H.Encaps.Red to 2001:db8:b::1 alone (40 bytes added), behind nexthop 2 (port 5).
+fn srv6_leaf() -> Forwarder {
+    let mut spec = staging_spec();
+    spec.srv6.policies.push(PolicySpec {
+        name: "to-b".into(),
+        mode: EncapMode::EncapsRed,
+        segments: vec!["2001:db8:b::1".parse().unwrap()],
+        source: "2001:db8:ff::1".parse().unwrap(),
+        hop_limit: 64,
+        outer_vrf: 0,
+    });
+    spec.routes.push(RouteSpec {
+        vrf: 0,
+        prefix: "10.20.0.0".parse().unwrap(),
+        len: 16,
+        target: RouteTarget::Srv6Policy(0),
+    });
+    let mut f = Forwarder::new(&spec).unwrap();
+    f.set_port_mtus(&MTUS);
+    f
+}
+
+#[test]
+fn srv6_headends_and_endpoints_answer_too_big_while_the_neighbour_is_unresolved() {
+    let mut f = srv6_leaf();
+    // The headend: 1461 bytes + 40 leave 1501 for port 5; the source hears of 1460.
+    let mut inner = v4_to_uplink(1461, true);
+    inner[14 + 17] = 20; // 10.20.3.4
+    inner[14 + 10..14 + 12].fill(0);
+    let c = reference_checksum(&inner[14..14 + 20]);
+    inner[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(f.process(&mut inner.clone(), 0, T0), too_big(2));
+    assert_eq!(f.too_big_mtu(), 1460);
+    // The End SID sends on to 2001:db8:b::8 (nexthop 2, port 5): 1501 bytes do not fit.
+    let mut payload = super::super::srv6_tests::srh(17, 1, 1, &["2001:db8:b::8", "2001:db8:5::1"]);
+    payload.resize(1501 - 40, 0x44);
+    let to_sid = eth(
+        ROUTER,
+        SPINE2,
+        None,
+        0x86dd,
+        &ipv6("2001:db8:10::5", "2001:db8:5::1", 64, 43, &payload),
+    );
+    assert_eq!(f.process(&mut to_sid.clone(), 6, T0), too_big(1));
+    assert_eq!(f.too_big_mtu(), 1500);
+    assert_eq!(f.drain_requests().count(), 0, "no resolution asked");
+    // One byte less: both fit, and wait for the neighbour.
+    let unresolved = Verdict::Drop(DropReason::NeighborUnresolved);
+    let mut fits = v4_to_uplink(1460, true);
+    fits[14 + 17] = 20;
+    fits[14 + 10..14 + 12].fill(0);
+    let c = reference_checksum(&fits[14..14 + 20]);
+    fits[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(f.process(&mut fits, 0, T0), unresolved);
+    let mut fits = to_sid.clone();
+    fits.truncate(fits.len() - 1);
+    fits[18..20].copy_from_slice(&(1500u16 - 40).to_be_bytes());
+    assert_eq!(f.process(&mut fits, 6, T0), unresolved);
+    assert_eq!(
+        f.drain_requests().collect::<Vec<_>>(),
+        vec![ControlRequest::Resolve {
+            interface: 0,
+            ip: "2001:db8:ff::".parse().unwrap()
+        }]
+    );
+}

@@ -230,6 +230,12 @@ impl Forwarder {
         if nexthop_id as usize >= self.nexthops.len() {
             return (LANE_OTHER, Verdict::Drop(DropReason::NeighborUnresolved));
         }
+        // Within every MTU, as any express frame: no MTU check to come before the neighbour's
+        // (see `route_lane`).
+        debug_assert!(
+            self.fits_every_mtu(frame.len()),
+            "express frame over an MTU"
+        );
         let verdict = match self.resolved_nexthop(nexthop_id, now) {
             Ok((out_iface, dst_mac)) => self.egress_l2(frame, false, out_iface, dst_mac, now),
             Err(reason) => Verdict::Drop(reason),
