@@ -91,6 +91,16 @@ port = "p4"
     text
 }
 
+/// `config` with each listed port's `mtu` set.
+fn with_port_mtus(config: &str, mtus: &[(&str, u32)]) -> String {
+    let mut config = config.to_owned();
+    for (port, mtu) in mtus {
+        let name = format!("name = \"{port}\"\n");
+        config = config.replace(&name, &format!("{name}mtu = {mtu}\n"));
+    }
+    config
+}
+
 /// `leaf_config`'s static neighbour entry for spine 2 (10.255.0.2 behind p5), which tests
 /// that want the switch to learn or resolve that spine remove.
 const SPINE2_STATIC_NEIGHBOR: &str =
@@ -1155,10 +1165,7 @@ fn packets_longer_than_the_egress_mtu_are_fragmented_or_answered_with_packet_too
     }
     trace.write(&dir);
     let mut config = format!("{}{}", leaf_config(&dir), HOSTS_AS_NEIGHBORS);
-    for (port, mtu) in [("p0", 9000), ("p4", 1400), ("p5", 1400)] {
-        let name = format!("name = \"{port}\"\n");
-        config = config.replace(&name, &format!("{name}mtu = {mtu}\n"));
-    }
+    config = with_port_mtus(&config, &[("p0", 9000), ("p4", 1400), ("p5", 1400)]);
     let (_, stats) = replay(&dir, &config);
     let out = outputs(&dir);
 
@@ -1283,10 +1290,10 @@ fn packets_too_big_for_an_unresolved_neighbour_are_answered_with_the_mtu_and_nev
         .replace(SPINE1_V6_STATIC_NEIGHBOR, "");
     assert!(!config.contains("ip = \"2001:db8:ff::\"") && !config.contains("\"10.255.0.2\"\nmac"));
     config.push_str("\n[[route]]\nprefix = \"10.5.0.0/16\"\nvia = \"10.255.0.2\"\nport = \"p5\"\n");
-    for (port, mtu) in [("p0", 9000), ("p2", 1300), ("p4", 1280), ("p5", 1400)] {
-        let name = format!("name = \"{port}\"\n");
-        config = config.replace(&name, &format!("{name}mtu = {mtu}\n"));
-    }
+    config = with_port_mtus(
+        &config,
+        &[("p0", 9000), ("p2", 1300), ("p4", 1280), ("p5", 1400)],
+    );
     let (_, stats) = replay(&dir, &config);
     let out = outputs(&dir);
 

@@ -112,16 +112,7 @@ fn a_vlan_interface_takes_its_smallest_ports_mtu_and_follows_membership_changes(
     // into VLAN 10, A can be sent no more than 1280 bytes.
     f.process(&mut eth(B, A, None, 0x0800, &[]), 0, T0);
     f.neighbor_resolved(2, "10.0.10.5".parse().unwrap(), A);
-    let to_a = |len: usize| {
-        let mut ip = ipv4([10, 7, 0, 1], [10, 0, 10, 5], 10, 6, 5, 6);
-        ip.resize(len, 1);
-        ip[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-        ip[6] = 0x40;
-        ip[10..12].fill(0);
-        let c = reference_checksum(&ip[..20]);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-        eth(ROUTER, SPINE1, None, 0x0800, &ip)
-    };
+    let to_a = |len: usize| from_spine1_df([10, 0, 10, 5], len);
     assert!(matches!(
         f.process(&mut to_a(1280), 5, T0),
         Verdict::Forward { port: 0, .. }
@@ -232,16 +223,7 @@ fn a_packet_too_big_for_its_egress_is_answered_while_its_neighbour_is_unresolved
     to_group[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
     assert_eq!(f.process(&mut to_group.clone(), 0, T0), too_big(2));
     // A connected host of VLAN 10 (MTU 1280, port 1's) from spine 1: not gleaned.
-    let to_vlan_host = |len: usize| {
-        let mut ip = ipv4([10, 7, 0, 1], [10, 0, 10, 77], 10, 6, 5, 6);
-        ip.resize(len, 1);
-        ip[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-        ip[6] = 0x40;
-        ip[10..12].fill(0);
-        let c = reference_checksum(&ip[..20]);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-        eth(ROUTER, SPINE1, None, 0x0800, &ip)
-    };
+    let to_vlan_host = |len: usize| from_spine1_df([10, 0, 10, 77], len);
     assert_eq!(f.process(&mut to_vlan_host(1281), 5, T0), too_big(0));
     assert_eq!(f.too_big_mtu(), 1280);
     assert_eq!(
@@ -372,4 +354,17 @@ fn srv6_headends_and_endpoints_answer_too_big_while_the_neighbour_is_unresolved(
             ip: "2001:db8:ff::".parse().unwrap()
         }]
     );
+}
+
+/// A `len`-byte IPv4 packet with DF set from 10.7.0.1 (behind spine 1) to `dst`, framed to the
+/// router.
+fn from_spine1_df(dst: [u8; 4], len: usize) -> Vec<u8> {
+    let mut ip = ipv4([10, 7, 0, 1], dst, 10, 6, 5, 6);
+    ip.resize(len, 1);
+    ip[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    ip[6] = 0x40;
+    ip[10..12].fill(0);
+    let c = reference_checksum(&ip[..20]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    eth(ROUTER, SPINE1, None, 0x0800, &ip)
 }
