@@ -1770,6 +1770,14 @@ control IroncIngress(inout headers_t hdr,
         if (meta.lookup == LOOKUP_IPV6 && meta.purpose == PURPOSE_ROUTE) {
             my_sid.apply();
         }
+        if (meta.srv6_behavior != SRV6_NONE
+                && (hdr.ipv6.src_addr[127:1] == 0 || hdr.ipv6.src_addr[127:120] == 0xff
+                    || hdr.ipv6.src_addr[127:32] == 96w0xffff)) {
+            /* Rust: route_ipv6 refuses a martian source before the endpoint
+             * (is_martian_v6_source; Linux's ip6_rcv_core on input). */
+            drop_with_reason(DROP_MARTIAN_SOURCE);
+            return;
+        }
         if (meta.srv6_behavior != SRV6_NONE) {
             /* RFC 8200 4.4: an unknown Routing type with segments left is a
              * Parameter Problem at its Routing Type (right after the IPv6

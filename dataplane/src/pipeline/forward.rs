@@ -1374,6 +1374,11 @@ impl Forwarder {
             return Verdict::Drop(DropReason::MartianDestination);
         }
         if let Some(sid) = self.srv6.lookup_sid(vrf, dst) {
+            // Every behaviour sends the packet (or its inner one) on: a source no router
+            // forwards from is refused first, as Linux's ip6_rcv_core does on input.
+            if is_martian_v6_source(u128::from_be_bytes(src)) {
+                return Verdict::Drop(DropReason::MartianSource);
+            }
             return self.srv6_endpoint(frame, l3, tagged, in_iface, vrf, sid, now);
         }
         let Some(value) = self.fib6[usize::from(vrf)].lookup(dst) else {

@@ -1434,6 +1434,32 @@ mod routing_types {
     }
 
     #[test]
+    fn a_packet_to_a_local_sid_from_a_martian_source_is_dropped_before_its_endpoint() {
+        // An End step forwards the packet, so a source no router forwards from (RFC 4291:
+        // loopback, multicast, IPv4-mapped 2.5.5.2; the unspecified address) is refused as
+        // for any routed packet, by the lane and the pipeline alike; the same packet from a
+        // host address is routed on.
+        let mut f = forwarder();
+        let sid = "2001:db8:5::1";
+        let from = |src: &str| {
+            let mut payload = srh(UDP, 1, 1, &["2001:db8:b::9", sid]);
+            payload.extend_from_slice(&udp());
+            eth(&ipv6(src, sid, 64, ROUTING, &payload), 0x86dd)
+        };
+        for src in ["::1", "ff02::1", "::ffff:10.0.0.1", "::"] {
+            assert_eq!(
+                through_lane(&mut f, &from(src)),
+                (false, Verdict::Drop(DropReason::MartianSource)),
+                "{src}"
+            );
+        }
+        assert_eq!(
+            through_lane(&mut f, &from("2001:db8:1::2")),
+            (true, forward(1))
+        );
+    }
+
+    #[test]
     fn the_express_lane_leaves_an_srh_behind_an_unknown_routing_type_to_the_pipeline() {
         let mut f = forwarder();
         let sid = "2001:db8:5::1";
