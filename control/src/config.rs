@@ -1933,13 +1933,8 @@ impl<'a> SwitchBuilder<'a> {
                 let field = format!("{base}.{key}[{j}]");
                 let (addr, len) = interface_address(text.get_ref(), v6)
                     .map_err(|m| self.loc.at(text.span(), &field, m))?;
-                let mine = iface
-                    .ipv4
-                    .iter()
-                    .map(|&(a, l)| (IpAddr::V4(a), l))
-                    .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
                 if let Some((other, other_len)) =
-                    mine.clone().find(|&(a, l)| overlaps(a, l, addr, len))
+                    iface.subnets().find(|&(a, l)| overlaps(a, l, addr, len))
                 {
                     return Err(self.loc.at(
                         text.span(),
@@ -1951,12 +1946,7 @@ impl<'a> SwitchBuilder<'a> {
                     if other.vrf != vrf {
                         continue;
                     }
-                    let theirs = other
-                        .ipv4
-                        .iter()
-                        .map(|&(a, l)| (IpAddr::V4(a), l))
-                        .chain(other.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)));
-                    for (a, l) in theirs {
+                    for (a, l) in other.subnets() {
                         // Link-local subnets are per link: fe80::/64 on two interfaces are
                         // two different subnets.
                         if is_link_local_subnet(a, l) && is_link_local_subnet(addr, len) {
@@ -2532,12 +2522,7 @@ impl<'a> SwitchBuilder<'a> {
             ));
         };
         let iface = &self.interfaces[usize::from(interface)];
-        let subnets: Vec<(IpAddr, u8)> = iface
-            .ipv4
-            .iter()
-            .map(|&(a, l)| (IpAddr::V4(a), l))
-            .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
-            .collect();
+        let subnets: Vec<(IpAddr, u8)> = iface.subnets().collect();
         on_link(ip, &subnets, &self.interface_label(interface))
             .map_err(|m| loc.at(text.span, field, m))?;
         Ok(ip)
@@ -3615,11 +3600,7 @@ pub(crate) fn ipv4_in_ipv6(a: Ipv6Addr) -> Option<String> {
 
 /// An interface's addresses with their prefix lengths, IPv4 first.
 fn interface_addresses(iface: &InterfaceSpec) -> impl Iterator<Item = (IpAddr, u8)> + '_ {
-    iface
-        .ipv4
-        .iter()
-        .map(|&(a, l)| (IpAddr::V4(a), l))
-        .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+    iface.subnets()
 }
 
 /// The prefixes interface address `addr/len` takes in its VRF's FIB: its connected subnet,

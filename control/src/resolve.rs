@@ -580,12 +580,7 @@ fn on_link(n: &Names, interface: u16, text: &str) -> Result<IpAddr, String> {
     else {
         return Ok(ip);
     };
-    let subnets: Vec<(IpAddr, u8)> = iface
-        .ipv4
-        .iter()
-        .map(|&(a, l)| (IpAddr::V4(a), l))
-        .chain(iface.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
-        .collect();
+    let subnets: Vec<(IpAddr, u8)> = iface.subnets().collect();
     let name = n
         .interfaces
         .get(usize::from(interface))

@@ -45,6 +45,15 @@ pub struct InterfaceSpec {
     pub ipv6: Vec<(Ipv6Addr, u8)>,
 }
 
+impl InterfaceSpec {
+    /// The interface's addresses with their prefix lengths (its connected subnets), IPv4
+    /// first.
+    pub fn subnets(&self) -> impl Iterator<Item = (IpAddr, u8)> + Clone + '_ {
+        let v4 = self.ipv4.iter().map(|&(a, l)| (IpAddr::V4(a), l));
+        v4.chain(self.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+    }
+}
+
 /// A neighbour to forward to: its address on one interface. Its MAC is learned at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NexthopSpec {
