@@ -1130,14 +1130,31 @@ fn with_code_and_word(mut frame: Vec<u8>, code: u8, word: u32) -> Vec<u8> {
     frame
 }
 
+/// The error host A (p0) hears from VLAN 10's IPv4 address about `frame`, an IPv4 frame it
+/// sent: Destination Unreachable, code 4 (fragmentation needed and DF set), the next-hop
+/// `mtu` in the low 16 bits of the second word (RFC 1191), 548 bytes quoted (576 in all).
+fn frag_needed_to_a(frame: &[u8], mtu: u32) -> Vec<u8> {
+    let (gateway, a_ip) = (Ipv4Addr::new(10, 0, 10, 1), Ipv4Addr::new(10, 0, 10, 5));
+    let quoted = &frame[14..14 + 548];
+    with_code_and_word(icmpv4_error(HOST_A, None, gateway, a_ip, 3, quoted), 4, mtu)
+}
+
+/// The Packet Too Big host A hears from VLAN 10's IPv6 address about `frame`, an IPv6 frame
+/// it sent: code 0, the `mtu` in the second word (RFC 8201, RFC 4443 3.2), as much quoted as
+/// fits 1280 bytes.
+fn too_big_to_a(frame: &[u8], mtu: u32) -> Vec<u8> {
+    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
+    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
+    let ip_len = 40 + usize::from(u16::from_be_bytes([frame[18], frame[19]]));
+    let quoted = &frame[14..14 + (1280 - 48).min(ip_len)];
+    with_code_and_word(icmpv6_error(HOST_A, gateway6, a6, 2, quoted), 0, mtu)
+}
+
 #[test]
 fn packets_longer_than_the_egress_mtu_are_fragmented_or_answered_with_packet_too_big() {
     let dir = TestDir::new("sw-mtu");
     let mut trace = Trace::new();
     let a_ip = Ipv4Addr::new(10, 0, 10, 5);
-    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
-    let gateway = Ipv4Addr::new(10, 0, 10, 1);
-    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
     // From A (p0, MTU 9000) to the spines (p4 and p5, MTU 1400), `len` bytes of IP.
     let v4 = |len: usize, df: bool| {
         let mut ip = ipv4_udp(
@@ -1172,26 +1189,11 @@ fn packets_longer_than_the_egress_mtu_are_fragmented_or_answered_with_packet_too
     // A hears Fragmentation Needed with the next-hop MTU (RFC 1191) about the DF packet and
     // Packet Too Big with the MTU (RFC 4443 3.2) about the IPv6 one, from VLAN 10's
     // addresses, quoting as much as each family's error may hold.
-    let ip6_len = 40 + usize::from(u16::from_be_bytes([v6_long[18], v6_long[19]]));
     assert_eq!(
         out[0],
         vec![
-            with_code_and_word(
-                icmpv4_error(HOST_A, None, gateway, a_ip, 3, &df_long[14..14 + 548]),
-                4,
-                1400
-            ),
-            with_code_and_word(
-                icmpv6_error(
-                    HOST_A,
-                    gateway6,
-                    a6,
-                    2,
-                    &v6_long[14..14 + (1280 - 48).min(ip6_len)]
-                ),
-                0,
-                1400
-            ),
+            frag_needed_to_a(&df_long, 1400),
+            too_big_to_a(&v6_long, 1400)
         ]
     );
     // The packet that may be fragmented leaves in two fragments (RFC 791: (1400 - 20) / 8 * 8
@@ -1270,9 +1272,6 @@ fn packets_too_big_for_an_unresolved_neighbour_are_answered_with_the_mtu_and_nev
     let dir = TestDir::new("sw-mtu-unresolved");
     let mut trace = Trace::new();
     let a_ip = Ipv4Addr::new(10, 0, 10, 5);
-    let a6: Ipv6Addr = "2001:db8:10::5".parse().unwrap();
-    let gateway = Ipv4Addr::new(10, 0, 10, 1);
-    let gateway6: Ipv6Addr = "2001:db8:10::1".parse().unwrap();
     let v4_df = |dst: Ipv4Addr, len: usize| {
         let ip = ipv4_udp(a_ip, dst, 64, 1000, 4791, &vec![0x77; len - 28]);
         assert_eq!(ip[6] & 0x40, 0x40, "DF");
@@ -1301,31 +1300,12 @@ fn packets_too_big_for_an_unresolved_neighbour_are_answered_with_the_mtu_and_nev
     // next-hop MTU in the low 16 bits of the second word; RFC 8201 / RFC 4443 3.2: Packet Too
     // Big, code 0, the MTU in the second word. From VLAN 10's addresses, quoting as much as
     // each family's error may hold (576 bytes in all for IPv4, 1280 for IPv6).
-    let ip6_len = 40 + usize::from(u16::from_be_bytes([v6_long[18], v6_long[19]]));
     assert_eq!(
         out[0],
         vec![
-            with_code_and_word(
-                icmpv4_error(HOST_A, None, gateway, a_ip, 3, &via_spine2[14..14 + 548]),
-                4,
-                1400
-            ),
-            with_code_and_word(
-                icmpv6_error(
-                    HOST_A,
-                    gateway6,
-                    a6,
-                    2,
-                    &v6_long[14..14 + (1280 - 48).min(ip6_len)]
-                ),
-                0,
-                1280
-            ),
-            with_code_and_word(
-                icmpv4_error(HOST_A, None, gateway, a_ip, 3, &to_vlan20[14..14 + 548]),
-                4,
-                1300
-            ),
+            frag_needed_to_a(&via_spine2, 1400),
+            too_big_to_a(&v6_long, 1280),
+            frag_needed_to_a(&to_vlan20, 1300),
         ]
     );
     // No ARP for 10.255.0.2 (p5) or for the VLAN 20 host (p2, p3), no Neighbor Solicitation
