@@ -552,6 +552,16 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// The ratio of ironclos's best round to the reference's best round. Interference on a shared
+/// machine only ever slows a run down, so each side's fastest round is the one least
+/// disturbed, and their ratio is the steadiest estimate a noisy machine gives (it needs no
+/// two contenders to have been disturbed alike in the same round). A second view beside the
+/// median of per-round ratios, which the aims are judged on.
+fn best_ratio(ours: &[f64], theirs: &[f64]) -> f64 {
+    let best = |values: &[f64]| values.iter().copied().fold(f64::NAN, f64::max);
+    best(ours) / best(theirs)
+}
+
 /// Deterministic xorshift64* for route tables.
 struct Rng(u64);
 
@@ -1057,8 +1067,8 @@ fn main() {
         .unwrap_or(0)
         .max(9);
     println!(
-        "\n{:<name_width$} {:>9} {:>9}  {:<reference_width$} {:>7} {:>13} {:>6}  rounds vs aim",
-        "case", "ironclos", "ref", "reference", "ratio", "round range", "aim"
+        "\n{:<name_width$} {:>9} {:>9}  {:<reference_width$} {:>7} {:>13} {:>6}  {:<13} best/best",
+        "case", "ironclos", "ref", "reference", "ratio", "round range", "aim", "rounds vs aim"
     );
     let mut results = Vec::new();
     let mut widest_spread: f64 = 0.0;
@@ -1071,8 +1081,9 @@ fn main() {
         let standing = against_aim(lowest, highest, case.aim);
         let ours_median = median(&mut ours.clone());
         let theirs_median = median(&mut theirs.clone());
+        let best = best_ratio(ours, theirs);
         println!(
-            "{:<name_width$} {:>9.2} {:>9.2}  {:<reference_width$} {:>7.3} {:>13} {:>6}  {}",
+            "{:<name_width$} {:>9.2} {:>9.2}  {:<reference_width$} {:>7.3} {:>13} {:>6}  {:<13} {:>9.3}",
             case.name,
             ours_median,
             theirs_median,
@@ -1080,7 +1091,8 @@ fn main() {
             ratio,
             format!("{lowest:.3}-{highest:.3}"),
             case.aim.map_or(String::new(), |a| format!("{a:.2}")),
-            standing.as_str()
+            standing.as_str(),
+            best
         );
         results.push(json!({
             "section": case.section,
@@ -1093,6 +1105,7 @@ fn main() {
             "median_ratio": ratio,
             "lowest_ratio": lowest,
             "highest_ratio": highest,
+            "best_ratio": best,
             "aim": case.aim,
             "rounds_vs_aim": standing.as_str(),
         }));
@@ -1101,7 +1114,9 @@ fn main() {
         "(Mpps are medians over rounds; the ratio is the median of per-round ratios, the range \
          their lowest and highest. Rounds vs aim: every round at or above the aim (met), every \
          round below it (below), or some on each side (mixed), where noise is larger than the \
-         distance to the aim.)"
+         distance to the aim. Best/best: ironclos's fastest round over the reference's fastest, \
+         the least disturbed of each; on a noisy machine the steadier view, not the one the aims \
+         are judged on.)"
     );
     if widest_spread > NOISY_SPREAD {
         println!(
@@ -1147,6 +1162,15 @@ mod tests {
         assert_eq!(against_aim(0.85, 0.95, Some(0.90)), AgainstAim::Mixed);
         assert_eq!(against_aim(0.85, 0.90, Some(0.90)), AgainstAim::Mixed);
         assert_eq!(against_aim(0.5, 0.6, None), AgainstAim::NoAim);
+    }
+
+    #[test]
+    fn the_best_ratio_divides_each_sides_fastest_round() {
+        // Round by round the ratios are 0.5, 1.5 and 0.75; the fastest rounds are 3 and 4.
+        assert_eq!(best_ratio(&[1.0, 3.0, 3.0], &[2.0, 2.0, 4.0]), 0.75);
+        // Each side's best may come from a different round (ratios 2.0 and 0.25).
+        assert_eq!(best_ratio(&[2.0, 1.0], &[1.0, 4.0]), 0.5);
+        assert!(best_ratio(&[], &[1.0]).is_nan());
     }
 
     #[test]
