@@ -63,9 +63,11 @@ impl Forwarder {
         };
         let has_sids = self.srv6.has_sids(vrf);
         let (mut routed, mut endpoint, mut shared) = (candidates, 0u64, 0u64);
-        // The last destination whose SID was found, and the last next destination checked to
-        // lead to the FIB: a policy's flows share both.
+        // The last destination whose SID was found (with its uN shift, once a frame took it:
+        // a shift depends on the SID and the destination alone), and the last next
+        // destination checked to lead to the FIB: a policy's flows share all three.
         let mut last_sid: Option<(u128, Option<u32>)> = None;
+        let mut last_shift: Option<(u128, u128)> = None;
         let mut last_next: Option<(u128, bool)> = None;
         let mut previous: Option<(u128, usize)> = None;
         let mut srh_memo = SrhMemo::default();
@@ -82,9 +84,17 @@ impl Forwarder {
                     }
                 };
                 if let Some(sid) = sid {
-                    let step = frames[index]
-                        .get(LANE_L3..)
-                        .and_then(|ip| self.srv6.endpoint_step(sid, key, ip, &mut srh_memo));
+                    let step = match last_shift {
+                        Some((destination, next)) if destination == key => {
+                            Some((next, EndpointStep::Shift))
+                        }
+                        _ => frames[index]
+                            .get(LANE_L3..)
+                            .and_then(|ip| self.srv6.endpoint_step(sid, key, ip, &mut srh_memo)),
+                    };
+                    if let Some((next, EndpointStep::Shift)) = step {
+                        last_shift = Some((key, next));
+                    }
                     let Some((next, step)) = step else {
                         routed &= !(1 << index);
                         continue;
