@@ -21,7 +21,12 @@ fn leaf_with_mtus() -> Forwarder {
 /// IPv4 UDP from host A (VLAN 10) to 10.2.3.4 (routed out of uplink port 5) of `len` bytes
 /// from its IP header, with Don't Fragment if `df`.
 fn v4_to_uplink(len: usize, df: bool) -> Vec<u8> {
-    let mut ip = ipv4([10, 0, 10, 5], [10, 2, 3, 4], 64, 17, 1000, 2000);
+    v4_from_a_to([10, 2, 3, 4], len, df)
+}
+
+/// `v4_to_uplink` to `dst`.
+fn v4_from_a_to(dst: [u8; 4], len: usize, df: bool) -> Vec<u8> {
+    let mut ip = ipv4([10, 0, 10, 5], dst, 64, 17, 1000, 2000);
     ip.resize(len, 0x5a);
     ip[2..4].copy_from_slice(&(len as u16).to_be_bytes());
     ip[6] = if df { 0x40 } else { 0 };
@@ -216,11 +221,7 @@ fn a_packet_too_big_for_its_egress_is_answered_while_its_neighbour_is_unresolved
     );
     assert_eq!(f.too_big_mtu(), 1500);
     // Group 0 (nexthops 0 and 1, both unresolved): no member sent the packet.
-    let mut to_group = v4_to_uplink(1501, true);
-    to_group[14 + 17] = 1; // 10.1.3.4
-    to_group[14 + 10..14 + 12].fill(0);
-    let c = reference_checksum(&to_group[14..14 + 20]);
-    to_group[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    let to_group = v4_from_a_to([10, 1, 3, 4], 1501, true);
     assert_eq!(f.process(&mut to_group.clone(), 0, T0), too_big(2));
     // A connected host of VLAN 10 (MTU 1280, port 1's) from spine 1: not gleaned.
     let to_vlan_host = |len: usize| from_spine1_df([10, 0, 10, 77], len);
@@ -315,11 +316,7 @@ fn srv6_leaf() -> Forwarder {
 fn srv6_headends_and_endpoints_answer_too_big_while_the_neighbour_is_unresolved() {
     let mut f = srv6_leaf();
     // The headend: 1461 bytes + 40 leave 1501 for port 5; the source hears of 1460.
-    let mut inner = v4_to_uplink(1461, true);
-    inner[14 + 17] = 20; // 10.20.3.4
-    inner[14 + 10..14 + 12].fill(0);
-    let c = reference_checksum(&inner[14..14 + 20]);
-    inner[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    let inner = v4_from_a_to([10, 20, 3, 4], 1461, true);
     assert_eq!(f.process(&mut inner.clone(), 0, T0), too_big(2));
     assert_eq!(f.too_big_mtu(), 1460);
     // The End SID sends on to 2001:db8:b::8 (nexthop 2, port 5): 1501 bytes do not fit.
@@ -337,11 +334,7 @@ fn srv6_headends_and_endpoints_answer_too_big_while_the_neighbour_is_unresolved(
     assert_eq!(f.drain_requests().count(), 0, "no resolution asked");
     // One byte less: both fit, and wait for the neighbour.
     let unresolved = Verdict::Drop(DropReason::NeighborUnresolved);
-    let mut fits = v4_to_uplink(1460, true);
-    fits[14 + 17] = 20;
-    fits[14 + 10..14 + 12].fill(0);
-    let c = reference_checksum(&fits[14..14 + 20]);
-    fits[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    let mut fits = v4_from_a_to([10, 20, 3, 4], 1460, true);
     assert_eq!(f.process(&mut fits, 0, T0), unresolved);
     let mut fits = to_sid.clone();
     fits.truncate(fits.len() - 1);
