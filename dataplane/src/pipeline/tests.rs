@@ -2447,6 +2447,17 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         let mut frame = eth(dst_mac, src_mac, vlan, ethertype, &ip);
         // Ethernet padding beyond the IP total length, sometimes.
         frame.resize(frame.len() + [0, 0, 6][pick(next, 3) as usize], 0);
+        if mutation == 3 && sport % 2 == 0 {
+            // A total length at the frame's edge: all the bytes it holds, or one more (the
+            // header's sum right again). Chosen by the source port, drawn already, so that
+            // the frames after this one stay as they were.
+            let at = if vlan.is_some() { 18 } else { 14 };
+            let total = (frame.len() - at + usize::from(sport / 2 % 2)) as u16;
+            frame[at + 2..at + 4].copy_from_slice(&total.to_be_bytes());
+            frame[at + 10..at + 12].copy_from_slice(&[0, 0]);
+            let c = reference_checksum(&frame[at..at + 20]);
+            frame[at + 10..at + 12].copy_from_slice(&c.to_be_bytes());
+        }
         frame
     };
     let mut now = T0;

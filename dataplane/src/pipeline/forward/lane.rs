@@ -175,12 +175,13 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
     })
 }
 
-/// The router MAC as the low 48 bits of a little-endian word, to compare with a frame's first
-/// eight bytes in one test.
+/// The router MAC as the top 48 bits of a word: what a frame's first eight bytes read as a
+/// little-endian word and shifted left by 16 give when they start with it (a shift, not a
+/// mask, so that the pass keeps no 48-bit mask in a register).
 #[inline(always)]
 fn mac_word(mac: [u8; 6]) -> u64 {
     let [a, b, c, d, e, f] = mac;
-    u64::from_le_bytes([a, b, c, d, e, f, 0, 0])
+    u64::from_le_bytes([0, 0, a, b, c, d, e, f])
 }
 
 /// What pass 1 found of a frame: its destination and its DSCP.
@@ -199,28 +200,32 @@ enum Screened {
 /// `express_ipv6_destination`.
 #[inline(always)]
 fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
-    let Some(ethernet) = frame.first_chunk::<LANE_L3>() else {
+    // Every express frame is at least as long as an IPv4 one the lane reads (IPv6 needs more,
+    // and checks it): one length test covers the Ethernet header too.
+    let Some(seen) = frame.first_chunk::<IPV4_SEEN>() else {
         return Screened::Not;
     };
     if frame.len() > max_len {
         return Screened::Not;
     }
-    const MAC: u64 = 0xffff_ffff_ffff;
-    let to_router =
-        u64::from_le_bytes(*ethernet.first_chunk().expect("8 bytes")) & MAC == router_mac;
-    // The source MAC as the same kind of word (the EtherType above it masked off); the group
-    // bit is its lowest bit.
-    let source = u64::from_le_bytes(*ethernet[6..].first_chunk().expect("8 bytes")) & MAC;
-    let bad_source = (source & 1 != 0) | (source == 0) | (source == router_mac);
+    let to_router = u64::from_le_bytes(*seen.first_chunk().expect("8 bytes")) << 16 == router_mac;
+    // The source MAC and the EtherType as one little-endian word: the source's group bit is
+    // its lowest bit, the EtherType its top 16 bits in wire order (compared as such, without
+    // turning it around).
+    let source_and_type = u64::from_le_bytes(*seen[6..].first_chunk().expect("8 bytes"));
+    let source = source_and_type << 16;
+    let bad_source = (source_and_type & 1 != 0) | (source == 0) | (source == router_mac);
     if !to_router | bad_source {
         return Screened::Not;
     }
-    match u16::from_be_bytes([ethernet[12], ethernet[13]]) {
-        ETHERTYPE_IPV4 => match express_ipv4_destination(frame) {
+    const IPV4_ON_WIRE: u16 = u16::from_le_bytes(ETHERTYPE_IPV4.to_be_bytes());
+    const IPV6_ON_WIRE: u16 = u16::from_le_bytes(ETHERTYPE_IPV6.to_be_bytes());
+    match (source_and_type >> 48) as u16 {
+        IPV4_ON_WIRE => match express_ipv4_destination(frame.len(), seen) {
             Some(destination) => Screened::Ipv4(destination, frame[LANE_L3 + 1] >> 2),
             None => Screened::Not,
         },
-        ETHERTYPE_IPV6 => match express_ipv6_destination(frame) {
+        IPV6_ON_WIRE => match express_ipv6_destination(frame) {
             // The traffic class spans the first two bytes' nibbles.
             Some(destination) => Screened::Ipv6(
                 destination,
@@ -232,17 +237,18 @@ fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
     }
 }
 
-/// The destination of an IPv4 frame with version 4 and a 20-byte header (options take the
-/// full pipeline), a total length from 20 to what the frame holds, a valid header checksum
-/// and a TTL above 1 (the addresses are screened once per flow in pass 2).
+/// The destination of an IPv4 frame of `len` bytes whose first bytes are `seen`, with
+/// version 4 and a 20-byte header (options take the full pipeline), a total length from 20 to
+/// what the frame holds, a valid header checksum and a TTL above 1 (the addresses are
+/// screened once per flow in pass 2).
 #[inline(always)]
-fn express_ipv4_destination(frame: &[u8]) -> Option<u32> {
-    let seen: &[u8; IPV4_SEEN] = frame.first_chunk()?;
+fn express_ipv4_destination(len: usize, seen: &[u8; IPV4_SEEN]) -> Option<u32> {
     let ip: &[u8; 20] = seen[LANE_L3..].first_chunk()?;
     let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-    // One combined test: every frame of a routed burst passes them all.
+    // One combined test: every frame of a routed burst passes them all. 20 <= total_len <=
+    // len - 14 as one unsigned comparison (`len` is at least `IPV4_SEEN`).
     let express =
-        (ip[0] == 0x45) & (ip[8] > 1) & (total_len >= 20) & (total_len <= frame.len() - LANE_L3);
+        (ip[0] == 0x45) & (ip[8] > 1) & (total_len.wrapping_sub(20) <= len - LANE_L3 - 20);
     (express && checksum::ipv4_header_sums_to_ones(ip))
         .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
@@ -787,7 +793,9 @@ impl Forwarder {
         if lane.ipv6 >> index & 1 != 0 {
             return self.check_lane_ipv6(lane, index, frame);
         }
-        let found = express_ipv4_destination(frame);
+        let found = frame
+            .first_chunk()
+            .and_then(|seen| express_ipv4_destination(frame.len(), seen));
         assert_eq!(found, Some(lane.destination[index]), "lane destination");
         let hash = super::flow_hash_ipv4(&frame[LANE_L3..], 20, self.flow_hash_seed);
         let seen = frame.first_chunk().expect("express frames are long enough");
