@@ -50,8 +50,11 @@ pub fn sum(data: &[u8]) -> u16 {
 /// The words are added in the machine's byte order: a ones-complement sum of byte-swapped
 /// words is the byte-swapped sum (RFC 1071 2(B)), and `0xffff` is its own swap. Folding a
 /// sum that is not zero ends in 1..=0xffff at its remainder modulo `0xffff` (each fold keeps
-/// it, as 2^16 is 1 modulo `0xffff`), so it ends at `0xffff` exactly when that remainder is
-/// zero: one remainder by a constant (a multiply) instead of four folds.
+/// it, as 2^16 is 1 modulo `0xffff`), so it ends at `0xffff` exactly when the sum is a
+/// non-zero multiple of `0xffff`. That is tested without a remainder: `0xffff` is odd, so
+/// multiplying by its inverse modulo 2^64 maps the multiples `k * 0xffff` of the u64 range
+/// onto `k` itself, 0..=`u64::MAX / 0xffff`, and every other sum above that range (Granlund
+/// and Montgomery's divisibility test); one subtraction more also takes the zero sum out.
 #[inline(always)]
 pub fn ipv4_header_sums_to_ones(header: &[u8; 20]) -> bool {
     let word = |i: usize| {
@@ -62,8 +65,18 @@ pub fn ipv4_header_sums_to_ones(header: &[u8; 20]) -> bool {
             header[i + 3],
         ]))
     };
-    let acc = word(0) + word(4) + word(8) + word(12) + word(16);
-    acc != 0 && acc % 0xffff == 0
+    is_nonzero_multiple_of_ffff(word(0) + word(4) + word(8) + word(12) + word(16))
+}
+
+/// `n != 0 && n % 0xffff == 0`, by the inverse (see `ipv4_header_sums_to_ones`).
+#[inline(always)]
+const fn is_nonzero_multiple_of_ffff(n: u64) -> bool {
+    /// The inverse of `0xffff` modulo 2^64: `0xffff * 0x0001_0001_0001_0001` is `2^64 - 1`.
+    const INVERSE: u64 = 0x0001_0001_0001_0001u64.wrapping_neg();
+    const MULTIPLES: u64 = u64::MAX / 0xffff;
+    const _: () = assert!(0xffffu64.wrapping_mul(INVERSE) == 1);
+    // `k - 1 < MULTIPLES` for `k` in 1..=MULTIPLES: a non-zero multiple.
+    n.wrapping_mul(INVERSE).wrapping_sub(1) < MULTIPLES
 }
 
 /// Ones-complement sum of partial sums (folded, not complemented).
@@ -200,6 +213,19 @@ mod tests {
         }
         assert!(ipv4_header_sums_to_ones(&[0xff; 20]));
         assert!(!ipv4_header_sums_to_ones(&[0; 20]));
+    }
+
+    #[test]
+    fn the_divisibility_test_is_the_remainder() {
+        let by_remainder = |n: u64| n != 0 && n % 0xffff == 0;
+        // Every sum up to 2^24, then around every multiple a header's five words can reach
+        // (below 5 * 2^32), then around the top of the u64 range.
+        let near_multiples = (0..=5 * (1u64 << 32) / 0xffff + 1)
+            .flat_map(|k| (k * 0xffff).saturating_sub(2)..=k * 0xffff + 2);
+        let top = u64::MAX - (1 << 20)..=u64::MAX;
+        for n in (0..1 << 24).chain(near_multiples).chain(top) {
+            assert_eq!(is_nonzero_multiple_of_ffff(n), by_remainder(n), "{n:#x}");
+        }
     }
 
     #[test]
