@@ -2447,7 +2447,7 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         let mut frame = eth(dst_mac, src_mac, vlan, ethertype, &ip);
         // Ethernet padding beyond the IP total length, sometimes.
         frame.resize(frame.len() + [0, 0, 6][pick(next, 3) as usize], 0);
-        if mutation == 3 && sport % 2 == 0 {
+        if mutation == 3 && sport.is_multiple_of(2) {
             // A total length at the frame's edge: all the bytes it holds, or one more (the
             // header's sum right again). Chosen by the source port, drawn already, so that
             // the frames after this one stay as they were.

@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn the_divisibility_test_is_the_remainder() {
-        let by_remainder = |n: u64| n != 0 && n % 0xffff == 0;
+        let by_remainder = |n: u64| n != 0 && n.is_multiple_of(0xffff);
         // Every sum up to 2^24, then around every multiple a header's five words can reach
         // (below 5 * 2^32), then around the top of the u64 range.
         let near_multiples = (0..=5 * (1u64 << 32) / 0xffff + 1)
