@@ -61,20 +61,34 @@ impl Forwarder {
         let Some(fib) = self.fib6.get(usize::from(vrf)) else {
             return (0, 0);
         };
-        let has_sids = self.srv6.has_sids(vrf);
         let (mut routed, mut endpoint, mut shared) = (candidates, 0u64, 0u64);
-        // The last destination whose SID was found (with its uN shift, once a frame took it:
-        // a shift depends on the SID and the destination alone), and the last next
-        // destination checked to lead to the FIB: a policy's flows share all three.
-        let mut last_sid: Option<(u128, Option<u32>)> = None;
-        let mut last_shift: Option<(u128, u128)> = None;
-        let mut last_next: Option<(u128, bool)> = None;
         let mut previous: Option<(u128, usize)> = None;
-        let mut srh_memo = SrhMemo::default();
         let mut n = 0;
-        for index in bits(candidates) {
-            let mut key = lane.destination6[index];
-            if has_sids {
+        // Frame `index`'s FIB key: queued for the walk, or, when the frame before it has the
+        // same one (a run of frames to one destination), that frame's lookup is shared.
+        let mut queue = |lane: &mut ExpressLane, index: usize, key: u128| match previous {
+            Some((destination, head)) if destination == key => {
+                shared |= 1 << index;
+                lane.head[index % MAX_BURST] = head as u8;
+            }
+            _ => {
+                previous = Some((key, index));
+                let lookups = &mut lane.lookups6;
+                lookups.keys[n % MAX_BURST] = key.to_be_bytes();
+                lookups.which[n % MAX_BURST] = index as u8;
+                n += 1;
+            }
+        };
+        if self.srv6.has_sids(vrf) {
+            // The last destination whose SID was found (with its uN shift, once a frame took
+            // it: a shift depends on the SID and the destination alone), and the last next
+            // destination checked to lead to the FIB: a policy's flows share all three.
+            let mut last_sid: Option<(u128, Option<u32>)> = None;
+            let mut last_shift: Option<(u128, u128)> = None;
+            let mut last_next: Option<(u128, bool)> = None;
+            let mut srh_memo = SrhMemo::default();
+            for index in bits(candidates) {
+                let mut key = lane.destination6[index];
                 let sid = match last_sid {
                     Some((destination, sid)) if destination == key => sid,
                     _ => {
@@ -117,19 +131,13 @@ impl Forwarder {
                     lane.step[index] = step;
                     endpoint |= 1 << index;
                 }
+                queue(lane, index, key);
             }
-            match previous {
-                Some((destination, head)) if destination == key => {
-                    shared |= 1 << index;
-                    lane.head[index] = head as u8;
-                }
-                _ => {
-                    previous = Some((key, index));
-                    let lookups = &mut lane.lookups6;
-                    lookups.keys[n % MAX_BURST] = key.to_be_bytes();
-                    lookups.which[n % MAX_BURST] = index as u8;
-                    n += 1;
-                }
+        } else {
+            // No local SID: every frame is looked up as it came, in a loop of its own (the
+            // endpoints' memos above would take its registers).
+            for index in bits(candidates) {
+                queue(lane, index, lane.destination6[index]);
             }
         }
         #[cfg(test)]
