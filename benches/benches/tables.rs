@@ -196,7 +196,8 @@ fn bench_lpm6(c: &mut Criterion) {
     for (name, n) in [("1k", 1_000), ("100k", 100_000)] {
         let mut rng = XorShift::new(SEED ^ n as u64);
         let routes = lpm6_routes(&mut rng, n);
-        let mut lpm = Lpm6::with_max_groups(1 << 22);
+        // The FIB's shape (a 24-bit first level), as the forwarding path looks it up.
+        let mut lpm = Lpm6::with_first_level(Lpm6::FIB_FIRST_LEVEL_BITS, 1 << 22);
         for (i, &(prefix, len)) in routes.iter().enumerate() {
             lpm.insert(Ipv6Addr::from(prefix), len, 1 + (i % 255) as u32)
                 .expect("route");

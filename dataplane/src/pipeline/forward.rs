@@ -401,7 +401,7 @@ impl Forwarder {
             vlans,
             interfaces: Vec::with_capacity(spec.interfaces.len()),
             fib4: (0..vrfs).map(|_| Lpm4::new()).collect(),
-            fib6: (0..vrfs).map(|_| Lpm6::new()).collect(),
+            fib6: (0..vrfs).map(|_| Lpm6::for_fib()).collect(),
             nexthops: Vec::with_capacity(spec.nexthops.len()),
             groups: Vec::with_capacity(spec.groups.len()),
             balancers: Vec::with_capacity(spec.groups.len()),

@@ -6,10 +6,11 @@
 //! * `Lpm4` is DIR-24-8: a 2^24-entry first level indexed by the top 24 address bits, plus
 //!   256-entry second-level groups for /24s that hold prefixes longer than /24. A lookup is one
 //!   or two dependent memory reads.
-//! * `Lpm6` is DIR-16-8-8-…-8 (the shape of DPDK's `rte_lpm6`): a 2^16-entry first level and
-//!   then up to fourteen levels of 256-entry groups. A lookup is at most 1 + 14 = 15 dependent
-//!   reads and stops as soon as it reaches a leaf, so the cost depends on the length of the
-//!   matching prefixes, never on the number of routes (beyond cache effects).
+//! * `Lpm6` is DIR-24-8-8-…-8 for a FIB (the shape of DPDK's `rte_fib6` trie) and
+//!   DIR-16-8-…-8 for small tables (`rte_lpm6`'s): a 2^24- or 2^16-entry first level and then
+//!   up to thirteen or fourteen levels of 256-entry groups. A lookup stops as soon as it
+//!   reaches a leaf, so the cost depends on the length of the matching prefixes, never on the
+//!   number of routes (beyond cache effects).
 //!
 //! Every entry is a `u32`: `0` means "no route", a leaf holds `value + 1`, and an entry with bit
 //! 31 set holds the index of a child group. Lookups read only these entries; they are `#[inline]`
@@ -151,8 +152,8 @@ enum Loc {
 
 #[derive(Clone)]
 pub(super) struct Trie {
-    /// Bits indexing the first level (24 for IPv4, 16 for IPv6).
-    first: u32,
+    /// Bits indexing the first level (24 for IPv4; 24 or 16 for IPv6: `Lpm6`).
+    pub(super) first: u32,
     /// First-level entries (read by lookups).
     pub(super) top: Box<[u32]>,
     /// Prefix length that produced each first-level leaf (control plane only).

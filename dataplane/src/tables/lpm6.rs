@@ -1,17 +1,25 @@
-//! IPv6 longest-prefix match: DIR-16-8-8-…-8, the shape of DPDK's `rte_lpm6`.
+//! IPv6 longest-prefix match: a multibit trie with a first level of 24 or 16 bits and 8-bit
+//! levels below it.
 //!
-//! The first level has one `u32` entry per /16 (2^16 entries: 256 KiB, plus 64 KiB of prefix
-//! lengths used only by updates). Below it, 256-entry groups each resolve 8 more bits, so a
-//! prefix of length `len` lives `ceil((len - 16) / 8)` groups deep, expanded over the
-//! `2^(end - len)` entries it covers at that level. A lookup follows group pointers until it
-//! meets a leaf: at most 1 + 14 = 15 dependent reads (for addresses under a /121../128), and
-//! as many as the longest prefix on its way needs, whatever the number of routes.
+//! The first level has one `u32` entry per /24 or /16 prefix. Below it, 256-entry groups each
+//! resolve 8 more bits, so a prefix of length `len` lives `ceil((len - first) / 8)` groups
+//! deep, expanded over the `2^(end - len)` entries it covers at that level. A lookup follows
+//! group pointers until it meets a leaf: at most one read of the first level and then one per
+//! group (13 with a 24-bit first level, 14 with a 16-bit one, for a /128), as many as the
+//! longest prefix on its way needs, whatever the number of routes.
+//!
+//! The FIB takes the 24-bit first level (DIR-24-8-…-8, the shape of DPDK's `rte_fib6` trie):
+//! one dependent read less per lookup under the /32 to /64 prefixes a fabric routes, for 64 MiB
+//! of entries and 16 MiB of prefix lengths per table, committed as routes are painted over them
+//! (all of it once a default route is; the IPv4 FIB's first level is the same size). Small
+//! tables (the my-SID table) take the 16-bit level of DPDK's `rte_lpm6`: 256 KiB of entries
+//! and 64 KiB of lengths.
 //!
 //! Every group costs 1 KiB of entries plus 256 bytes of lengths. A prefix needs a group per
-//! 8-bit level between /16 and its length that it does not share with other prefixes, so the
-//! memory depends on how clustered the table is: about one group per route for scattered /48s,
-//! far less for routes under common aggregates. Groups are capped by [`Lpm6::max_groups`] and
-//! recycled when their last longer prefix goes.
+//! 8-bit level between the first level and its length that it does not share with other
+//! prefixes, so the memory depends on how clustered the table is: about one group per route
+//! for scattered /48s, far less for routes under common aggregates. Groups are capped by
+//! [`Lpm6::max_groups`] and recycled when their last longer prefix goes.
 
 use std::fmt;
 use std::net::Ipv6Addr;
@@ -55,23 +63,57 @@ fn mask(addr: u128, len: u8) -> u128 {
 impl Lpm6 {
     /// Address width.
     pub const MAX_LEN: u8 = 128;
-    /// Groups allowed by [`Lpm6::new`] (65536 groups: 80 MiB when all are used).
+    /// Groups allowed by [`Lpm6::new`] and [`Lpm6::for_fib`] (65536 groups: 80 MiB when all
+    /// are used).
     pub const DEFAULT_MAX_GROUPS: u32 = 1 << 16;
+    /// Bits of the FIB's first level ([`Lpm6::for_fib`]).
+    pub const FIB_FIRST_LEVEL_BITS: u32 = 24;
+    /// Bits of a small table's first level ([`Lpm6::new`]).
+    pub const SMALL_FIRST_LEVEL_BITS: u32 = 16;
 
-    /// An empty table allowing [`Lpm6::DEFAULT_MAX_GROUPS`] groups.
+    /// An empty small table (a 16-bit first level) allowing [`Lpm6::DEFAULT_MAX_GROUPS`]
+    /// groups.
     #[must_use]
     pub fn new() -> Self {
         Self::with_max_groups(Self::DEFAULT_MAX_GROUPS)
     }
 
-    /// An empty table allowing at most `max_groups` groups (capped at 2^31 - 1).
+    /// An empty small table (a 16-bit first level) allowing at most `max_groups` groups
+    /// (capped at 2^31 - 1).
     #[must_use]
     pub fn with_max_groups(max_groups: u32) -> Self {
+        Self::with_first_level(Self::SMALL_FIRST_LEVEL_BITS, max_groups)
+    }
+
+    /// An empty FIB (a 24-bit first level) allowing [`Lpm6::DEFAULT_MAX_GROUPS`] groups.
+    #[must_use]
+    pub fn for_fib() -> Self {
+        Self::with_first_level(Self::FIB_FIRST_LEVEL_BITS, Self::DEFAULT_MAX_GROUPS)
+    }
+
+    /// An empty table whose first level is indexed by `first_bits` (16 or 24; the lookups
+    /// read whole bytes) allowing at most `max_groups` groups (capped at 2^31 - 1).
+    ///
+    /// # Panics
+    ///
+    /// If `first_bits` is neither 16 nor 24.
+    #[must_use]
+    pub fn with_first_level(first_bits: u32, max_groups: u32) -> Self {
+        assert!(
+            first_bits == Self::SMALL_FIRST_LEVEL_BITS || first_bits == Self::FIB_FIRST_LEVEL_BITS,
+            "an IPv6 first level of {first_bits} bits"
+        );
         Self {
-            trie: Trie::new(16, max_groups),
+            trie: Trie::new(first_bits, max_groups),
             rules: (0..=Self::MAX_LEN).map(|_| RuleMap::default()).collect(),
             count: 0,
         }
+    }
+
+    /// Bits indexing the first level (16 or 24).
+    #[must_use]
+    pub fn first_level_bits(&self) -> u32 {
+        self.trie.first
     }
 
     /// Installs `prefix/len -> value`, replacing and returning the previous value of the same
@@ -135,13 +177,13 @@ impl Lpm6 {
     }
 
     /// Longest-prefix match for `addr` (an [`Ipv6Addr`] or a host-order `u128`): one read of
-    /// the first level, then one per group on the way, at most 15 in all.
+    /// the first level, then one per group on the way (at most 14 or 13 groups).
     #[inline]
     #[must_use]
     pub fn lookup(&self, addr: impl Into<u128>) -> Option<u32> {
         let a: u128 = addr.into();
-        let mut e = self.trie.top[(a >> 112) as usize];
-        let mut shift = 112u32;
+        let mut shift = 128 - self.trie.first;
+        let mut e = self.trie.top[(a >> shift) as usize];
         while e & EXT != 0 {
             // Groups of the last level (shift 0) hold only leaves, so this never wraps.
             shift = shift.wrapping_sub(8);
@@ -160,16 +202,22 @@ impl Lpm6 {
     #[inline]
     pub fn lookup_batch(&self, addrs: &[[u8; 16]], out: &mut [Option<u32>]) {
         let n = addrs.len().min(out.len());
+        let first = self.trie.first;
+        // The first level's index: the address's first 2 or 3 bytes.
+        let top_shift = 32 - first;
+        let first_group_byte = (first / 8) as usize;
         let mut e = [0u32; 16];
         for (a, o) in addrs[..n].chunks(16).zip(out[..n].chunks_mut(16)) {
             // The entries' bits OR-ed together: whether any is still extended (EXT).
             let mut seen = 0u32;
             for (e, x) in e.iter_mut().zip(a) {
-                *e = self.trie.top[usize::from(u16::from_be_bytes([x[0], x[1]]))];
+                let head = u32::from_be_bytes([x[0], x[1], x[2], x[3]]);
+                *e = self.trie.top[(head >> top_shift) as usize];
                 seen |= *e;
             }
-            // Bytes 0 and 1 index the first level; byte 2 the group under it, and so on.
-            for byte in 2..16 {
+            // The first 2 or 3 bytes index the first level; the next the group under it, and
+            // so on.
+            for byte in first_group_byte..16 {
                 if seen & EXT == 0 {
                     break;
                 }
@@ -460,6 +508,52 @@ mod tests {
         assert_eq!(t.lookup(u128::MAX), None);
     }
 
+    /// A FIB's 24-bit first level: prefixes up to /24 need no group, a longer one a group per
+    /// 8 bits past /24 (a /128: thirteen, shared with the prefixes above it), and a lookup
+    /// follows them.
+    #[test]
+    fn a_fib_resolves_24_bits_in_its_first_level() {
+        let mut t = Lpm6::for_fib();
+        assert_eq!(t.first_level_bits(), 24);
+        t.insert(a("2001:d00::"), 24, 1).unwrap();
+        t.insert(a("2001:db8::"), 23, 2).unwrap();
+        assert_eq!(t.groups_in_use(), 0);
+        assert_eq!(t.lookup(a("2001:dff::1")), Some(1));
+        assert_eq!(t.lookup(a("2001:c00::1")), Some(2));
+        assert_eq!(t.lookup(a("2001:e00::1")), None);
+        t.insert(a("2001:d00::"), 25, 3).unwrap();
+        assert_eq!(t.groups_in_use(), 1);
+        assert_eq!(t.lookup(a("2001:d7f:ffff::")), Some(3));
+        assert_eq!(t.lookup(a("2001:d80::")), Some(1));
+        let h = a("2001:db8:1:2:3:4:5:6");
+        t.insert(h, 128, 4).unwrap();
+        // It shares the /25's group for bits 24..32 and needs one for each byte after it.
+        assert_eq!(t.groups_in_use(), 1 + 12);
+        let probes = [
+            h,
+            a("2001:db8:1:2:3:4:5:7"),
+            a("2001:d12::"),
+            a("2001:dff::"),
+        ];
+        let want = [Some(4), Some(1), Some(3), Some(1)];
+        let bytes: Vec<[u8; 16]> = probes.iter().map(|p| p.octets()).collect();
+        let mut out = [None; 4];
+        t.lookup_batch(&bytes, &mut out);
+        assert_eq!(out, want);
+        for (p, w) in probes.iter().zip(want) {
+            assert_eq!(t.lookup(*p), w);
+        }
+        assert_eq!(t.remove(h, 128), Some(4));
+        assert_eq!(t.remove(a("2001:d00::"), 25), Some(3));
+        assert_eq!(t.groups_in_use(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "an IPv6 first level of 20 bits")]
+    fn a_first_level_must_be_whole_bytes_the_lookups_read() {
+        let _ = Lpm6::with_first_level(20, 1);
+    }
+
     #[test]
     fn replace_returns_old_value() {
         let mut t = Lpm6::new();
@@ -608,6 +702,15 @@ mod tests {
     /// neighbours) as they go.
     #[test]
     fn dense_interleaved_updates() {
+        dense_interleaved_updates_with(Lpm6::SMALL_FIRST_LEVEL_BITS);
+    }
+
+    #[test]
+    fn dense_interleaved_updates_in_a_fib() {
+        dense_interleaved_updates_with(Lpm6::FIB_FIRST_LEVEL_BITS);
+    }
+
+    fn dense_interleaved_updates_with(first_bits: u32) {
         let mut rng = Rng::new(0xd15e6);
         const BITS: [u32; 10] = [0, 15, 16, 23, 24, 47, 63, 64, 120, 127];
         let base = BITS
@@ -625,7 +728,7 @@ mod tests {
             0, 1, 2, 15, 16, 17, 23, 24, 25, 31, 32, 47, 48, 63, 64, 65, 100, 120, 121, 126, 127,
             128,
         ];
-        let mut t = Lpm6::with_max_groups(1 << 14);
+        let mut t = Lpm6::with_first_level(first_bits, 1 << 14);
         let mut r = Ref::new();
         let mut installed: Vec<(u128, u8)> = Vec::new();
         let ops = if cfg!(debug_assertions) { 1000 } else { 6000 };
@@ -668,6 +771,15 @@ mod tests {
     /// inserts, removes, re-inserts and the removal of every prefix longer than /16.
     #[test]
     fn random_routes_match_reference() {
+        random_routes_match_reference_with(Lpm6::SMALL_FIRST_LEVEL_BITS);
+    }
+
+    #[test]
+    fn random_routes_match_reference_in_a_fib() {
+        random_routes_match_reference_with(Lpm6::FIB_FIRST_LEVEL_BITS);
+    }
+
+    fn random_routes_match_reference_with(first_bits: u32) {
         let n = if cfg!(debug_assertions) {
             100_000
         } else {
@@ -675,7 +787,7 @@ mod tests {
         };
         let mut rng = Rng::new(0x01c0_c106);
         let pools = Pools::new(&mut rng);
-        let mut t = Lpm6::with_max_groups(1 << 22);
+        let mut t = Lpm6::with_first_level(first_bits, 1 << 22);
         let mut r = Ref::new();
         let mut routes: Vec<(u128, u8)> = Vec::with_capacity(n);
         for _ in 0..n {
