@@ -83,7 +83,7 @@ pub struct ExpressLane {
     destination: [u32; MAX_BURST],
     /// Pass 1: each IPv6 frame's destination; pass 2: where its route was looked up (an
     /// endpoint's next destination).
-    destination6: [u128; MAX_BURST],
+    destination6: [WireAddr6; MAX_BURST],
     nexthop: [u32; MAX_BURST],
     route: [u32; MAX_BURST],
     hash: [u32; MAX_BURST],
@@ -113,7 +113,7 @@ impl Default for ExpressLane {
             ipv6: 0,
             endpoint: 0,
             destination: [0; MAX_BURST],
-            destination6: [0; MAX_BURST],
+            destination6: [WireAddr6::default(); MAX_BURST],
             nexthop: [0; MAX_BURST],
             route: [0; MAX_BURST],
             hash: [0; MAX_BURST],
@@ -185,9 +185,38 @@ fn mac_word(mac: [u8; 6]) -> u64 {
 }
 
 /// What pass 1 found of a frame: its destination and its DSCP.
+/// An IPv6 address as the frame holds it, its 16 bytes in network order kept in a `u128`:
+/// the lane compares, queues, hashes and writes destinations as they are on the wire, so it
+/// swaps their bytes only where it computes with them (a uN shift, a SID's prefix).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct WireAddr6(u128);
+
+impl WireAddr6 {
+    #[inline(always)]
+    pub(super) fn from_bytes(bytes: [u8; 16]) -> WireAddr6 {
+        WireAddr6(u128::from_ne_bytes(bytes))
+    }
+
+    /// The address in host order (as `u128::from(Ipv6Addr)`).
+    #[inline(always)]
+    pub(super) fn from_host(address: u128) -> WireAddr6 {
+        WireAddr6::from_bytes(address.to_be_bytes())
+    }
+
+    #[inline(always)]
+    pub(super) fn bytes(self) -> [u8; 16] {
+        self.0.to_ne_bytes()
+    }
+
+    #[inline(always)]
+    pub(super) fn host(self) -> u128 {
+        u128::from_be_bytes(self.bytes())
+    }
+}
+
 enum Screened {
     Ipv4(u32, u8),
-    Ipv6(u128, u8),
+    Ipv6(WireAddr6, u8),
     /// The frame takes the full pipeline.
     Not,
 }
@@ -283,12 +312,11 @@ const LANE_IPV6_FIRST_BYTE: [bool; 256] = {
 /// addresses outside ::/8, fe00::/8 and ff00::/8 (`LANE_IPV6_FIRST_BYTE`) and a hop limit
 /// above 1.
 #[inline(always)]
-fn express_ipv6_destination(frame: &[u8]) -> Option<u128> {
+fn express_ipv6_destination(frame: &[u8]) -> Option<WireAddr6> {
     let seen: &[u8; IPV6_SEEN] = frame.first_chunk()?;
     let ip: &[u8; 40] = seen[LANE_L3..].first_chunk()?;
     let payload_len = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
-    let address = |at: usize| u128::from_be_bytes(*ip[at..].first_chunk().expect("16 bytes"));
-    let destination = address(24);
+    let destination = WireAddr6::from_bytes(*ip[24..].first_chunk().expect("16 bytes"));
     let express = (ip[0] >> 4 == 6)
         & (40 + payload_len <= frame.len() - LANE_L3)
         & LANE_IPV6_FIRST_BYTE[usize::from(ip[8])]

@@ -11,7 +11,7 @@
 
 #[cfg(debug_assertions)]
 use super::express_ipv6_destination;
-use super::{ExpressLane, LANE_L3, LANE_OTHER, LastGroup, Staged, bits};
+use super::{ExpressLane, LANE_L3, LANE_OTHER, LastGroup, Staged, WireAddr6, bits};
 use crate::clock::Picos;
 use crate::counters::DropReason;
 use crate::dpdk::MAX_BURST;
@@ -62,11 +62,11 @@ impl Forwarder {
             return (0, 0);
         };
         let (mut routed, mut endpoint, mut shared) = (candidates, 0u64, 0u64);
-        let mut previous: Option<(u128, usize)> = None;
+        let mut previous: Option<(WireAddr6, usize)> = None;
         let mut n = 0;
         // Frame `index`'s FIB key: queued for the walk, or, when the frame before it has the
         // same one (a run of frames to one destination), that frame's lookup is shared.
-        let mut queue = |lane: &mut ExpressLane, index: usize, key: u128| match previous {
+        let mut queue = |lane: &mut ExpressLane, index: usize, key: WireAddr6| match previous {
             Some((destination, head)) if destination == key => {
                 shared |= 1 << index;
                 lane.head[index % MAX_BURST] = head as u8;
@@ -74,7 +74,7 @@ impl Forwarder {
             _ => {
                 previous = Some((key, index));
                 let lookups = &mut lane.lookups6;
-                lookups.keys[n % MAX_BURST] = key.to_be_bytes();
+                lookups.keys[n % MAX_BURST] = key.bytes();
                 lookups.which[n % MAX_BURST] = index as u8;
                 n += 1;
             }
@@ -83,16 +83,16 @@ impl Forwarder {
             // The last destination whose SID was found (with its uN shift, once a frame took
             // it: a shift depends on the SID and the destination alone), and the last next
             // destination checked to lead to the FIB: a policy's flows share all three.
-            let mut last_sid: Option<(u128, Option<u32>)> = None;
-            let mut last_shift: Option<(u128, u128)> = None;
-            let mut last_next: Option<(u128, bool)> = None;
+            let mut last_sid: Option<(WireAddr6, Option<u32>)> = None;
+            let mut last_shift: Option<(WireAddr6, WireAddr6)> = None;
+            let mut last_next: Option<(WireAddr6, bool)> = None;
             let mut srh_memo = SrhMemo::default();
             for index in bits(candidates) {
                 let mut key = lane.destination6[index];
                 let sid = match last_sid {
                     Some((destination, sid)) if destination == key => sid,
                     _ => {
-                        let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(key));
+                        let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(key.bytes()));
                         last_sid = Some((key, sid));
                         sid
                     }
@@ -102,9 +102,11 @@ impl Forwarder {
                         Some((destination, next)) if destination == key => {
                             Some((next, EndpointStep::Shift))
                         }
-                        _ => frames[index]
-                            .get(LANE_L3..)
-                            .and_then(|ip| self.srv6.endpoint_step(sid, key, ip, &mut srh_memo)),
+                        _ => frames[index].get(LANE_L3..).and_then(|ip| {
+                            self.srv6
+                                .endpoint_step(sid, key.host(), ip, &mut srh_memo)
+                                .map(|(next, step)| (WireAddr6::from_host(next), step))
+                        }),
                     };
                     if let Some((next, EndpointStep::Shift)) = step {
                         last_shift = Some((key, next));
@@ -116,7 +118,7 @@ impl Forwarder {
                     let leads_to_fib = match last_next {
                         Some((checked, leads)) if checked == next => leads,
                         _ => {
-                            let leads = self.srv6.leads_to_fib(vrf, next);
+                            let leads = self.srv6.leads_to_fib(vrf, next.host());
                             last_next = Some((next, leads));
                             leads
                         }
@@ -165,7 +167,7 @@ impl Forwarder {
                 continue;
             }
             let with_ports = endpoint >> index & 1 == 0;
-            let destination = lane.destination6[index].to_be_bytes();
+            let destination = lane.destination6[index].bytes();
             let hash = || flow_hash_ipv6_to(&frame[LANE_L3..], destination, with_ports, seed);
             match self.stage_route(route, hash, frame.len(), &mut last_group) {
                 Staged::Not => continue,
@@ -206,7 +208,7 @@ impl Forwarder {
             *segments_left -= 1;
         }
         if let Some(header) = ip.first_chunk_mut::<40>() {
-            header[24..40].copy_from_slice(&next.to_be_bytes());
+            header[24..40].copy_from_slice(&next.bytes());
             header[7] -= 1;
         }
         let (port, verdict) = match self.lane_nexthop(lane, index, arrived_len, now) {
@@ -269,7 +271,9 @@ impl Forwarder {
         let ip = &frame[LANE_L3..];
         let vrf = lane.vrf;
         let endpoint = lane.endpoint >> index & 1 != 0;
-        let sid = self.srv6.lookup_sid(vrf, Ipv6Addr::from(destination));
+        let sid = self
+            .srv6
+            .lookup_sid(vrf, Ipv6Addr::from(destination.bytes()));
         assert_eq!(
             sid,
             endpoint.then_some(lane.sid[index]),
@@ -278,17 +282,22 @@ impl Forwarder {
         let key = if endpoint {
             let step = self
                 .srv6
-                .endpoint_step(lane.sid[index], destination, ip, &mut SrhMemo::default())
+                .endpoint_step(
+                    lane.sid[index],
+                    destination.host(),
+                    ip,
+                    &mut SrhMemo::default(),
+                )
                 .filter(|&(next, _)| self.srv6.leads_to_fib(vrf, next))
                 .expect("the lane's step is the frame's");
             assert_eq!(
                 step,
-                (lane.destination6[index], lane.step[index]),
+                (lane.destination6[index].host(), lane.step[index]),
                 "lane step"
             );
             step.0
         } else {
-            destination
+            destination.host()
         };
         if lane.in_turn >> index & 1 != 0 {
             let hash = flow_hash_ipv6_to(ip, key.to_be_bytes(), !endpoint, self.flow_hash_seed);
