@@ -80,15 +80,28 @@ impl Forwarder {
             }
         };
         if self.srv6.has_sids(vrf) {
-            // The last destination whose SID was found (with its uN shift, once a frame took
-            // it: a shift depends on the SID and the destination alone), and the last next
-            // destination checked to lead to the FIB: a policy's flows share all three.
+            // The last destination whose SID was found and the last next destination checked
+            // to lead to the FIB: a policy's flows share both.
             let mut last_sid: Option<(WireAddr6, Option<u32>)> = None;
-            let mut last_shift: Option<(WireAddr6, WireAddr6)> = None;
             let mut last_next: Option<(WireAddr6, bool)> = None;
             let mut srh_memo = SrhMemo::default();
+            // The last destination whose uN shift led to the FIB, with its SID and its next
+            // destination: all three depend on the destination alone (the SID lookup, the
+            // shift and the FIB check), so a frame to it takes them whole, ahead of the other
+            // memos. An End step depends on the frame's SRH too, and never sets it.
+            let mut last_shift: Option<(WireAddr6, u32, WireAddr6)> = None;
             for index in bits(candidates) {
                 let mut key = lane.destination6[index];
+                if let Some((destination, sid, next)) = last_shift
+                    && destination == key
+                {
+                    lane.destination6[index] = next;
+                    lane.sid[index] = sid;
+                    lane.step[index] = EndpointStep::Shift;
+                    endpoint |= 1 << index;
+                    queue(lane, index, next);
+                    continue;
+                }
                 let sid = match last_sid {
                     Some((destination, sid)) if destination == key => sid,
                     _ => {
@@ -98,19 +111,11 @@ impl Forwarder {
                     }
                 };
                 if let Some(sid) = sid {
-                    let step = match last_shift {
-                        Some((destination, next)) if destination == key => {
-                            Some((next, EndpointStep::Shift))
-                        }
-                        _ => frames[index].get(LANE_L3..).and_then(|ip| {
-                            self.srv6
-                                .endpoint_step(sid, key.host(), ip, &mut srh_memo)
-                                .map(|(next, step)| (WireAddr6::from_host(next), step))
-                        }),
-                    };
-                    if let Some((next, EndpointStep::Shift)) = step {
-                        last_shift = Some((key, next));
-                    }
+                    let step = frames[index].get(LANE_L3..).and_then(|ip| {
+                        self.srv6
+                            .endpoint_step(sid, key.host(), ip, &mut srh_memo)
+                            .map(|(next, step)| (WireAddr6::from_host(next), step))
+                    });
                     let Some((next, step)) = step else {
                         routed &= !(1 << index);
                         continue;
@@ -126,6 +131,9 @@ impl Forwarder {
                     if !leads_to_fib {
                         routed &= !(1 << index);
                         continue;
+                    }
+                    if step == EndpointStep::Shift {
+                        last_shift = Some((key, sid, next));
                     }
                     key = next;
                     lane.destination6[index] = next;
