@@ -354,9 +354,25 @@ impl SwitchWorker {
                     self.handle_one_flow(mbuf, index, port, &addresses, ingress, now);
                 }
             } else {
-                // Routed bursts are all express as a rule: a loop of that path alone.
-                for (index, mbuf) in burst.drain().enumerate() {
-                    self.handle_lane(mbuf, index, ingress, now);
+                // Routed bursts are all express as a rule: a loop of that path alone, and,
+                // when pass 2 found every frame's nexthop and the burst is of one family, one
+                // without the tests for an endpoint step, a choice in turn and the family.
+                match self.forwarder.lane_plain_family(&self.lane) {
+                    Some(false) => {
+                        for (index, mbuf) in burst.drain().enumerate() {
+                            self.handle_lane_plain::<false>(mbuf, index, ingress, now);
+                        }
+                    }
+                    Some(true) => {
+                        for (index, mbuf) in burst.drain().enumerate() {
+                            self.handle_lane_plain::<true>(mbuf, index, ingress, now);
+                        }
+                    }
+                    None => {
+                        for (index, mbuf) in burst.drain().enumerate() {
+                            self.handle_lane(mbuf, index, ingress, now);
+                        }
+                    }
                 }
             }
         } else if lane == 0 {
@@ -643,7 +659,15 @@ impl SwitchWorker {
             tc,
             qos::classify(frame, &self.port_qos[usize::from(ingress.port())])
         );
-        match self.forwarder.route_lane(&self.lane, index, frame, now) {
+        let port = self.forwarder.route_lane(&self.lane, index, frame, now);
+        self.send_lane_frame(mbuf, port, tc, ingress, now);
+    }
+
+    /// Sends an express frame where pass 3 sent it: to `port`, or, for `LANE_OTHER`, by the
+    /// verdict the forwarder kept.
+    #[inline(always)]
+    fn send_lane_frame(&mut self, mbuf: Mbuf, port: u16, tc: u8, ingress: IngressGate, now: Picos) {
+        match port {
             LANE_OTHER => {
                 let verdict = self.forwarder.lane_verdict();
                 self.act_on(verdict, mbuf, ingress.port(), tc, now);
@@ -651,6 +675,36 @@ impl SwitchWorker {
             // (`route_lane` returns only ports that are up.)
             port => self.send_from::<true>(mbuf, port, TagOp::Keep, tc, ingress, now),
         }
+    }
+
+    /// `handle_lane` for a burst of `Forwarder::lane_plain_family` `IPV6`.
+    #[inline(always)]
+    fn handle_lane_plain<const IPV6: bool>(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        let mut packet = mbuf.packet_mut();
+        let frame = packet.data_mut();
+        let tc = self.lane.class(index);
+        #[cfg(debug_assertions)]
+        let received = frame.to_vec();
+        let port = self
+            .forwarder
+            .route_lane_plain::<IPV6>(&self.lane, index, frame, now);
+        // Debug builds: a frame the plain path sends leaves as `route_lane` sends it (whose
+        // path is then the same copy of the nexthop's addresses, with no other effect).
+        #[cfg(debug_assertions)]
+        if port != LANE_OTHER {
+            let mut routed = received;
+            let lane_port = self
+                .forwarder
+                .route_lane(&self.lane, index, &mut routed, now);
+            assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "plain lane");
+        }
+        self.send_lane_frame(mbuf, port, tc, ingress, now);
     }
 
     /// A frame of a burst of one flow that leaves by `port` with the nexthop's `addresses`

@@ -1174,6 +1174,32 @@ fn through_route_lane(
     (verdict, (0, frame.len()), bytes)
 }
 
+/// `through_route_lane` by `route_lane_plain`, as the engine takes a burst of
+/// `lane_plain_family` `ipv6`.
+fn through_route_lane_plain(
+    f: &mut Forwarder,
+    lane: &ExpressLane,
+    index: usize,
+    frame: &[u8],
+    now: u64,
+    ipv6: bool,
+) -> Outcome {
+    let mut bytes = frame.to_vec();
+    let port = if ipv6 {
+        f.route_lane_plain::<true>(lane, index, &mut bytes, now)
+    } else {
+        f.route_lane_plain::<false>(lane, index, &mut bytes, now)
+    };
+    let verdict = match port {
+        LANE_OTHER => f.lane_verdict(),
+        port => Verdict::Forward {
+            port,
+            tag: TagOp::Keep,
+        },
+    };
+    (verdict, (0, frame.len()), bytes)
+}
+
 /// Each ECMP group of `a` counted the packets and bytes of each member that `b`'s did.
 fn assert_same_member_counts(a: &Forwarder, b: &Forwarder) {
     for (x, y) in a.balance_counters().iter().zip(b.balance_counters()) {
@@ -1226,13 +1252,18 @@ fn through_lane(
     // A burst of one flow to one nexthop: the engine takes `route_one_flow` for each frame,
     // which must do what `route_lane` does.
     let one_flow = f.lane_one_flow_egress(lane);
+    let whole_burst = u64::MAX >> (64 - burst.len().clamp(1, 64));
     if one_flow.is_some() {
-        assert_eq!(
-            express,
-            u64::MAX >> (64 - burst.len()),
-            "one flow: all express"
-        );
+        assert_eq!(express, whole_burst, "one flow: all express");
     }
+    // Any other burst whose every frame is express, of one family and with each nexthop
+    // found in pass 2: the engine takes `route_lane_plain`, which must decide as
+    // `route_lane` does.
+    let plain = if express == whole_burst && one_flow.is_none() {
+        f.lane_plain_family(lane)
+    } else {
+        None
+    };
     let outcomes = burst
         .iter()
         .enumerate()
@@ -1243,7 +1274,10 @@ fn through_lane(
                     LANE_CLASSES[dscp_of(frame)],
                     "frame {index}"
                 );
-                let outcome = through_route_lane(f, lane, index, frame, now);
+                let outcome = match plain {
+                    Some(ipv6) => through_route_lane_plain(f, lane, index, frame, now, ipv6),
+                    None => through_route_lane(f, lane, index, frame, now),
+                };
                 if let Some((port, addresses)) = one_flow {
                     let mut bytes = frame.to_vec();
                     crate::pipeline::route_one_flow(&mut bytes, &addresses);
@@ -1344,6 +1378,75 @@ fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
             through_pipeline(&mut plain, frame, uplink, T0),
             "{what}"
         );
+    }
+    assert_same_member_counts(&lane_side, &plain);
+}
+
+#[test]
+fn a_burst_of_routed_frames_takes_the_plain_path_only_when_of_one_family() {
+    // Pass 3's plain path decrements the TTL or the hop limit by the burst's family, so the
+    // engine takes it only for a burst of one family whose nexthops pass 2 found; a burst of
+    // both families, or one with a member to choose in turn, takes `route_lane`.
+    let (mut lane_side, mut plain) = express_pair();
+    resolve_spines([&mut lane_side, &mut plain]);
+    let uplink = 5u16;
+    let v4 = |second: u8, third: u8| {
+        let ip = ipv4([10, 0, 10, 5], [10, second, third, 3], 64, 17, 1000, 4791);
+        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+    };
+    let v6 = |group: u16| {
+        let dst = format!("2001:db8:e:{group:x}::1");
+        let ip = ipv6(
+            "2001:db8:10::5",
+            &dst,
+            64,
+            17,
+            &[0x03, 0xe8, 0x12, 0xb7, 0, 8, 0, 0],
+        );
+        eth(ROUTER, SPINE1, None, 0x86dd, &ip)
+    };
+    let ipv4_only: Vec<Vec<u8>> = (0..6u8).map(|i| v4(1 + i % 2, i)).collect();
+    let ipv6_only: Vec<Vec<u8>> = (0..6u16).map(|i| v6(i * 77)).collect();
+    let both: Vec<Vec<u8>> = (0..6u8)
+        .map(|i| {
+            if i % 2 == 0 {
+                v4(1, i)
+            } else {
+                v6(u16::from(i))
+            }
+        })
+        .collect();
+    let (led_by_v6, chosen_in_turn) = {
+        let mut led = both.clone();
+        led.rotate_left(1);
+        let mut in_turn = ipv4_only.clone();
+        // 10.4.0.0/16: a group choosing by random flowlets.
+        in_turn[3] = v4(4, 9);
+        (led, in_turn)
+    };
+    let mut lane = ExpressLane::default();
+    for (burst, family, what) in [
+        (&ipv4_only, Some(false), "IPv4 alone"),
+        (&ipv6_only, Some(true), "IPv6 alone"),
+        (&both, None, "both families, IPv4 first"),
+        (&led_by_v6, None, "both families, IPv6 first"),
+        (&chosen_in_turn, None, "a member chosen in turn"),
+    ] {
+        // (The flowlet group's member may be 10.0.10.7, whose MAC no one resolved: both
+        // sides drop that frame as unresolved.)
+        let forwards_all = family.is_some() || what.starts_with("both");
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, burst, uplink, T0);
+        assert_eq!(express, (1 << burst.len()) - 1, "{what}: all express");
+        assert_eq!(lane_side.lane_plain_family(&lane), family, "{what}");
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, T0);
+            let forwarded = matches!(want.0, Verdict::Forward { .. });
+            assert!(
+                forwarded || !forwards_all,
+                "{what}: frame {index} forwarded"
+            );
+            assert_eq!(outcomes[index], want, "{what} frame {index}");
+        }
     }
     assert_same_member_counts(&lane_side, &plain);
 }

@@ -690,6 +690,53 @@ impl Forwarder {
         let Some(nexthop_id) = self.lane_nexthop(lane, index, frame.len(), now) else {
             return self.lane_other(Verdict::Drop(DropReason::EcmpNoLiveMember));
         };
+        self.route_lane_to(lane, index, frame, nexthop_id, ipv6, now)
+    }
+
+    /// The family of every express frame of the lane's burst when pass 2 found each one's
+    /// nexthop (no endpoint step, no member to choose in turn): `Some(true)` for IPv6. Then
+    /// pass 3 may take [`Self::route_lane_plain`] for all of them, without those tests.
+    #[inline]
+    pub fn lane_plain_family(&self, lane: &ExpressLane) -> Option<bool> {
+        if lane.in_turn != 0 || lane.endpoint != 0 {
+            return None;
+        }
+        match lane.ipv6 & lane.express {
+            0 => Some(false),
+            ipv6 if ipv6 == lane.express => Some(true),
+            _ => None,
+        }
+    }
+
+    /// [`Self::route_lane`] for a burst of [`Self::lane_plain_family`] `IPV6`.
+    #[inline(always)]
+    pub fn route_lane_plain<const IPV6: bool>(
+        &mut self,
+        lane: &ExpressLane,
+        index: usize,
+        frame: &mut [u8],
+        now: Picos,
+    ) -> u16 {
+        debug_assert_eq!(self.lane_plain_family(lane), Some(IPV6));
+        debug_assert!(index < MAX_BURST && lane.express >> index & 1 != 0);
+        let index = index % MAX_BURST;
+        #[cfg(debug_assertions)]
+        self.check_lane(lane, index, frame);
+        let nexthop_id = lane.nexthop[index];
+        self.route_lane_to(lane, index, frame, nexthop_id, IPV6, now)
+    }
+
+    /// The rest of `route_lane` for express frame `index` once its nexthop is known.
+    #[inline(always)]
+    fn route_lane_to(
+        &mut self,
+        lane: &ExpressLane,
+        index: usize,
+        frame: &mut [u8],
+        nexthop_id: u32,
+        ipv6: bool,
+        now: Picos,
+    ) -> u16 {
         let Some(header) = frame.first_chunk_mut::<{ LANE_L3 + 12 }>() else {
             unreachable!("express frames hold an IP header");
         };
