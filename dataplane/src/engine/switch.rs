@@ -691,9 +691,12 @@ impl SwitchWorker {
         let tc = self.lane.class(index);
         #[cfg(debug_assertions)]
         let received = frame.to_vec();
+        let nexthop = self
+            .forwarder
+            .lane_plain_nexthop(&self.lane, index, frame, IPV6);
         let port = self
             .forwarder
-            .route_lane_plain::<IPV6>(&self.lane, index, frame, now);
+            .route_lane_to(&self.lane, index, frame, nexthop, IPV6, now);
         // Debug builds: a frame the plain path sends leaves as `route_lane` sends it (whose
         // path is then the same copy of the nexthop's addresses, with no other effect).
         #[cfg(debug_assertions)]

@@ -1174,8 +1174,8 @@ fn through_route_lane(
     (verdict, (0, frame.len()), bytes)
 }
 
-/// `through_route_lane` by `route_lane_plain`, as the engine takes a burst of
-/// `lane_plain_family` `ipv6`.
+/// `through_route_lane` by `lane_plain_nexthop` and `route_lane_to`, as the engine takes a
+/// burst of `lane_plain_family` `ipv6`.
 fn through_route_lane_plain(
     f: &mut Forwarder,
     lane: &ExpressLane,
@@ -1185,11 +1185,8 @@ fn through_route_lane_plain(
     ipv6: bool,
 ) -> Outcome {
     let mut bytes = frame.to_vec();
-    let port = if ipv6 {
-        f.route_lane_plain::<true>(lane, index, &mut bytes, now)
-    } else {
-        f.route_lane_plain::<false>(lane, index, &mut bytes, now)
-    };
+    let nexthop = f.lane_plain_nexthop(lane, index, &bytes, ipv6);
+    let port = f.route_lane_to(lane, index, &mut bytes, nexthop, ipv6, now);
     let verdict = match port {
         LANE_OTHER => f.lane_verdict(),
         port => Verdict::Forward {
@@ -1257,8 +1254,8 @@ fn through_lane(
         assert_eq!(express, whole_burst, "one flow: all express");
     }
     // Any other burst whose every frame is express, of one family and with each nexthop
-    // found in pass 2: the engine takes `route_lane_plain`, which must decide as
-    // `route_lane` does.
+    // found in pass 2: the engine takes `lane_plain_nexthop` and `route_lane_to`, which must
+    // decide as `route_lane` does.
     let plain = if express == whole_burst && one_flow.is_none() {
         f.lane_plain_family(lane)
     } else {

@@ -695,7 +695,7 @@ impl Forwarder {
 
     /// The family of every express frame of the lane's burst when pass 2 found each one's
     /// nexthop (no endpoint step, no member to choose in turn): `Some(true)` for IPv6. Then
-    /// pass 3 may take [`Self::route_lane_plain`] for all of them, without those tests.
+    /// pass 3 may take [`Self::lane_plain_nexthop`] for all of them, without those tests.
     #[inline]
     pub fn lane_plain_family(&self, lane: &ExpressLane) -> Option<bool> {
         if lane.in_turn != 0 || lane.endpoint != 0 {
@@ -708,27 +708,30 @@ impl Forwarder {
         }
     }
 
-    /// [`Self::route_lane`] for a burst of [`Self::lane_plain_family`] `IPV6`.
+    /// The nexthop pass 2 found for express frame `index` (`frame`) of a burst of
+    /// [`Self::lane_plain_family`] `ipv6`: pass 3 then takes [`Self::route_lane_to`] for it,
+    /// as `route_lane` would after its tests.
     #[inline(always)]
-    pub fn route_lane_plain<const IPV6: bool>(
-        &mut self,
+    pub fn lane_plain_nexthop(
+        &self,
         lane: &ExpressLane,
         index: usize,
-        frame: &mut [u8],
-        now: Picos,
-    ) -> u16 {
-        debug_assert_eq!(self.lane_plain_family(lane), Some(IPV6));
+        frame: &[u8],
+        ipv6: bool,
+    ) -> u32 {
+        debug_assert_eq!(self.lane_plain_family(lane), Some(ipv6));
         debug_assert!(index < MAX_BURST && lane.express >> index & 1 != 0);
-        let index = index % MAX_BURST;
         #[cfg(debug_assertions)]
         self.check_lane(lane, index, frame);
-        let nexthop_id = lane.nexthop[index];
-        self.route_lane_to(lane, index, frame, nexthop_id, IPV6, now)
+        #[cfg(not(debug_assertions))]
+        let _ = frame;
+        lane.nexthop[index % MAX_BURST]
     }
 
-    /// The rest of `route_lane` for express frame `index` once its nexthop is known.
+    /// The rest of `route_lane` for express frame `index` once its nexthop is known (`ipv6`:
+    /// the frame's family).
     #[inline(always)]
-    fn route_lane_to(
+    pub fn route_lane_to(
         &mut self,
         lane: &ExpressLane,
         index: usize,
