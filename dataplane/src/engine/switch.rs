@@ -368,6 +368,11 @@ impl SwitchWorker {
                             self.handle_lane_plain::<true>(mbuf, index, ingress, now);
                         }
                     }
+                    None if self.forwarder.lane_all_endpoints(&self.lane) => {
+                        for (index, mbuf) in burst.drain().enumerate() {
+                            self.handle_lane_endpoint(mbuf, index, ingress, now);
+                        }
+                    }
                     None => {
                         for (index, mbuf) in burst.drain().enumerate() {
                             self.handle_lane(mbuf, index, ingress, now);
@@ -660,6 +665,24 @@ impl SwitchWorker {
             qos::classify(frame, &self.port_qos[usize::from(ingress.port())])
         );
         let port = self.forwarder.route_lane(&self.lane, index, frame, now);
+        self.send_lane_frame(mbuf, port, tc, ingress, now);
+    }
+
+    /// `handle_lane` for a burst of `Forwarder::lane_all_endpoints`.
+    #[inline(always)]
+    fn handle_lane_endpoint(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        let mut packet = mbuf.packet_mut();
+        let frame = packet.data_mut();
+        let tc = self.lane.class(index);
+        let port = self
+            .forwarder
+            .route_lane_endpoint_of(&self.lane, index, frame, now);
         self.send_lane_frame(mbuf, port, tc, ingress, now);
     }
 

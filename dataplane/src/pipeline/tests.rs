@@ -1164,14 +1164,8 @@ fn through_route_lane(
     now: u64,
 ) -> Outcome {
     let mut bytes = frame.to_vec();
-    let verdict = match f.route_lane(lane, index, &mut bytes, now) {
-        LANE_OTHER => f.lane_verdict(),
-        port => Verdict::Forward {
-            port,
-            tag: TagOp::Keep,
-        },
-    };
-    (verdict, (0, frame.len()), bytes)
+    let port = f.route_lane(lane, index, &mut bytes, now);
+    (lane_verdict_of(f, port), (0, frame.len()), bytes)
 }
 
 /// `through_route_lane` by `lane_plain_nexthop` and `route_lane_to`, as the engine takes a
@@ -1187,14 +1181,32 @@ fn through_route_lane_plain(
     let mut bytes = frame.to_vec();
     let nexthop = f.lane_plain_nexthop(lane, index, &bytes, ipv6);
     let port = f.route_lane_to(lane, index, &mut bytes, nexthop, ipv6, now);
-    let verdict = match port {
+    (lane_verdict_of(f, port), (0, frame.len()), bytes)
+}
+
+/// `through_route_lane` by `route_lane_endpoint_of`, as the engine takes a burst of
+/// `lane_all_endpoints`.
+fn through_route_lane_endpoint(
+    f: &mut Forwarder,
+    lane: &ExpressLane,
+    index: usize,
+    frame: &[u8],
+    now: u64,
+) -> Outcome {
+    let mut bytes = frame.to_vec();
+    let port = f.route_lane_endpoint_of(lane, index, &mut bytes, now);
+    (lane_verdict_of(f, port), (0, frame.len()), bytes)
+}
+
+/// The verdict behind a port that pass 3 returned.
+fn lane_verdict_of(f: &Forwarder, port: u16) -> Verdict {
+    match port {
         LANE_OTHER => f.lane_verdict(),
         port => Verdict::Forward {
             port,
             tag: TagOp::Keep,
         },
-    };
-    (verdict, (0, frame.len()), bytes)
+    }
 }
 
 /// Each ECMP group of `a` counted the packets and bytes of each member that `b`'s did.
@@ -1261,6 +1273,8 @@ fn through_lane(
     } else {
         None
     };
+    // And a whole-express burst of endpoints alone takes `route_lane_endpoint_of`.
+    let endpoints = express == whole_burst && f.lane_all_endpoints(lane);
     let outcomes = burst
         .iter()
         .enumerate()
@@ -1273,6 +1287,7 @@ fn through_lane(
                 );
                 let outcome = match plain {
                     Some(ipv6) => through_route_lane_plain(f, lane, index, frame, now, ipv6),
+                    None if endpoints => through_route_lane_endpoint(f, lane, index, frame, now),
                     None => through_route_lane(f, lane, index, frame, now),
                 };
                 if let Some((port, addresses)) = one_flow {
@@ -1380,10 +1395,11 @@ fn the_lane_takes_plain_routed_ipv4_and_routes_it_as_the_pipeline_does() {
 }
 
 #[test]
-fn a_burst_of_routed_frames_takes_the_plain_path_only_when_of_one_family() {
+fn a_burst_takes_pass_3s_plain_or_endpoint_loop_only_when_every_frame_fits_it() {
     // Pass 3's plain path decrements the TTL or the hop limit by the burst's family, so the
     // engine takes it only for a burst of one family whose nexthops pass 2 found; a burst of
-    // both families, or one with a member to choose in turn, takes `route_lane`.
+    // both families, or one with a member to choose in turn, takes `route_lane`. Its
+    // endpoint loop applies each frame's SRv6 step, so it takes only bursts of endpoints.
     let (mut lane_side, mut plain) = express_pair();
     resolve_spines([&mut lane_side, &mut plain]);
     let uplink = 5u16;
@@ -1421,20 +1437,37 @@ fn a_burst_of_routed_frames_takes_the_plain_path_only_when_of_one_family() {
         in_turn[3] = v4(4, 9);
         (led, in_turn)
     };
+    // uN SID fcbb:bb00:100::/48, whose next uSID (0x200) is routed to group 0.
+    let to_sid = |flow: u16| {
+        let ports = [(flow >> 8) as u8, flow as u8, 0x12, 0xb7, 0, 8, 0, 0];
+        let ip = ipv6("2001:db8:10::5", "fcbb:bb00:100:200::", 64, 17, &ports);
+        eth(ROUTER, SPINE1, None, 0x86dd, &ip)
+    };
+    let endpoints: Vec<Vec<u8>> = (0..6u16).map(to_sid).collect();
+    let mut endpoints_and_ipv6 = endpoints.clone();
+    endpoints_and_ipv6[2] = v6(5);
     let mut lane = ExpressLane::default();
-    for (burst, family, what) in [
-        (&ipv4_only, Some(false), "IPv4 alone"),
-        (&ipv6_only, Some(true), "IPv6 alone"),
-        (&both, None, "both families, IPv4 first"),
-        (&led_by_v6, None, "both families, IPv6 first"),
-        (&chosen_in_turn, None, "a member chosen in turn"),
+    for (burst, family, all_endpoints, what) in [
+        (&ipv4_only, Some(false), false, "IPv4 alone"),
+        (&ipv6_only, Some(true), false, "IPv6 alone"),
+        (&both, None, false, "both families, IPv4 first"),
+        (&led_by_v6, None, false, "both families, IPv6 first"),
+        (&chosen_in_turn, None, false, "a member chosen in turn"),
+        (&endpoints, None, true, "uN endpoints alone"),
+        (
+            &endpoints_and_ipv6,
+            None,
+            false,
+            "uN endpoints and an IPv6 frame",
+        ),
     ] {
         // (The flowlet group's member may be 10.0.10.7, whose MAC no one resolved: both
         // sides drop that frame as unresolved.)
-        let forwards_all = family.is_some() || what.starts_with("both");
+        let forwards_all = !what.starts_with("a member");
         let (outcomes, express) = through_lane(&mut lane_side, &mut lane, burst, uplink, T0);
         assert_eq!(express, (1 << burst.len()) - 1, "{what}: all express");
         assert_eq!(lane_side.lane_plain_family(&lane), family, "{what}");
+        assert_eq!(lane_side.lane_all_endpoints(&lane), all_endpoints, "{what}");
         for (index, frame) in burst.iter().enumerate() {
             let want = through_pipeline(&mut plain, frame, uplink, T0);
             let forwarded = matches!(want.0, Verdict::Forward { .. });
