@@ -651,12 +651,80 @@ impl SwitchWorker {
     /// `ExpressLane`): its class and route come from the lane's passes. `ingress` is the
     /// in-port's gate, read for the burst.
     #[inline(always)]
-    fn handle_lane(&mut self, mut mbuf: Mbuf, index: usize, ingress: IngressGate, now: Picos) {
+    fn handle_lane(&mut self, mbuf: Mbuf, index: usize, ingress: IngressGate, now: Picos) {
         debug_assert_eq!(
             mbuf.packet().segments(),
             1,
             "the lane takes whole frames only"
         );
+        self.handle_lane_by(
+            mbuf,
+            index,
+            ingress,
+            now,
+            #[inline(always)]
+            |forwarder, lane, frame| forwarder.route_lane(lane, index, frame, now),
+        );
+    }
+
+    /// `handle_lane` for a burst of `Forwarder::lane_all_endpoints`.
+    #[inline(always)]
+    fn handle_lane_endpoint(&mut self, mbuf: Mbuf, index: usize, ingress: IngressGate, now: Picos) {
+        self.handle_lane_by(
+            mbuf,
+            index,
+            ingress,
+            now,
+            #[inline(always)]
+            |forwarder, lane, frame| forwarder.route_lane_endpoint(lane, index, frame, now),
+        );
+    }
+
+    /// `handle_lane` for a burst of `Forwarder::lane_plain_family` `IPV6`.
+    #[inline(always)]
+    fn handle_lane_plain<const IPV6: bool>(
+        &mut self,
+        mbuf: Mbuf,
+        index: usize,
+        ingress: IngressGate,
+        now: Picos,
+    ) {
+        self.handle_lane_by(
+            mbuf,
+            index,
+            ingress,
+            now,
+            #[inline(always)]
+            |forwarder, lane, frame| {
+                #[cfg(debug_assertions)]
+                let received = frame.to_vec();
+                let nexthop = forwarder.lane_plain_nexthop(lane, index, frame, IPV6);
+                let port = forwarder.route_lane_to(lane, index, frame, nexthop, IPV6, now);
+                // Debug builds: a frame the plain path sends leaves as `route_lane` sends it
+                // (whose path is then the same copy of the nexthop's addresses, no other effect).
+                #[cfg(debug_assertions)]
+                if port != LANE_OTHER {
+                    let mut routed = received;
+                    let lane_port = forwarder.route_lane(lane, index, &mut routed, now);
+                    assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "plain lane");
+                }
+                port
+            },
+        );
+    }
+
+    /// An express frame of the lane through `route` (one of pass 3's ways to a port, or to
+    /// `LANE_OTHER` and the verdict the forwarder keeps), then sent where it says. Its class
+    /// comes from pass 1.
+    #[inline(always)]
+    fn handle_lane_by(
+        &mut self,
+        mut mbuf: Mbuf,
+        index: usize,
+        ingress: IngressGate,
+        now: Picos,
+        route: impl FnOnce(&mut Forwarder, &ExpressLane, &mut [u8]) -> u16,
+    ) {
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
         let tc = self.lane.class(index);
@@ -664,73 +732,15 @@ impl SwitchWorker {
             tc,
             qos::classify(frame, &self.port_qos[usize::from(ingress.port())])
         );
-        let port = self.forwarder.route_lane(&self.lane, index, frame, now);
-        self.send_lane_frame(mbuf, port, tc, ingress, now);
-    }
-
-    /// `handle_lane` for a burst of `Forwarder::lane_all_endpoints`.
-    #[inline(always)]
-    fn handle_lane_endpoint(
-        &mut self,
-        mut mbuf: Mbuf,
-        index: usize,
-        ingress: IngressGate,
-        now: Picos,
-    ) {
-        let mut packet = mbuf.packet_mut();
-        let frame = packet.data_mut();
-        let tc = self.lane.class(index);
-        let port = self
-            .forwarder
-            .route_lane_endpoint_of(&self.lane, index, frame, now);
-        self.send_lane_frame(mbuf, port, tc, ingress, now);
-    }
-
-    /// Sends an express frame where pass 3 sent it: to `port`, or, for `LANE_OTHER`, by the
-    /// verdict the forwarder kept.
-    #[inline(always)]
-    fn send_lane_frame(&mut self, mbuf: Mbuf, port: u16, tc: u8, ingress: IngressGate, now: Picos) {
+        let port = route(&mut self.forwarder, &self.lane, frame);
         match port {
             LANE_OTHER => {
                 let verdict = self.forwarder.lane_verdict();
                 self.act_on(verdict, mbuf, ingress.port(), tc, now);
             }
-            // (`route_lane` returns only ports that are up.)
+            // (Pass 3 returns only ports that are up.)
             port => self.send_from::<true>(mbuf, port, TagOp::Keep, tc, ingress, now),
         }
-    }
-
-    /// `handle_lane` for a burst of `Forwarder::lane_plain_family` `IPV6`.
-    #[inline(always)]
-    fn handle_lane_plain<const IPV6: bool>(
-        &mut self,
-        mut mbuf: Mbuf,
-        index: usize,
-        ingress: IngressGate,
-        now: Picos,
-    ) {
-        let mut packet = mbuf.packet_mut();
-        let frame = packet.data_mut();
-        let tc = self.lane.class(index);
-        #[cfg(debug_assertions)]
-        let received = frame.to_vec();
-        let nexthop = self
-            .forwarder
-            .lane_plain_nexthop(&self.lane, index, frame, IPV6);
-        let port = self
-            .forwarder
-            .route_lane_to(&self.lane, index, frame, nexthop, IPV6, now);
-        // Debug builds: a frame the plain path sends leaves as `route_lane` sends it (whose
-        // path is then the same copy of the nexthop's addresses, with no other effect).
-        #[cfg(debug_assertions)]
-        if port != LANE_OTHER {
-            let mut routed = received;
-            let lane_port = self
-                .forwarder
-                .route_lane(&self.lane, index, &mut routed, now);
-            assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "plain lane");
-        }
-        self.send_lane_frame(mbuf, port, tc, ingress, now);
     }
 
     /// A frame of a burst of one flow that leaves by `port` with the nexthop's `addresses`

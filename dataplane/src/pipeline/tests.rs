@@ -1154,59 +1154,44 @@ fn through_pipeline(f: &mut Forwarder, frame: &[u8], in_port: u16, now: u64) -> 
     (verdict, window, bytes)
 }
 
-/// Frame `index` of the lane's burst through `route_lane`, as the engine takes an express
-/// frame (its verdict rebuilt from the port the lane returns).
-fn through_route_lane(
+/// Which of pass 3's loops the engine takes for an express frame's burst.
+#[derive(Clone, Copy)]
+enum Pass3 {
+    /// `route_lane`, for any burst.
+    Any,
+    /// `lane_plain_nexthop` and `route_lane_to`, for a burst of `lane_plain_family`.
+    Plain { ipv6: bool },
+    /// `route_lane_endpoint`, for a burst of `lane_all_endpoints`.
+    Endpoints,
+}
+
+/// Frame `index` of the lane's burst through pass 3 as the engine takes an express frame
+/// (its verdict rebuilt from the port the lane returns).
+fn through_pass_3(
     f: &mut Forwarder,
     lane: &ExpressLane,
     index: usize,
     frame: &[u8],
     now: u64,
+    way: Pass3,
 ) -> Outcome {
     let mut bytes = frame.to_vec();
-    let port = f.route_lane(lane, index, &mut bytes, now);
-    (lane_verdict_of(f, port), (0, frame.len()), bytes)
-}
-
-/// `through_route_lane` by `lane_plain_nexthop` and `route_lane_to`, as the engine takes a
-/// burst of `lane_plain_family` `ipv6`.
-fn through_route_lane_plain(
-    f: &mut Forwarder,
-    lane: &ExpressLane,
-    index: usize,
-    frame: &[u8],
-    now: u64,
-    ipv6: bool,
-) -> Outcome {
-    let mut bytes = frame.to_vec();
-    let nexthop = f.lane_plain_nexthop(lane, index, &bytes, ipv6);
-    let port = f.route_lane_to(lane, index, &mut bytes, nexthop, ipv6, now);
-    (lane_verdict_of(f, port), (0, frame.len()), bytes)
-}
-
-/// `through_route_lane` by `route_lane_endpoint_of`, as the engine takes a burst of
-/// `lane_all_endpoints`.
-fn through_route_lane_endpoint(
-    f: &mut Forwarder,
-    lane: &ExpressLane,
-    index: usize,
-    frame: &[u8],
-    now: u64,
-) -> Outcome {
-    let mut bytes = frame.to_vec();
-    let port = f.route_lane_endpoint_of(lane, index, &mut bytes, now);
-    (lane_verdict_of(f, port), (0, frame.len()), bytes)
-}
-
-/// The verdict behind a port that pass 3 returned.
-fn lane_verdict_of(f: &Forwarder, port: u16) -> Verdict {
-    match port {
+    let port = match way {
+        Pass3::Any => f.route_lane(lane, index, &mut bytes, now),
+        Pass3::Plain { ipv6 } => {
+            let nexthop = f.lane_plain_nexthop(lane, index, &bytes, ipv6);
+            f.route_lane_to(lane, index, &mut bytes, nexthop, ipv6, now)
+        }
+        Pass3::Endpoints => f.route_lane_endpoint(lane, index, &mut bytes, now),
+    };
+    let verdict = match port {
         LANE_OTHER => f.lane_verdict(),
         port => Verdict::Forward {
             port,
             tag: TagOp::Keep,
         },
-    }
+    };
+    (verdict, (0, frame.len()), bytes)
 }
 
 /// Each ECMP group of `a` counted the packets and bytes of each member that `b`'s did.
@@ -1268,13 +1253,12 @@ fn through_lane(
     // Any other burst whose every frame is express, of one family and with each nexthop
     // found in pass 2: the engine takes `lane_plain_nexthop` and `route_lane_to`, which must
     // decide as `route_lane` does.
-    let plain = if express == whole_burst && one_flow.is_none() {
-        f.lane_plain_family(lane)
-    } else {
-        None
+    let way = match f.lane_plain_family(lane) {
+        Some(ipv6) if express == whole_burst && one_flow.is_none() => Pass3::Plain { ipv6 },
+        // And a whole-express burst of endpoints alone takes `route_lane_endpoint`.
+        None if express == whole_burst && f.lane_all_endpoints(lane) => Pass3::Endpoints,
+        _ => Pass3::Any,
     };
-    // And a whole-express burst of endpoints alone takes `route_lane_endpoint_of`.
-    let endpoints = express == whole_burst && f.lane_all_endpoints(lane);
     let outcomes = burst
         .iter()
         .enumerate()
@@ -1285,11 +1269,7 @@ fn through_lane(
                     LANE_CLASSES[dscp_of(frame)],
                     "frame {index}"
                 );
-                let outcome = match plain {
-                    Some(ipv6) => through_route_lane_plain(f, lane, index, frame, now, ipv6),
-                    None if endpoints => through_route_lane_endpoint(f, lane, index, frame, now),
-                    None => through_route_lane(f, lane, index, frame, now),
-                };
+                let outcome = through_pass_3(f, lane, index, frame, now, way);
                 if let Some((port, addresses)) = one_flow {
                     let mut bytes = frame.to_vec();
                     crate::pipeline::route_one_flow(&mut bytes, &addresses);
@@ -2859,7 +2839,7 @@ fn lane_frames_route_as_the_forwarder_stands_in_their_turn() {
                     }
                 }
             }
-            let got = through_route_lane(&mut lane_side, &lane, index, frame, now);
+            let got = through_pass_3(&mut lane_side, &lane, index, frame, now, Pass3::Any);
             let want = through_pipeline(&mut plain, frame, uplink, now);
             assert_eq!(got, want, "round {round} frame {index}");
         }

@@ -681,12 +681,12 @@ impl Forwarder {
     ) -> u16 {
         debug_assert!(index < MAX_BURST && lane.express >> index & 1 != 0);
         let index = index % MAX_BURST;
-        #[cfg(debug_assertions)]
-        self.check_lane(lane, index, frame);
         let ipv6 = lane.ipv6 >> index & 1 != 0;
         if ipv6 && lane.endpoint >> index & 1 != 0 {
             return self.route_lane_endpoint(lane, index, frame, now);
         }
+        #[cfg(debug_assertions)]
+        self.check_lane(lane, index, frame);
         let Some(nexthop_id) = self.lane_nexthop(lane, index, frame.len(), now) else {
             return self.lane_other(Verdict::Drop(DropReason::EcmpNoLiveMember));
         };
@@ -709,27 +709,11 @@ impl Forwarder {
     }
 
     /// Whether every express frame of the lane's burst is IPv6 to a local SID (pass 2 found
-    /// its step): pass 3 may then take [`Self::route_lane_endpoint_of`] for each, without
+    /// its step): pass 3 may then take [`Self::route_lane_endpoint`] for each, without
     /// `route_lane`'s tests of the family and the step.
     #[inline]
     pub fn lane_all_endpoints(&self, lane: &ExpressLane) -> bool {
         lane.endpoint == lane.express && lane.express != 0
-    }
-
-    /// `route_lane` for express frame `index` of a burst of [`Self::lane_all_endpoints`].
-    #[inline(always)]
-    pub fn route_lane_endpoint_of(
-        &mut self,
-        lane: &ExpressLane,
-        index: usize,
-        frame: &mut [u8],
-        now: Picos,
-    ) -> u16 {
-        debug_assert!(self.lane_all_endpoints(lane));
-        debug_assert!(index < MAX_BURST && lane.express >> index & 1 != 0);
-        #[cfg(debug_assertions)]
-        self.check_lane(lane, index, frame);
-        self.route_lane_endpoint(lane, index, frame, now)
     }
 
     /// The nexthop pass 2 found for express frame `index` (`frame`) of a burst of

@@ -195,16 +195,20 @@ impl Forwarder {
     /// Pass 3 for express frame `index`, IPv6 to a local SID: what `srv6_endpoint` does for
     /// it, as `route_lane` (a forward's port, else `LANE_OTHER` with the verdict). The step
     /// and the hop-limit decrement come before resolution, as there; the SID counts the frame
-    /// with the verdict.
+    /// with the verdict. `route_lane` takes it for such a frame, and the engine for each frame
+    /// of a burst of [`Self::lane_all_endpoints`].
     #[inline(always)]
-    pub(super) fn route_lane_endpoint(
+    pub fn route_lane_endpoint(
         &mut self,
         lane: &ExpressLane,
         index: usize,
         frame: &mut [u8],
         now: Picos,
     ) -> u16 {
+        debug_assert!(index < MAX_BURST && (lane.endpoint & lane.express) >> index & 1 != 0);
         let index = index % MAX_BURST;
+        #[cfg(debug_assertions)]
+        self.check_lane(lane, index, frame);
         let arrived_len = frame.len();
         let (sid, step, next) = (lane.sid[index], lane.step[index], lane.destination6[index]);
         let Some(ip) = frame.get_mut(LANE_L3..) else {
