@@ -39,6 +39,14 @@ const IDLE_SWEEPS_PER_TIMER_RUN: u32 = 4096;
 /// Flooding copies to at most this many ports (DPDK's RTE_MAX_ETHPORTS).
 const MAX_FLOOD_PORTS: usize = 32;
 
+/// Pass 3's ways through an express frame (`SwitchWorker::handle_lane`): `route_lane`, for any
+/// burst; the plain way of a burst of `Forwarder::lane_plain_family` IPv4 or IPv6; the
+/// endpoints' way of a burst of `Forwarder::lane_all_endpoints`.
+const LANE_ANY: u8 = 0;
+const LANE_PLAIN_IPV4: u8 = 1;
+const LANE_PLAIN_IPV6: u8 = 2;
+const LANE_ENDPOINTS: u8 = 3;
+
 /// TX queues and the bursts being gathered for them.
 struct TxStage {
     queues: Vec<TxQueue>,
@@ -360,22 +368,22 @@ impl SwitchWorker {
                 match self.forwarder.lane_plain_family(&self.lane) {
                     Some(false) => {
                         for (index, mbuf) in burst.drain().enumerate() {
-                            self.handle_lane_plain::<false>(mbuf, index, ingress, now);
+                            self.handle_lane::<LANE_PLAIN_IPV4>(mbuf, index, ingress, now);
                         }
                     }
                     Some(true) => {
                         for (index, mbuf) in burst.drain().enumerate() {
-                            self.handle_lane_plain::<true>(mbuf, index, ingress, now);
+                            self.handle_lane::<LANE_PLAIN_IPV6>(mbuf, index, ingress, now);
                         }
                     }
                     None if self.forwarder.lane_all_endpoints(&self.lane) => {
                         for (index, mbuf) in burst.drain().enumerate() {
-                            self.handle_lane_endpoint(mbuf, index, ingress, now);
+                            self.handle_lane::<LANE_ENDPOINTS>(mbuf, index, ingress, now);
                         }
                     }
                     None => {
                         for (index, mbuf) in burst.drain().enumerate() {
-                            self.handle_lane(mbuf, index, ingress, now);
+                            self.handle_lane::<LANE_ANY>(mbuf, index, ingress, now);
                         }
                     }
                 }
@@ -388,7 +396,7 @@ impl SwitchWorker {
         } else {
             for (index, mbuf) in burst.drain().enumerate() {
                 if lane >> index & 1 != 0 {
-                    self.handle_lane(mbuf, index, ingress, now);
+                    self.handle_lane::<LANE_ANY>(mbuf, index, ingress, now);
                 } else {
                     self.handle_not_express(mbuf, port, &classes, ingress, now);
                 }
@@ -649,82 +657,22 @@ impl SwitchWorker {
 
     /// `handle` for frame `index` of the burst, an express frame of the lane (see
     /// `ExpressLane`): its class and route come from the lane's passes. `ingress` is the
-    /// in-port's gate, read for the burst.
+    /// in-port's gate, read for the burst. `WAY` is the pass-3 loop the burst takes (the
+    /// `LANE_*` constants): `route_lane` for any frame, or, for a burst that allows it, a
+    /// way without some of its tests.
     #[inline(always)]
-    fn handle_lane(&mut self, mbuf: Mbuf, index: usize, ingress: IngressGate, now: Picos) {
-        debug_assert_eq!(
-            mbuf.packet().segments(),
-            1,
-            "the lane takes whole frames only"
-        );
-        self.handle_lane_by(
-            mbuf,
-            index,
-            ingress,
-            now,
-            #[inline(always)]
-            |forwarder, lane, frame| forwarder.route_lane(lane, index, frame, now),
-        );
-    }
-
-    /// `handle_lane` for a burst of `Forwarder::lane_all_endpoints`.
-    #[inline(always)]
-    fn handle_lane_endpoint(&mut self, mbuf: Mbuf, index: usize, ingress: IngressGate, now: Picos) {
-        self.handle_lane_by(
-            mbuf,
-            index,
-            ingress,
-            now,
-            #[inline(always)]
-            |forwarder, lane, frame| forwarder.route_lane_endpoint(lane, index, frame, now),
-        );
-    }
-
-    /// `handle_lane` for a burst of `Forwarder::lane_plain_family` `IPV6`.
-    #[inline(always)]
-    fn handle_lane_plain<const IPV6: bool>(
-        &mut self,
-        mbuf: Mbuf,
-        index: usize,
-        ingress: IngressGate,
-        now: Picos,
-    ) {
-        self.handle_lane_by(
-            mbuf,
-            index,
-            ingress,
-            now,
-            #[inline(always)]
-            |forwarder, lane, frame| {
-                #[cfg(debug_assertions)]
-                let received = frame.to_vec();
-                let nexthop = forwarder.lane_plain_nexthop(lane, index, frame, IPV6);
-                let port = forwarder.route_lane_to(lane, index, frame, nexthop, IPV6, now);
-                // Debug builds: a frame the plain path sends leaves as `route_lane` sends it
-                // (whose path is then the same copy of the nexthop's addresses, no other effect).
-                #[cfg(debug_assertions)]
-                if port != LANE_OTHER {
-                    let mut routed = received;
-                    let lane_port = forwarder.route_lane(lane, index, &mut routed, now);
-                    assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "plain lane");
-                }
-                port
-            },
-        );
-    }
-
-    /// An express frame of the lane through `route` (one of pass 3's ways to a port, or to
-    /// `LANE_OTHER` and the verdict the forwarder keeps), then sent where it says. Its class
-    /// comes from pass 1.
-    #[inline(always)]
-    fn handle_lane_by(
+    fn handle_lane<const WAY: u8>(
         &mut self,
         mut mbuf: Mbuf,
         index: usize,
         ingress: IngressGate,
         now: Picos,
-        route: impl FnOnce(&mut Forwarder, &ExpressLane, &mut [u8]) -> u16,
     ) {
+        debug_assert_eq!(
+            mbuf.packet().segments(),
+            1,
+            "the lane takes whole frames only"
+        );
         let mut packet = mbuf.packet_mut();
         let frame = packet.data_mut();
         let tc = self.lane.class(index);
@@ -732,7 +680,28 @@ impl SwitchWorker {
             tc,
             qos::classify(frame, &self.port_qos[usize::from(ingress.port())])
         );
-        let port = route(&mut self.forwarder, &self.lane, frame);
+        let (forwarder, lane) = (&mut self.forwarder, &self.lane);
+        let port = match WAY {
+            LANE_PLAIN_IPV4 | LANE_PLAIN_IPV6 => {
+                let ipv6 = WAY == LANE_PLAIN_IPV6;
+                #[cfg(debug_assertions)]
+                let received = frame.to_vec();
+                let nexthop = forwarder.lane_plain_nexthop(lane, index, frame, ipv6);
+                let port = forwarder.route_lane_to(lane, index, frame, nexthop, ipv6, now);
+                // Debug builds: a frame the plain way sends leaves as `route_lane` sends it
+                // (whose path is then the same copy of the nexthop's addresses, no other
+                // effect).
+                #[cfg(debug_assertions)]
+                if port != LANE_OTHER {
+                    let mut routed = received;
+                    let lane_port = forwarder.route_lane(lane, index, &mut routed, now);
+                    assert_eq!((lane_port, &routed[..]), (port, &frame[..]), "plain lane");
+                }
+                port
+            }
+            LANE_ENDPOINTS => forwarder.route_lane_endpoint(lane, index, frame, now),
+            _ => forwarder.route_lane(lane, index, frame, now),
+        };
         match port {
             LANE_OTHER => {
                 let verdict = self.forwarder.lane_verdict();
