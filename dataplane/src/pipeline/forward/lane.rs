@@ -184,7 +184,6 @@ fn mac_word(mac: [u8; 6]) -> u64 {
     u64::from_le_bytes([0, 0, a, b, c, d, e, f])
 }
 
-/// What pass 1 found of a frame: its destination and its DSCP.
 /// An IPv6 address as the frame holds it, its 16 bytes in network order kept in a `u128`:
 /// the lane compares, queues, hashes and writes destinations as they are on the wire, so it
 /// swaps their bytes only where it computes with them (a uN shift, a SID's prefix).
@@ -214,6 +213,7 @@ impl WireAddr6 {
     }
 }
 
+/// What pass 1 found of a frame: its destination and its DSCP.
 enum Screened {
     Ipv4(u32, u8),
     Ipv6(WireAddr6, u8),
