@@ -346,7 +346,7 @@ impl SwitchWorker {
     #[inline(never)]
     fn live_burst(&mut self, burst: &mut MbufBurst, port: usize, received: usize, now: Picos) {
         self.note_received(port, burst, received);
-        let lane = self.stage_lane(burst, received, port as u16);
+        let lane = self.stage_lane(burst, received, port as u16, now);
         // A copy: the loop below borrows the worker mutably.
         let classes = self
             .untagged_ip_classes
@@ -435,9 +435,10 @@ impl SwitchWorker {
     }
 
     /// The express lane's passes over the burst, for a routed port that is up (a port that
-    /// is down delivers nothing: `handle` counts it). Returns the express frames.
+    /// is down delivers nothing: `handle` counts it), to be routed at `now`. Returns the
+    /// express frames.
     #[inline]
-    fn stage_lane(&mut self, burst: &MbufBurst, received: usize, port: u16) -> u64 {
+    fn stage_lane(&mut self, burst: &MbufBurst, received: usize, port: u16, now: Picos) -> u64 {
         let vrf = match self.forwarder.lane_vrf(port) {
             Some(vrf) if self.forwarder.port_up(port) => vrf,
             _ => {
@@ -451,7 +452,7 @@ impl SwitchWorker {
         let classes = self.untagged_ip_classes.get(usize::from(port));
         let classes = classes.unwrap_or(&[0; 64]);
         self.forwarder
-            .stage_lane(&mut self.lane, frames, vrf, classes)
+            .stage_lane(&mut self.lane, frames, vrf, classes, now)
     }
 
     /// Lets the egress ports run up to `now` and sends what they started.

@@ -1419,7 +1419,7 @@ mod routing_types {
     fn through_lane(f: &mut Forwarder, frame: &[u8]) -> (bool, Verdict) {
         let mut lane = ExpressLane::default();
         let vrf = f.lane_vrf(0).expect("port 0 is routed");
-        let express = f.stage_lane(&mut lane, &[frame], vrf, &[0; 64]) & 1 != 0;
+        let express = f.stage_lane(&mut lane, &[frame], vrf, &[0; 64], T0) & 1 != 0;
         let mut bytes = frame.to_vec();
         let verdict = if express {
             match f.route_lane(&lane, 0, &mut bytes, T0) {

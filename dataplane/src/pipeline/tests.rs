@@ -1194,11 +1194,15 @@ fn through_pass_3(
     (verdict, (0, frame.len()), bytes)
 }
 
-/// Each ECMP group of `a` counted the packets and bytes of each member that `b`'s did.
+/// Each ECMP group of `a` counted the packets and bytes of each member that `b`'s did, and
+/// the same flowlets, moves and forced moves.
 fn assert_same_member_counts(a: &Forwarder, b: &Forwarder) {
     for (x, y) in a.balance_counters().iter().zip(b.balance_counters()) {
         assert_eq!(x.member_packets(), y.member_packets(), "member packets");
         assert_eq!(x.member_bytes(), y.member_bytes(), "member bytes");
+        assert_eq!(x.flowlets.get(), y.flowlets.get(), "flowlets");
+        assert_eq!(x.moves.get(), y.moves.get(), "moves");
+        assert_eq!(x.forced_moves.get(), y.forced_moves.get(), "forced moves");
     }
 }
 
@@ -1237,7 +1241,7 @@ fn through_lane(
 ) -> (Vec<Outcome>, u64) {
     let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
     let express = match f.lane_vrf(in_port) {
-        Some(vrf) => f.stage_lane(lane, &views, vrf, &LANE_CLASSES),
+        Some(vrf) => f.stage_lane(lane, &views, vrf, &LANE_CLASSES, now),
         None => {
             lane.clear();
             0
@@ -1413,8 +1417,9 @@ fn a_burst_takes_pass_3s_plain_or_endpoint_loop_only_when_every_frame_fits_it() 
         let mut led = both.clone();
         led.rotate_left(1);
         let mut in_turn = ipv4_only.clone();
-        // 10.4.0.0/16: a group choosing by random flowlets.
-        in_turn[3] = v4(4, 9);
+        // 10.5.0.0/16: a group choosing per packet. (A random flowlet group's frames of such
+        // a burst are placed in pass 2: see the next test.)
+        in_turn[3] = v4(5, 9);
         (led, in_turn)
     };
     // uN SID fcbb:bb00:100::/48, whose next uSID (0x200) is routed to group 0.
@@ -1441,7 +1446,7 @@ fn a_burst_takes_pass_3s_plain_or_endpoint_loop_only_when_every_frame_fits_it() 
             "uN endpoints and an IPv6 frame",
         ),
     ] {
-        // (The flowlet group's member may be 10.0.10.7, whose MAC no one resolved: both
+        // (The per-packet group's member may be 10.0.10.7, whose MAC no one resolved: both
         // sides drop that frame as unresolved.)
         let forwards_all = !what.starts_with("a member");
         let (outcomes, express) = through_lane(&mut lane_side, &mut lane, burst, uplink, T0);
@@ -1459,6 +1464,130 @@ fn a_burst_takes_pass_3s_plain_or_endpoint_loop_only_when_every_frame_fits_it() 
         }
     }
     assert_same_member_counts(&lane_side, &plain);
+}
+
+#[test]
+fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_takes() {
+    // A random flowlet choice reads and writes only the flowlet table and counters, so the
+    // lane makes it in pass 2 (and pass 3 takes its plain way) for the frames before the
+    // first one that takes the full pipeline; from that frame on, in turn, so that the
+    // choices keep the burst's order. Two flows that share a flowlet entry and, alone, would
+    // start their flowlets on different members show the order: whichever frame reaches the
+    // entry first decides where both go. What each frame gets comes from the full pipeline
+    // (the other forwarder of each pair), and is checked against that rule too.
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
+    let mut spec = staging_spec();
+    // 10.1.0.0/16 goes to group 0: the two spines, behind routed ports 5 and 6.
+    spec.groups[0].balance = BalanceSpec {
+        mode: BalanceMode::Flowlet,
+        choice: PathChoice::Random,
+        ..Default::default()
+    };
+    let uplink = 5u16;
+    let flow = |sport: u16| {
+        let ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+    };
+    // The same flow with a header option (one word of NOPs): it takes the full pipeline.
+    let with_option = |sport: u16| {
+        let mut ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        ip[0] = 0x46;
+        ip.splice(20..20, [1, 1, 1, 1]);
+        let total = ip.len() as u16;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[10..12].copy_from_slice(&[0, 0]);
+        let c = reference_checksum(&ip[..24]);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+    };
+    let pair = || {
+        let (mut a, mut b) = forwarder_pair(&spec);
+        resolve_spines([&mut a, &mut b]);
+        (a, b)
+    };
+    let flowlets = |f: &Forwarder| f.balance_counters()[0].flowlets.get();
+    let port_of = |outcome: &Outcome| match outcome.0 {
+        Verdict::Forward { port, .. } => port,
+        verdict => panic!("not forwarded: {verdict:?}"),
+    };
+    // Flow B shares flow A's entry when, a second after anything else, A's frame and then
+    // B's start one flowlet between them.
+    let a = 1000u16;
+    let (mut finder, _) = pair();
+    let mut sharing = (a + 1..u16::MAX).filter(|&b| {
+        let now = T0 + u64::from(b) * PICOS_PER_SECOND;
+        let before = flowlets(&finder);
+        through_pipeline(&mut finder, &flow(a), uplink, now);
+        through_pipeline(&mut finder, &flow(b), uplink, now);
+        flowlets(&finder) == before + 1
+    });
+    // ... and at an instant when, alone, the two would start on different members.
+    let alone =
+        |sport: u16, now: u64| port_of(&through_pipeline(&mut pair().1, &flow(sport), uplink, now));
+    let (b, now) = sharing
+        .find_map(|b| {
+            (0..8)
+                .map(|k| T0 + k * PICOS_PER_SECOND)
+                .find(|&now| alone(a, now) != alone(b, now))
+                .map(|now| (b, now))
+        })
+        .expect("two flows that share an entry and start apart");
+    let (on_a, on_b) = (alone(a, now), alone(b, now));
+    let mut lane = ExpressLane::default();
+    for (burst, first, placed_ahead, what) in [
+        (vec![flow(b), flow(a)], on_b, true, "both express"),
+        (
+            vec![with_option(a), flow(b)],
+            on_a,
+            false,
+            "A takes the full pipeline",
+        ),
+        (
+            vec![flow(b), with_option(a), flow(a)],
+            on_b,
+            false,
+            "B placed ahead, A's later frame in turn",
+        ),
+        (
+            vec![flow(a), flow(a), flow(b), flow(a)],
+            on_a,
+            true,
+            "A repeated",
+        ),
+        (vec![flow(b); 4], on_b, true, "one flow"),
+    ] {
+        let (mut lane_side, mut plain) = pair();
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
+        let candidates = burst.iter().map(|f| f[14] == 0x45);
+        let expected: u64 = candidates.rev().fold(0, |bits, c| bits << 1 | u64::from(c));
+        assert_eq!(express, expected, "{what}: express frames");
+        // Pass 2 found every frame's nexthop (no member left to choose in turn) exactly when
+        // every frame was placed ahead.
+        assert_eq!(
+            lane_side.lane_plain_family(&lane).is_some(),
+            placed_ahead,
+            "{what}"
+        );
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, now);
+            assert_eq!(outcomes[index], want, "{what}: frame {index}");
+            assert_eq!(
+                port_of(&want),
+                first,
+                "{what}: frame {index} follows the first"
+            );
+        }
+        assert_eq!(flowlets(&plain), 1, "{what}");
+        assert_same_member_counts(&lane_side, &plain);
+        // A second later both flows start new flowlets (a move for either is counted).
+        let later = now + PICOS_PER_SECOND;
+        let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, uplink, later);
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, later);
+            assert_eq!(outcomes[index], want, "{what}, later: frame {index}");
+        }
+        assert_same_member_counts(&lane_side, &plain);
+    }
 }
 
 #[test]
@@ -1557,10 +1686,10 @@ fn a_burst_of_one_flow_is_looked_up_once_and_routes_as_the_pipeline_does() {
     // burst before it.
     let burst = one_flow_to([10, 1, 3, 3]);
     let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-    lane_side.stage_lane(&mut lane, &views, 0, &LANE_CLASSES);
+    lane_side.stage_lane(&mut lane, &views, 0, &LANE_CLASSES, T0);
     assert!(lane_side.lane_one_flow_egress(&lane).is_some());
     assert_eq!(
-        lane_side.stage_lane(&mut lane, &views, 99, &LANE_CLASSES),
+        lane_side.stage_lane(&mut lane, &views, 99, &LANE_CLASSES, T0),
         0
     );
     assert_eq!(lane_side.lane_one_flow_egress(&lane), None);
@@ -2816,7 +2945,7 @@ fn lane_frames_route_as_the_forwarder_stands_in_their_turn() {
         let now = T0 + round as u64 * PICOS_PER_SECOND;
         let burst = vec![frame; changes.len() + 2];
         let views: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        let express = lane_side.stage_lane(&mut lane, &views, 0, &LANE_CLASSES);
+        let express = lane_side.stage_lane(&mut lane, &views, 0, &LANE_CLASSES, now);
         assert_eq!(express.count_ones() as usize, burst.len(), "round {round}");
         assert_eq!(lane.taken(), express & !1, "round {round}: the repeats");
         for (index, frame) in burst.iter().enumerate() {
@@ -2870,7 +2999,7 @@ fn the_lane_forwards_by_itself_only_to_a_port_that_is_up() {
         forwarder.set_port_up(5, up);
         // (Received on uplink 6, which stays up.)
         assert_eq!(
-            forwarder.stage_lane(&mut lane, &[&frame], 0, &LANE_CLASSES),
+            forwarder.stage_lane(&mut lane, &[&frame], 0, &LANE_CLASSES, T0),
             1
         );
         let port = forwarder.route_lane(&lane, 0, &mut frame.clone(), T0);
@@ -2909,7 +3038,7 @@ fn the_lane_takes_routed_ports_only() {
     );
     let mut lane = ExpressLane::default();
     assert_eq!(
-        forwarder.stage_lane(&mut lane, &[&routed], 0, &LANE_CLASSES),
+        forwarder.stage_lane(&mut lane, &[&routed], 0, &LANE_CLASSES, T0),
         1
     );
     assert_eq!(lane.express(), 1);

@@ -43,6 +43,7 @@ use super::ecmp::{EcmpGroup, Member, NO_MEMBER};
 use crate::clock::{PICOS_PER_MICRO, Picos};
 use crate::counters::Counter;
 use crate::qos::{TC_COUNT, TmCounters};
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -186,10 +187,13 @@ pub enum Lookup {
     New { previous: Option<u32> },
 }
 
-/// The fixed-size flowlet table (see the module documentation).
+/// The fixed-size flowlet table (see the module documentation). Entries are cells so that a
+/// random choice, which changes nothing else that is not a counter, can be made through a
+/// shared reference (the express lane makes it ahead of the frame's turn:
+/// [`GroupBalancer::place_flowlet_random`]); the table belongs to one worker.
 #[derive(Clone)]
 pub struct FlowletTable {
-    entries: Box<[Entry]>,
+    entries: Box<[Cell<Entry>]>,
     mask: u32,
 }
 
@@ -212,7 +216,7 @@ impl FlowletTable {
             return Err(FlowletError::TableSize(size));
         }
         Ok(FlowletTable {
-            entries: vec![EMPTY_ENTRY; size].into_boxed_slice(),
+            entries: vec![Cell::new(EMPTY_ENTRY); size].into_boxed_slice(),
             mask: (size - 1) as u32,
         })
     }
@@ -227,7 +231,7 @@ impl FlowletTable {
     #[inline]
     #[must_use]
     pub fn lookup(&self, hash: u32, now: Picos, timeout: Picos) -> Lookup {
-        let entry = &self.entries[(hash & self.mask) as usize];
+        let entry = self.entries[(hash & self.mask) as usize].get();
         if entry.member == EMPTY {
             Lookup::New { previous: None }
         } else if now.saturating_sub(entry.last_seen) <= timeout {
@@ -244,23 +248,37 @@ impl FlowletTable {
     /// burst, so a later packet can carry an earlier `now`).
     #[inline]
     pub fn record(&mut self, hash: u32, member: u32, now: Picos, new_flowlet: bool) {
-        let entry = &mut self.entries[(hash & self.mask) as usize];
-        entry.last_seen = entry.last_seen.max(now);
-        entry.member = member;
-        if new_flowlet {
-            entry.flowlet_id = entry.flowlet_id.wrapping_add(1);
-        }
+        let cell = &self.entries[(hash & self.mask) as usize];
+        let entry = cell.get();
+        cell.set(Entry {
+            last_seen: entry.last_seen.max(now),
+            member,
+            flowlet_id: entry.flowlet_id.wrapping_add(u32::from(new_flowlet)),
+        });
     }
 
     /// The flowlet id of `hash`'s entry (how many flowlets it started, wrapping).
     pub fn flowlet_id(&self, hash: u32) -> u32 {
-        self.entries[(hash & self.mask) as usize].flowlet_id
+        self.entries[(hash & self.mask) as usize].get().flowlet_id
     }
 
     /// Forgets every flowlet (members were added or removed, so indices changed).
     pub fn clear(&mut self) {
-        self.entries.fill(EMPTY_ENTRY);
+        self.entries.fill(Cell::new(EMPTY_ENTRY));
     }
+}
+
+/// A random flowlet choice (`GroupBalancer::flowlet_random`): the member (nexthop id, index
+/// in the group, counters) and what the event log notes of the flowlet (its entry's previous
+/// member, the draw's, whether it moved and whether by force).
+struct RandomChoice<'a> {
+    id: u32,
+    member: u32,
+    counters: Option<&'a MemberCounters>,
+    last: u32,
+    drawn: u32,
+    moved: bool,
+    forced: bool,
 }
 
 /// Packets and bytes a group sent to one member.
@@ -510,6 +528,8 @@ pub struct GroupBalancer {
     index_of: Box<[u16]>,
     counters: Arc<BalanceCounters>,
     record_events: bool,
+    /// `Self::places_ahead`.
+    places_ahead: bool,
     events: Vec<FlowletMove>,
 }
 
@@ -565,6 +585,9 @@ impl GroupBalancer {
             index_of,
             counters: Arc::new(BalanceCounters::new(members.len())),
             record_events,
+            places_ahead: spec.mode == BalanceMode::Flowlet
+                && spec.choice == PathChoice::Random
+                && !record_events,
             // Room for the usual run; a busier log grows (only with --events) up to
             // EVENT_CAPACITY.
             events: Vec::with_capacity(if record_events { 1024 } else { 0 }),
@@ -819,7 +842,7 @@ impl GroupBalancer {
         debug_assert_eq!(self.spec.choice, PathChoice::LeastLoaded);
         let members = ecmp.members();
         let slot = (hash & self.table.mask) as usize;
-        let entry = *self.table.entries.get(slot)?;
+        let entry = self.table.entries.get(slot)?.get();
         let last = entry.member;
         if last != EMPTY && now.saturating_sub(entry.last_seen) <= self.spec.timeout {
             let Some(m) = members.get(last as usize).filter(|m| m.up) else {
@@ -827,7 +850,10 @@ impl GroupBalancer {
                 self.count_choice(member, len);
                 return Some((id, member));
             };
-            self.table.entries[slot].last_seen = entry.last_seen.max(now);
+            self.table.entries[slot].set(Entry {
+                last_seen: entry.last_seen.max(now),
+                ..entry
+            });
             self.count_chosen::<true>(last, len);
             return Some((m.id, last));
         }
@@ -835,11 +861,11 @@ impl GroupBalancer {
         let previous = (last != EMPTY).then_some(last);
         let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
         let id = members.get(member as usize)?.id;
-        self.table.entries[slot] = Entry {
+        self.table.entries[slot].set(Entry {
             last_seen: entry.last_seen.max(now),
             member,
             flowlet_id: entry.flowlet_id.wrapping_add(1),
-        };
+        });
         self.counters.flowlets.add(1);
         self.count_new_flowlet(hash, last, member, true, false, now);
         self.count_chosen::<true>(member, len);
@@ -847,10 +873,9 @@ impl GroupBalancer {
     }
 
     /// A flowlet's move count, and the event log's part, when `starts` (a new flowlet from
-    /// `last` to `member`). Counted without a branch: with random choice whether a flowlet
-    /// moves is a coin toss the CPU cannot predict. For the same reason only the event log's
-    /// own flag is tested here: with `record_events && moved` (or `&`) the compiler tested
-    /// `moved` first, a mispredict for every third new flowlet. (`EMPTY` is no member index.)
+    /// `last` to `member`). Only the event log's own flag is tested here: with
+    /// `record_events && moved` (or `&`) the compiler tested `moved` first, a mispredict for
+    /// every third new flowlet.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn count_new_flowlet(
@@ -862,22 +887,56 @@ impl GroupBalancer {
         forced: bool,
         now: Picos,
     ) {
-        let moved = starts & (last != member) & (last != EMPTY);
-        self.counters.moves.add(u64::from(moved));
+        let moved = self.count_move(last, member, starts);
         if self.record_events {
             self.log_new_flowlet(hash, last, member, moved, forced, now);
         }
     }
 
-    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now` in a
-    /// random-choice group, as `select_flowlet_least_loaded` finds it, without a branch on
-    /// whether the flowlet goes on. With more flows than the table has entries that is close
-    /// to a coin toss (two flows share each entry at 8192 flows, and the other may have sent
-    /// moments ago), which the CPU cannot predict; so every packet draws a new flowlet's
-    /// member (a few instructions, beside the entry's load: the draw's salt is the time, not
-    /// the entry's flowlet id) and a select takes the entry's member or the draw's. Only a
-    /// flowlet whose member went down branches (links rarely go down).
+    /// Counts a move when `starts` (a new flowlet from `last` to `member`) changes member;
+    /// returns whether it did. Without a branch: with random choice whether a flowlet moves
+    /// is a coin toss the CPU cannot predict. (`EMPTY` is no member index.)
     #[inline(always)]
+    fn count_move(&self, last: u32, member: u32, starts: bool) -> bool {
+        let moved = starts & (last != member) & (last != EMPTY);
+        self.counters.moves.add(u64::from(moved));
+        moved
+    }
+
+    /// Whether the express lane may choose this group's members ahead of the frames' turn
+    /// ([`Self::place_flowlet_random`]): a `flowlet` group with `random` choice and no event
+    /// log. Such a choice reads and writes only the flowlet table and counters (no loads, no
+    /// queue depths), so choices made in burst order, at the burst's one `now`, are the same
+    /// whichever pass makes them.
+    #[inline(always)]
+    pub fn places_ahead(&self) -> bool {
+        self.places_ahead
+    }
+
+    /// The express lane's choice for a frame of flow `hash` and `len` bytes at `now` in a
+    /// group that [`Self::places_ahead`]: what [`Self::select_member`] does (the flowlet
+    /// table and every counter), through a shared reference; with the member's nexthop id
+    /// its counters, where the frames of the flow that follow in the burst count (at the
+    /// same `now` they go on in the flowlet this frame left in, so counting is all their
+    /// choice does). `None` when no member is live.
+    #[inline(always)]
+    pub fn place_flowlet_random(
+        &self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+    ) -> Option<(u32, Option<&MemberCounters>)> {
+        debug_assert!(self.places_ahead);
+        let choice = self.flowlet_random(ecmp, hash, len, now)?;
+        Some((choice.id, choice.counters))
+    }
+
+    /// `select_member` of a random-choice flowlet group: [`Self::flowlet_random`], and the
+    /// event log's part of the flowlet when there is a log. Out of line: the express lane
+    /// places most frames of such groups in pass 2 (`Self::place_flowlet_random`), and this
+    /// copy would crowd the registers of the pass-3 loop that every burst takes.
+    #[inline(never)]
     fn select_flowlet_random(
         &mut self,
         ecmp: &EcmpGroup,
@@ -885,10 +944,42 @@ impl GroupBalancer {
         len: u32,
         now: Picos,
     ) -> Option<(u32, u32)> {
+        let RandomChoice {
+            id,
+            member,
+            last,
+            drawn,
+            moved,
+            forced,
+            ..
+        } = self.flowlet_random(ecmp, hash, len, now)?;
+        if self.record_events {
+            self.log_new_flowlet(hash, last, drawn, moved, forced, now);
+        }
+        Some((id, member))
+    }
+
+    /// The member of flow `hash`'s flowlet at `now` in a random-choice group, as
+    /// `select_flowlet_least_loaded` finds it, without a branch on whether the flowlet goes
+    /// on, counted for a packet of `len` bytes. With more flows than the table has entries
+    /// that is close to a coin toss (two flows share each entry at 8192 flows, and the other
+    /// may have sent moments ago), which the CPU cannot predict; so every packet draws a new
+    /// flowlet's member (a few instructions, beside the entry's load: the draw's salt is the
+    /// time, not the entry's flowlet id) and a select takes the entry's member or the draw's.
+    /// Only a flowlet whose member went down branches (links rarely go down).
+    #[inline(always)]
+    fn flowlet_random(
+        &self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+    ) -> Option<RandomChoice<'_>> {
         debug_assert_eq!(self.spec.choice, PathChoice::Random);
         let members = ecmp.members();
         let slot = (hash & self.table.mask) as usize;
-        let entry = *self.table.entries.get(slot)?;
+        let cell = self.table.entries.get(slot)?;
+        let entry = cell.get();
         let last = entry.member;
         let goes_on = (last != EMPTY) & (now.saturating_sub(entry.last_seen) <= self.spec.timeout);
         let (last_id, last_up) = members
@@ -916,19 +1007,30 @@ impl GroupBalancer {
         let pick = |new, old| std::hint::select_unpredictable(starts, new, old);
         let id = pick(drawn, last_id);
         let member = pick(drawn_index, last);
-        self.table.entries[slot] = Entry {
+        cell.set(Entry {
             last_seen: entry.last_seen.max(now),
             member,
             flowlet_id: entry.flowlet_id.wrapping_add(u32::from(starts)),
-        };
+        });
         self.counters.flowlets.add(u64::from(starts));
         self.counters.forced_moves.add(u64::from(forced));
         // A flowlet that starts takes the draw's member, so the move is counted from the draw
         // rather than from the pick: the count then need not wait for the pick (A/B, three
         // pairs of five-round runs: 0.874-0.900 against 0.858-0.878 of hashing).
-        self.count_new_flowlet(hash, last, drawn_index, starts, forced, now);
-        self.count_chosen::<false>(member, len);
-        Some((id, member))
+        let moved = self.count_move(last, drawn_index, starts);
+        let counters = self.counters.members.get(member as usize);
+        if let Some(counters) = counters {
+            counters.count(1, len);
+        }
+        Some(RandomChoice {
+            id,
+            member,
+            counters,
+            last,
+            drawn: drawn_index,
+            moved,
+            forced,
+        })
     }
 
     /// The event log's part of a new flowlet: a move is noted. Out of line, so that the

@@ -13,15 +13,19 @@
 //! 2. `stage_lane`, pass 2: look the routes up (IPv6: after the endpoint's step, for a frame
 //!    to a local SID: `ipv6.rs`) and, for an ECMP group, compute the flow hash, and choose
 //!    and count a `hash` group's member (its only effect is its counters, which add up the
-//!    same in any order). A frame whose route is anything but a nexthop or a group (none,
+//!    same in any order). A random-choice flowlet group's member is chosen here too, for an
+//!    IPv4 frame every frame before which in the burst is express: its choice reads and
+//!    writes only the group's flowlet table and counters, at the burst's one `now`, and pass
+//!    2 meets those frames in burst order before pass 3 routes any frame, so each choice is
+//!    the one pass 3 would make. A frame whose route is anything but a nexthop or a group (none,
 //!    local, connected, blackhole, an SRv6 policy) leaves the lane here. An IPv4 frame of the
 //!    flow of the frame looked up before it takes what that frame found and counts to its
 //!    member, in the same loop (an elephant flow fills whole bursts); an IPv6 frame to where
 //!    the frame before it goes takes its FIB answer (a policy's flows share its SIDs);
 //! 3. `route_lane`, per frame and in burst order with the frames that take the full pipeline:
-//!    apply the endpoint's step, choose a flowlet or per-packet group's member (this updates
-//!    the flowlet table and the loads least-loaded choice reads, so it keeps the burst's
-//!    order), rewrite the Ethernet addresses in one copy and decrement the TTL or hop limit.
+//!    apply the endpoint's step, choose any other flowlet or per-packet group's member (this
+//!    updates the flowlet table and the loads least-loaded choice reads, so it keeps the
+//!    burst's order), rewrite the Ethernet addresses in one copy and decrement the TTL or hop limit.
 //!
 //! Passes 1 and 2 read the frames and the tables and count `hash` members; everything else
 //! happens in pass 3, in order. The FIB and the groups do not change within a burst in a way
@@ -424,13 +428,15 @@ impl Forwarder {
     /// Reads the frames and the tables; counts the members that `hash` groups choose; gives
     /// each express frame its traffic class from its DSCP by `classes` (the in-port's
     /// `qos::classify::untagged_ip_classes`). Returns the express frames (also
-    /// `ExpressLane::express`).
+    /// `ExpressLane::express`). `now` is the time pass 3 will route the burst at: the
+    /// flowlet groups that place ahead choose at it in pass 2.
     pub fn stage_lane(
         &self,
         lane: &mut ExpressLane,
         frames: &[&[u8]],
         vrf: u16,
         classes: &[u8; 64],
+        now: Picos,
     ) -> u64 {
         let frames = &frames[..frames.len().min(MAX_BURST)];
         let Some(fib) = self.fib4.get(usize::from(vrf)) else {
@@ -461,7 +467,7 @@ impl Forwarder {
         {
             lane.taken = 0;
         }
-        let (mut express, mut in_turn) = self.stage_ipv4(lane, frames, &fib, ipv4);
+        let (mut express, mut in_turn) = self.stage_ipv4(lane, frames, &fib, ipv4, now);
         (lane.endpoint, lane.vrf) = (0, vrf);
         if ipv6 != 0 {
             let (express6, in_turn6) = self.stage_ipv6(lane, frames, vrf, ipv6);
@@ -476,6 +482,14 @@ impl Forwarder {
     /// member, found once for a run of frames of one flow (an elephant flow fills whole
     /// bursts): a frame of the flow of the frame looked up before it repeats what that frame
     /// found, and counts to its member. Returns the express and in-turn frames.
+    ///
+    /// A flowlet group that places ahead (`GroupBalancer::places_ahead`) chooses here for a
+    /// frame every frame before which is express, so that no frame the full pipeline takes
+    /// (one pass 1 or this pass turned away: a frame of an SRv6 policy, for one, is routed
+    /// again once encapsulated, perhaps by the same group) comes before it: those choices
+    /// come in burst order, before any other of the burst, as in pass 3. Later frames choose
+    /// in turn; the repeats of a flow placed ahead only count (at one `now` a flow's later
+    /// frames go on in its flowlet, whoever touched the entry in between).
     #[inline(always)]
     fn stage_ipv4(
         &self,
@@ -483,11 +497,12 @@ impl Forwarder {
         frames: &[&[u8]],
         fib: &Lpm4Lookups<'_>,
         candidates: u64,
+        now: Picos,
     ) -> (u64, u64) {
         lane.one_flow = None;
         let whole_burst = u64::MAX >> (64 - frames.len().clamp(1, 64));
         if candidates == whole_burst
-            && let Some(found) = self.stage_one_flow(lane, frames, fib)
+            && let Some(found) = self.stage_one_flow(lane, frames, fib, now)
         {
             return found;
         }
@@ -514,8 +529,19 @@ impl Forwarder {
                     staged
                 }
                 _ => {
-                    let staged =
-                        self.stage_ipv4_frame(fib, destination, frame, seed, &mut last_group);
+                    // A frame may be placed ahead when every frame before it is express
+                    // (tested only for a group that places ahead: by instruction counts, a
+                    // loop-carried flag cost the hash path 9 to 13 instructions a frame, a
+                    // second loop 17, this 4).
+                    let ahead = move || (express == (1 << index) - 1).then_some(now);
+                    let staged = self.stage_ipv4_frame(
+                        fib,
+                        destination,
+                        frame,
+                        seed,
+                        &mut last_group,
+                        ahead,
+                    );
                     head = Some((destination, frame, staged));
                     staged
                 }
@@ -544,6 +570,7 @@ impl Forwarder {
         lane: &mut ExpressLane,
         frames: &[&[u8]],
         fib: &Lpm4Lookups<'_>,
+        now: Picos,
     ) -> Option<(u64, u64)> {
         let (first, rest) = frames.split_first()?;
         let head = first.first_chunk::<IPV4_SEEN>()?;
@@ -562,7 +589,7 @@ impl Forwarder {
             lane.taken = all & !1;
         }
         let seed = self.flow_hash_seed;
-        match self.stage_ipv4_frame(fib, destination, first, seed, &mut None) {
+        match self.stage_ipv4_frame(fib, destination, first, seed, &mut None, || Some(now)) {
             Staged::Not => Some((0, 0)),
             Staged::Nexthop(id) => {
                 lane.nexthop[..n].fill(id);
@@ -587,7 +614,9 @@ impl Forwarder {
 
     /// Pass 2 for one IPv4 frame (`destination`'s first-level FIB entry prefetched): its
     /// route, and for a group its flow hash and, in `hash` mode, its member (counted).
-    /// `last` holds the group of the frame before, which the next frame most likely shares.
+    /// `last` holds the group of the frame before, which the next frame most likely shares;
+    /// `ahead` is the time to choose at in a flowlet group that places ahead, if the frame
+    /// may (see `stage_route`).
     #[inline(always)]
     fn stage_ipv4_frame<'a>(
         &'a self,
@@ -596,6 +625,7 @@ impl Forwarder {
         frame: &[u8],
         seed: u32,
         last: &mut Option<LastGroup<'a>>,
+        ahead: impl FnOnce() -> Option<Picos>,
     ) -> Staged<'a> {
         let Some(seen) = frame.first_chunk::<IPV4_SEEN>() else {
             return Staged::Not;
@@ -610,11 +640,20 @@ impl Forwarder {
         let Some(route) = fib.lookup(destination) else {
             return Staged::Not;
         };
-        self.stage_route(route, || ipv4_flow_hash(seen, seed), frame.len(), last)
+        self.stage_route(
+            route,
+            || ipv4_flow_hash(seen, seed),
+            frame.len(),
+            last,
+            ahead,
+        )
     }
 
     /// What pass 2 makes of a frame of `len` bytes routed by `route` (`route_value`), whose
-    /// flow hash `hash` computes.
+    /// flow hash `hash` computes. A `hash` group's member is chosen and counted here; so is a
+    /// flowlet group's when it places ahead and `ahead` gives the time to choose at (the
+    /// caller's word that every choice before the frame's in the burst was made here, in
+    /// order); any other group's is chosen in turn.
     #[inline(always)]
     fn stage_route<'a>(
         &'a self,
@@ -622,6 +661,7 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         len: usize,
         last: &mut Option<LastGroup<'a>>,
+        ahead: impl FnOnce() -> Option<Picos>,
     ) -> Staged<'a> {
         match route_value::decode(route) {
             RouteTarget::Nexthop(id) => Staged::Nexthop(id),
@@ -646,12 +686,18 @@ impl Forwarder {
                     }
                 };
                 let LastGroup { balancer, ecmp, .. } = cached;
-                if !balancer.hashes_statically() {
+                let placed = if balancer.hashes_statically() {
+                    balancer.place_by_hash(ecmp, hash, len as u32)
+                } else if balancer.places_ahead()
+                    && let Some(now) = ahead()
+                {
+                    balancer.place_flowlet_random(ecmp, hash, len as u32, now)
+                } else {
                     balancer.prefetch_slot(hash);
                     return Staged::InTurn { route, hash };
-                }
+                };
                 // No live member: the full pipeline drops the frame.
-                match balancer.place_by_hash(ecmp, hash, len as u32) {
+                match placed {
                     Some((id, member)) if self.sends_express(id) => Staged::Hashed { id, member },
                     Some((id, _)) => {
                         // The full pipeline places it again, and counts it where it leaves.
@@ -778,8 +824,8 @@ impl Forwarder {
 
     /// A frame whose member was chosen in its turn (and counted) and that did not leave
     /// (neither forwarded nor flooded in the member's VLAN): its count is taken back, as the
-    /// full pipeline does. (`hash` members are placed in pass 2 only when the frame leaves by
-    /// the express path.)
+    /// full pipeline does. (Members placed in pass 2, `hash` members and flowlet members
+    /// placed ahead, are placed there only when the frame leaves by the express path.)
     #[cold]
     pub(super) fn uncount_unsent(
         &self,
