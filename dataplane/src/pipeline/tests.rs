@@ -1588,6 +1588,40 @@ fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_
         }
         assert_same_member_counts(&lane_side, &plain);
     }
+    // With only the other spine's MAC known, B's choice made ahead is taken back and B takes
+    // the full pipeline (which finds the same member, unresolved): A's choice after it is
+    // made in turn, and goes on in the flowlet B started.
+    let half_resolved = || {
+        let (mut a, mut b) = forwarder_pair(&spec);
+        for f in [&mut a, &mut b] {
+            let spine = if on_b == 5 {
+                (1, Ipv4Addr::new(10, 255, 0, 2), SPINE2)
+            } else {
+                (0, Ipv4Addr::new(10, 255, 0, 0), SPINE1)
+            };
+            f.neighbor_resolved(spine.0, IpAddr::V4(spine.1), spine.2);
+        }
+        (a, b)
+    };
+    let (mut lane_side, mut plain) = half_resolved();
+    let burst = [flow(b), flow(a)];
+    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
+    assert_eq!(express, 0b10, "B takes the full pipeline");
+    assert_eq!(
+        lane_side.lane_plain_family(&lane),
+        None,
+        "A chooses in turn"
+    );
+    for (index, frame) in burst.iter().enumerate() {
+        let want = through_pipeline(&mut plain, frame, uplink, now);
+        assert_eq!(
+            want.0,
+            Verdict::Drop(DropReason::NeighborUnresolved),
+            "frame {index}"
+        );
+        assert_eq!(outcomes[index], want, "half resolved: frame {index}");
+    }
+    assert_same_member_counts(&lane_side, &plain);
 }
 
 #[test]
