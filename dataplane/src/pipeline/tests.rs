@@ -641,10 +641,14 @@ fn ipv4_drops_and_punts() {
     );
 }
 
-/// `ipv4(src, dst, ttl, UDP, 1, 2)` with `options` (a multiple of 4 bytes) between the fixed
-/// header and the ports: IHL, total length and header checksum set for them.
+/// `ipv4(src, dst, ttl, UDP, 1, 2)` with `options`: see `with_ipv4_options`.
 fn ipv4_with_options(src: [u8; 4], dst: [u8; 4], ttl: u8, options: &[u8]) -> Vec<u8> {
-    let mut ip = ipv4(src, dst, ttl, 17, 1, 2);
+    with_ipv4_options(ipv4(src, dst, ttl, 17, 1, 2), options)
+}
+
+/// IPv4 packet `ip` (a 20-byte header) with `options` (a multiple of 4 bytes) between the
+/// fixed header and the payload: IHL, total length and header checksum set for them.
+fn with_ipv4_options(mut ip: Vec<u8>, options: &[u8]) -> Vec<u8> {
     ip.splice(20..20, options.iter().copied());
     let header_len = 20 + options.len();
     ip[0] = 0x40 | (header_len / 4) as u8;
@@ -1490,15 +1494,14 @@ fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_
     };
     // The same flow with a header option (one word of NOPs): it takes the full pipeline.
     let with_option = |sport: u16| {
-        let mut ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
-        ip[0] = 0x46;
-        ip.splice(20..20, [1, 1, 1, 1]);
-        let total = ip.len() as u16;
-        ip[2..4].copy_from_slice(&total.to_be_bytes());
-        ip[10..12].copy_from_slice(&[0, 0]);
-        let c = reference_checksum(&ip[..24]);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
-        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+        let ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &with_ipv4_options(ip, &[1, 1, 1, 1]),
+        )
     };
     let pair = || {
         let (mut a, mut b) = forwarder_pair(&spec);
@@ -2204,13 +2207,7 @@ fn a_lane_burst_routes_each_frame_as_the_pipeline_does_alone() {
                 let mut ip = ipv4([10, 0, 10, 5], dst, 64, 17, sport, 4791);
                 if next().is_multiple_of(4) {
                     // A header with options (one word of NOPs): the ports move to byte 24.
-                    ip[0] = 0x46;
-                    ip.splice(20..20, [1, 1, 1, 1]);
-                    let total = ip.len() as u16;
-                    ip[2..4].copy_from_slice(&total.to_be_bytes());
-                    ip[10..12].copy_from_slice(&[0, 0]);
-                    let c = reference_checksum(&ip[..24]);
-                    ip[10..12].copy_from_slice(&c.to_be_bytes());
+                    ip = with_ipv4_options(ip, &[1, 1, 1, 1]);
                 }
                 eth(ROUTER, SPINE1, None, 0x0800, &ip)
             }
