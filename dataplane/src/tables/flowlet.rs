@@ -188,8 +188,8 @@ pub enum Lookup {
 }
 
 /// The fixed-size flowlet table (see the module documentation). Entries are cells so that a
-/// random choice, which changes nothing else that is not a counter, can be made through a
-/// shared reference (the express lane makes it ahead of the frame's turn:
+/// random choice, which otherwise changes only counters, can be made through a shared
+/// reference (the express lane makes it ahead of the frame's turn:
 /// [`GroupBalancer::place_flowlet_random`]); the table belongs to one worker.
 #[derive(Clone)]
 pub struct FlowletTable {

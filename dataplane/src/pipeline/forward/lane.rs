@@ -17,15 +17,17 @@
 //!    IPv4 frame every frame before which in the burst is express: its choice reads and
 //!    writes only the group's flowlet table and counters, at the burst's one `now`, and pass
 //!    2 meets those frames in burst order before pass 3 routes any frame, so each choice is
-//!    the one pass 3 would make. A frame whose route is anything but a nexthop or a group (none,
-//!    local, connected, blackhole, an SRv6 policy) leaves the lane here. An IPv4 frame of the
-//!    flow of the frame looked up before it takes what that frame found and counts to its
-//!    member, in the same loop (an elephant flow fills whole bursts); an IPv6 frame to where
-//!    the frame before it goes takes its FIB answer (a policy's flows share its SIDs);
+//!    the one pass 3 would make. A frame whose route is anything but a nexthop or a group
+//!    (none, local, connected, blackhole, an SRv6 policy) leaves the lane here. An IPv4
+//!    frame of the flow of the frame looked up before it takes what that frame found and
+//!    counts to its member, in the same loop (an elephant flow fills whole bursts); an IPv6
+//!    frame to where the frame before it goes takes its FIB answer (a policy's flows share
+//!    its SIDs);
 //! 3. `route_lane`, per frame and in burst order with the frames that take the full pipeline:
 //!    apply the endpoint's step, choose any other flowlet or per-packet group's member (this
 //!    updates the flowlet table and the loads least-loaded choice reads, so it keeps the
-//!    burst's order), rewrite the Ethernet addresses in one copy and decrement the TTL or hop limit.
+//!    burst's order), rewrite the Ethernet addresses in one copy and decrement the TTL or
+//!    hop limit.
 //!
 //! Passes 1 and 2 read the frames and the tables and count `hash` members; everything else
 //! happens in pass 3, in order. The FIB and the groups do not change within a burst in a way
