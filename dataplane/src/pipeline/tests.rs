@@ -1625,6 +1625,25 @@ fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_
         assert_eq!(outcomes[index], want, "half resolved: frame {index}");
     }
     assert_same_member_counts(&lane_side, &plain);
+    // A group with an event log chooses in turn, where its moves are logged: the lane logs
+    // the moves the full pipeline logs (16 flows, a second apart: some move).
+    let mut logging = spec.clone();
+    logging.qos.events = true;
+    let (mut lane_side, mut plain) = forwarder_pair(&logging);
+    resolve_spines([&mut lane_side, &mut plain]);
+    let burst: Vec<Vec<u8>> = (2000..2016).map(flow).collect();
+    for at in [now, now + PICOS_PER_SECOND] {
+        let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, uplink, at);
+        assert_eq!(lane_side.lane_plain_family(&lane), None, "chosen in turn");
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, at);
+            assert_eq!(outcomes[index], want, "with events: frame {index}");
+        }
+    }
+    let moves = plain.take_flowlet_moves();
+    assert!(!moves.is_empty(), "some flow moved");
+    assert_eq!(lane_side.take_flowlet_moves(), moves);
+    assert_same_member_counts(&lane_side, &plain);
 }
 
 #[test]
