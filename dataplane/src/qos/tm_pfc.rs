@@ -431,7 +431,7 @@ impl<P> TrafficManager<P> {
             WatchdogAction::Drop => {
                 let dropped = self.flush_queue(at, e, t);
                 self.counters.queues[e][t].watchdog_drops.add(dropped);
-                self.drop_tally[DropReason::PfcWatchdog as usize] += dropped;
+                self.untaken_watchdog_drops += dropped;
                 if self.ports[e].pfc.xoff_sent & (1 << t) != 0 {
                     self.resume_peer(at, e, t);
                 }
