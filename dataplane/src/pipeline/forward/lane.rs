@@ -93,9 +93,6 @@ pub struct ExpressLane {
     nexthop: [u32; MAX_BURST],
     route: [u32; MAX_BURST],
     hash: [u32; MAX_BURST],
-    /// An IPv6 frame to where the frame before it goes: that frame's index, whose FIB answer
-    /// it takes.
-    head: [u8; MAX_BURST],
     sid: [u32; MAX_BURST],
     step: [EndpointStep; MAX_BURST],
     /// A burst of IPv4 frames all of one flow to one nexthop (an elephant flow's): that
@@ -123,7 +120,6 @@ impl Default for ExpressLane {
             nexthop: [0; MAX_BURST],
             route: [0; MAX_BURST],
             hash: [0; MAX_BURST],
-            head: [0; MAX_BURST],
             sid: [0; MAX_BURST],
             step: [EndpointStep::Shift; MAX_BURST],
             one_flow: None,
