@@ -859,7 +859,7 @@ impl GroupBalancer {
         }
         // A new flowlet after a gap (or the entry's first): it may move, never by force.
         let previous = (last != EMPTY).then_some(last);
-        let member = self.least_loaded(ecmp, hash, previous, now, egress)?;
+        let member = self.least_loaded_new_flowlet(ecmp, hash, previous, now, egress)?;
         let id = members.get(member as usize)?.id;
         self.table.entries[slot].set(Entry {
             last_seen: entry.last_seen.max(now),
@@ -1140,12 +1140,7 @@ impl GroupBalancer {
         if now != self.snapshot_at {
             self.refresh_loads(now, ecmp, egress);
         }
-        // Start at the previous member (ties keep it), else at a member picked by hash bits
-        // that the bucket index does not use (multiply-shift: no division on this path).
-        let start = match previous {
-            Some(p) if (p as usize) < n => p as usize,
-            _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
-        };
+        let start = self.start(hash, previous, n);
         // Up or down is read per choice (a link event may land between two choices of an
         // instant: the group's generation tells); a marking member is avoided only while some
         // other member is up.
@@ -1158,6 +1153,52 @@ impl GroupBalancer {
         let eligible = self.eligible(members, n);
         let best = self.least_loaded_weighted(members, n, start, eligible);
         (best != usize::MAX).then_some(best as u32)
+    }
+
+    /// `least_loaded` for a new flowlet of `select_flowlet_least_loaded`. The usual case, a
+    /// set found already at this instant for these up flags, is taken inline; anything else
+    /// (a new instant, an empty set, unequal weights: they leave the set empty) out of line,
+    /// so that the reading and the scan do not take registers from every choice.
+    #[inline(always)]
+    fn least_loaded_new_flowlet(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        previous: Option<u32>,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        if self.least != 0 && self.snapshot_at == now && self.least_generation == ecmp.generation()
+        {
+            return first_from(self.least, self.start(hash, previous, ecmp.members().len()));
+        }
+        self.least_loaded_anew(ecmp, hash, previous, now, egress)
+    }
+
+    /// `least_loaded`, out of line for `least_loaded_new_flowlet`.
+    #[cold]
+    #[inline(never)]
+    fn least_loaded_anew(
+        &mut self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        previous: Option<u32>,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        self.least_loaded(ecmp, hash, previous, now, egress)
+    }
+
+    /// Where a least-loaded choice among `members` (as many as the balancer has loads for)
+    /// starts: at the previous member (ties keep it), else at a member picked by hash bits
+    /// that the bucket index does not use (multiply-shift: no division on this path).
+    #[inline(always)]
+    fn start(&self, hash: u32, previous: Option<u32>, members: usize) -> usize {
+        let n = members.min(self.loads.len());
+        match previous {
+            Some(p) if (p as usize) < n => p as usize,
+            _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
+        }
     }
 
     /// The members (bit i: member i) to choose among: the up ones, less those marking ECN

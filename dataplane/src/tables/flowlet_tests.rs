@@ -443,7 +443,13 @@ fn equal_weight_choices_from_the_least_set_agree_with_a_full_scan_every_time() {
                     };
                     let scan = b.least_loaded_weighted(ecmp.members(), n, start, eligible);
                     let expected = (scan != usize::MAX).then_some(scan as u32);
-                    let chosen = b.least_loaded(&ecmp, hash, previous, now, &view);
+                    // Both ways in: a new flowlet's (the set at hand taken inline) and the
+                    // forced move's and per-packet choice's.
+                    let chosen = if next() % 2 == 0 {
+                        b.least_loaded_new_flowlet(&ecmp, hash, previous, now, &view)
+                    } else {
+                        b.least_loaded(&ecmp, hash, previous, now, &view)
+                    };
                     assert_eq!(
                         chosen,
                         expected,
