@@ -1809,6 +1809,87 @@ fn frames_to_one_end_sid_step_by_their_own_srh() {
     assert!(forwarded >= 7, "{forwarded} forwarded");
 }
 
+#[test]
+fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole() {
+    // Pass 2 takes an End frame's step from the frame before it when both go to one SID
+    // address and the SRH memo answers for both with the same segment. A frame with the same
+    // SRH to an address that is no SID, and one whose packet is cut short (its Payload
+    // Length unchanged: pass 1 turns it away, and the memo would not answer for it), must
+    // each get what the pipeline gives it alone.
+    let (mut lane_side, mut plain) = express_pair();
+    resolve_spines([&mut lane_side, &mut plain]);
+    let srh = super::srv6_tests::srh;
+    let (a, b) = ("2001:db8:e::a", "2001:db8:e::b");
+    let frame = |destination: &str| {
+        let mut payload = srh(17, 2, 1, &[b, a]);
+        payload.extend(std::iter::repeat_n(0x5a, 8));
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6("2001:db8:10::5", destination, 64, 43, &payload),
+        )
+    };
+    let sid = "2001:db8:5::1";
+    let mut cut = frame(sid);
+    cut.truncate(cut.len() - 4);
+    let burst = vec![
+        frame(sid),
+        frame("2001:db8:e::9"),
+        frame(sid),
+        cut,
+        frame(sid),
+    ];
+    let mut lane = ExpressLane::default();
+    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, 6, T0);
+    for (index, frame) in burst.iter().enumerate() {
+        let want = through_pipeline(&mut plain, frame, 6, T0);
+        assert_eq!(outcomes[index], want, "frame {index}");
+    }
+    assert_eq!(express, 0b10111, "express: {express:#b}");
+    assert_eq!(
+        lane.endpoints(),
+        0b10101,
+        "endpoints: {:#b}",
+        lane.endpoints()
+    );
+
+    // A PSP SID: the SRH memo holds a frame whose Segments Left is 1 (PSP: not a plain
+    // step), then a frame steps by the full walk (a Destination Options header after its
+    // SRH) to the segment the memo's frame would go to. The frame after it, like the first,
+    // must not take that step.
+    let psp_frame = |srh: Vec<u8>, after: &[u8]| {
+        let mut payload = srh;
+        payload.extend_from_slice(after);
+        payload.extend(std::iter::repeat_n(0x5a, 8));
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6("2001:db8:10::5", "2001:db8:6::1", 64, 43, &payload),
+        )
+    };
+    let destination_options = [17, 0, 1, 4, 0, 0, 0, 0];
+    let burst = vec![
+        psp_frame(srh(17, 1, 1, &[a, b]), &[]),
+        psp_frame(srh(60, 2, 1, &[b, a]), &destination_options),
+        psp_frame(srh(17, 1, 1, &[a, b]), &[]),
+    ];
+    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, 6, T0);
+    for (index, frame) in burst.iter().enumerate() {
+        let want = through_pipeline(&mut plain, frame, 6, T0);
+        assert_eq!(outcomes[index], want, "PSP frame {index}");
+    }
+    assert_eq!(
+        lane.endpoints(),
+        0b010,
+        "PSP endpoints: {:#b} of {express:#b}",
+        lane.endpoints()
+    );
+}
+
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
 /// (2001:db8:5::/48): staged frames to the SID skip the FIB and hand the SID to the pipeline.
 /// Routes cover addresses no packet is routed to (127/8, 224/3, ff00::/8): those are still

@@ -304,11 +304,7 @@ impl SrhMemo {
     #[inline(always)]
     fn next_segment(&mut self, ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
         let head: &[u8; 48] = ip.first_chunk()?;
-        // Two loads, not eight: bytes 4-6 in the key's low 24 bits, bytes 40-44 above them
-        // (byte by byte, the compiler gathered the key with eight loads and fourteen shifts).
-        let word = |at: usize| u64::from_le_bytes(*head[at..].first_chunk().expect("8 bytes"));
-        let key = (word(0) >> 32 & 0xff_ffff) | (word(40) & 0xff_ffff_ffff) << 24;
-        let packet_end = 40 + usize::from(u16::from_be_bytes([head[4], head[5]]));
+        let (key, packet_end) = Self::key_of(head);
         if key == self.key && self.segments_left != 0 && packet_end <= ip.len() {
             let at = 48 + usize::from(self.segments_left - 1) * 16;
             let segment: [u8; 16] = ip.get(at..at + 16)?.try_into().ok()?;
@@ -323,6 +319,38 @@ impl SrhMemo {
             }
             None => srh_next_segment_by_walk(ip, packet_end),
         }
+    }
+
+    /// The memo's key of an IPv6 header with the 8 bytes after it (`head`), and where its
+    /// packet ends (40 + Payload Length). Two loads, not eight: bytes 4-6 in the key's low 24
+    /// bits, bytes 40-44 above them (byte by byte, the compiler gathered the key with eight
+    /// loads and fourteen shifts).
+    #[inline(always)]
+    fn key_of(head: &[u8; 48]) -> (u64, usize) {
+        let word = |at: usize| u64::from_le_bytes(*head[at..].first_chunk().expect("8 bytes"));
+        let key = (word(0) >> 32 & 0xff_ffff) | (word(40) & 0xff_ffff_ffff) << 24;
+        (
+            key,
+            40 + usize::from(u16::from_be_bytes([head[4], head[5]])),
+        )
+    }
+
+    /// Whether `next_segment` answers `ip` from this memo, with `segment` as the segment
+    /// that comes next: then an End SID that took a step for the frame that set the memo,
+    /// to the same destination, takes the same step for `ip` (the checks read only the
+    /// memo's bytes, and the step's result is the segment). The express lane's run of End
+    /// frames of one policy takes it whole on this test (`EndRun`).
+    #[inline(always)]
+    pub(super) fn answers_with(&self, ip: &[u8], segment: [u8; 16]) -> bool {
+        let Some(head) = ip.first_chunk::<48>() else {
+            return false;
+        };
+        let (key, packet_end) = Self::key_of(head);
+        let at = 48 + usize::from(self.segments_left.wrapping_sub(1)) * 16;
+        key == self.key
+            && self.segments_left != 0
+            && packet_end <= ip.len()
+            && ip.get(at..at + 16) == Some(&segment[..])
     }
 }
 

@@ -92,6 +92,12 @@ impl Forwarder {
             // shift and the FIB check), so a frame to it takes them whole, ahead of the other
             // memos. An End step depends on the frame's SRH too, and never sets it.
             let mut last_shift: Option<(WireAddr6, u32, WireAddr6)> = None;
+            // The same for End: the last destination whose SRH step led to the FIB, its SID,
+            // the SRH memo that answered for the frame and the next destination. A frame to
+            // the same destination that the memo answers with the same segment takes the
+            // same step (`SrhMemo::answers_with`), so it skips the SID, the step's checks and
+            // the FIB check.
+            let mut last_end: Option<(WireAddr6, u32, SrhMemo, WireAddr6)> = None;
             for index in bits(candidates) {
                 let mut key = lane.destination6[index];
                 if let Some((destination, sid, next)) = last_shift
@@ -100,6 +106,19 @@ impl Forwarder {
                     lane.destination6[index] = next;
                     lane.sid[index] = sid;
                     lane.step[index] = EndpointStep::Shift;
+                    endpoint |= 1 << index;
+                    queue(lane, index, next);
+                    continue;
+                }
+                if let Some((destination, sid, memo, next)) = last_end
+                    && destination == key
+                    && frames[index]
+                        .get(LANE_L3..)
+                        .is_some_and(|ip| memo.answers_with(ip, next.bytes()))
+                {
+                    lane.destination6[index] = next;
+                    lane.sid[index] = sid;
+                    lane.step[index] = EndpointStep::Srh { offset: 40 };
                     endpoint |= 1 << index;
                     queue(lane, index, next);
                     continue;
@@ -136,6 +155,12 @@ impl Forwarder {
                     }
                     if step == EndpointStep::Shift {
                         last_shift = Some((key, sid, next));
+                    } else if step == (EndpointStep::Srh { offset: 40 })
+                        && frames[index]
+                            .get(LANE_L3..)
+                            .is_some_and(|ip| srh_memo.answers_with(ip, next.bytes()))
+                    {
+                        last_end = Some((key, sid, srh_memo, next));
                     }
                     key = next;
                     lane.destination6[index] = next;
