@@ -1890,6 +1890,70 @@ fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole(
     );
 }
 
+#[test]
+fn an_end_run_stops_at_the_first_frame_that_is_not_of_it() {
+    // Pass 2 takes the frames after an End frame that took the step of the frame before it
+    // in a loop of their own while they match. It must stop at a frame with the same SRH to
+    // an address that is no SID, and at the burst's end, whatever the lane's slots still
+    // hold from an earlier burst: here slot 0 holds the SID's address (a PSP frame that the
+    // lane turned away), and this burst's frame 0, one the lane does not take (hop limit 1),
+    // has the run's SRH.
+    let (mut lane_side, mut plain) = express_pair();
+    resolve_spines([&mut lane_side, &mut plain]);
+    let srh = super::srv6_tests::srh;
+    let (a, b) = ("2001:db8:e::a", "2001:db8:e::b");
+    let frame = |destination: &str, hop_limit: u8, segments_left: u8| {
+        let mut payload = srh(17, segments_left, 1, &[b, a]);
+        payload.extend(std::iter::repeat_n(0x5a, 8));
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x86dd,
+            &ipv6("2001:db8:10::5", destination, hop_limit, 43, &payload),
+        )
+    };
+    let mut lane = ExpressLane::default();
+    let mut check = |burst: &[Vec<u8>], express_want: u64, endpoints_want: u64| {
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, burst, 6, T0);
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, 6, T0);
+            assert_eq!(outcomes[index], want, "frame {index}");
+        }
+        assert_eq!(express, express_want, "express: {express:#b}");
+        assert_eq!(
+            lane.endpoints(),
+            endpoints_want,
+            "endpoints: {:#b}",
+            lane.endpoints()
+        );
+    };
+    let (sid, other) = ("2001:db8:5::1", "2001:db8:e::9");
+    check(
+        &[
+            frame(sid, 64, 2),
+            frame(sid, 64, 2),
+            frame(other, 64, 2),
+            frame(sid, 64, 2),
+            frame(sid, 64, 2),
+        ],
+        0b11111,
+        0b11011,
+    );
+    let psp = "2001:db8:6::1";
+    check(&[frame(psp, 64, 1)], 0, 0);
+    check(
+        &[
+            frame(psp, 1, 2),
+            frame(psp, 64, 2),
+            frame(psp, 64, 2),
+            frame(psp, 64, 2),
+        ],
+        0b1110,
+        0b1110,
+    );
+}
+
 /// The leaf with an IPv6 ECMP prefix (2001:db8:e::/48 to group 0) and a local End SID
 /// (2001:db8:5::/48): staged frames to the SID skip the FIB and hand the SID to the pipeline.
 /// Routes cover addresses no packet is routed to (127/8, 224/3, ff00::/8): those are still
