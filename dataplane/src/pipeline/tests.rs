@@ -1809,6 +1809,21 @@ fn frames_to_one_end_sid_step_by_their_own_srh() {
     assert!(forwarded >= 7, "{forwarded} forwarded");
 }
 
+/// A frame through the leaf from 2001:db8:10::5 to `destination` with `hop_limit`: an SRH
+/// (`srv6_tests::srh`), the extension headers `after` it, then 8 bytes of upper layer.
+fn srh_frame(destination: &str, hop_limit: u8, srh: Vec<u8>, after: &[u8]) -> Vec<u8> {
+    let mut payload = srh;
+    payload.extend_from_slice(after);
+    payload.extend(std::iter::repeat_n(0x5a, 8));
+    eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x86dd,
+        &ipv6("2001:db8:10::5", destination, hop_limit, 43, &payload),
+    )
+}
+
 #[test]
 fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole() {
     // Pass 2 takes an End frame's step from the frame before it when both go to one SID
@@ -1820,17 +1835,7 @@ fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole(
     resolve_spines([&mut lane_side, &mut plain]);
     let srh = super::srv6_tests::srh;
     let (a, b) = ("2001:db8:e::a", "2001:db8:e::b");
-    let frame = |destination: &str| {
-        let mut payload = srh(17, 2, 1, &[b, a]);
-        payload.extend(std::iter::repeat_n(0x5a, 8));
-        eth(
-            ROUTER,
-            SPINE1,
-            None,
-            0x86dd,
-            &ipv6("2001:db8:10::5", destination, 64, 43, &payload),
-        )
-    };
+    let frame = |destination: &str| srh_frame(destination, 64, srh(17, 2, 1, &[b, a]), &[]);
     let sid = "2001:db8:5::1";
     let mut cut = frame(sid);
     cut.truncate(cut.len() - 4);
@@ -1859,18 +1864,7 @@ fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole(
     // step), then a frame steps by the full walk (a Destination Options header after its
     // SRH) to the segment the memo's frame would go to. The frame after it, like the first,
     // must not take that step.
-    let psp_frame = |srh: Vec<u8>, after: &[u8]| {
-        let mut payload = srh;
-        payload.extend_from_slice(after);
-        payload.extend(std::iter::repeat_n(0x5a, 8));
-        eth(
-            ROUTER,
-            SPINE1,
-            None,
-            0x86dd,
-            &ipv6("2001:db8:10::5", "2001:db8:6::1", 64, 43, &payload),
-        )
-    };
+    let psp_frame = |srh: Vec<u8>, after: &[u8]| srh_frame("2001:db8:6::1", 64, srh, after);
     let destination_options = [17, 0, 1, 4, 0, 0, 0, 0];
     let burst = vec![
         psp_frame(srh(17, 1, 1, &[a, b]), &[]),
@@ -1903,14 +1897,11 @@ fn an_end_run_stops_at_the_first_frame_that_is_not_of_it() {
     let srh = super::srv6_tests::srh;
     let (a, b) = ("2001:db8:e::a", "2001:db8:e::b");
     let frame = |destination: &str, hop_limit: u8, segments_left: u8| {
-        let mut payload = srh(17, segments_left, 1, &[b, a]);
-        payload.extend(std::iter::repeat_n(0x5a, 8));
-        eth(
-            ROUTER,
-            SPINE1,
-            None,
-            0x86dd,
-            &ipv6("2001:db8:10::5", destination, hop_limit, 43, &payload),
+        srh_frame(
+            destination,
+            hop_limit,
+            srh(17, segments_left, 1, &[b, a]),
+            &[],
         )
     };
     let mut lane = ExpressLane::default();
