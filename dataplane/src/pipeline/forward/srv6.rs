@@ -305,10 +305,8 @@ impl SrhMemo {
     fn next_segment(&mut self, ip: &[u8]) -> Option<(usize, u8, Ipv6Addr)> {
         let head: &[u8; 48] = ip.first_chunk()?;
         let (key, packet_end) = Self::key_of(head);
-        if key == self.key && self.segments_left != 0 && packet_end <= ip.len() {
-            let at = 48 + usize::from(self.segments_left - 1) * 16;
-            let segment: [u8; 16] = ip.get(at..at + 16)?.try_into().ok()?;
-            return Some((40, self.segments_left, Ipv6Addr::from(segment)));
+        if let Some(segment) = self.answered_segment(ip, key, packet_end) {
+            return Some((40, self.segments_left, Ipv6Addr::from(*segment)));
         }
         match srh_first_and_only(ip, packet_end) {
             Some(found) => {
@@ -335,22 +333,35 @@ impl SrhMemo {
         )
     }
 
+    /// The segment that comes next in `ip` (whose header and the 8 bytes after it give `key`
+    /// and `packet_end`, `key_of`) when this memo answers for it: the same checked bytes, and
+    /// the packet whole within the frame.
+    #[inline(always)]
+    fn answered_segment<'a>(
+        &self,
+        ip: &'a [u8],
+        key: u64,
+        packet_end: usize,
+    ) -> Option<&'a [u8; 16]> {
+        if key != self.key || self.segments_left == 0 || packet_end > ip.len() {
+            return None;
+        }
+        let at = 48 + usize::from(self.segments_left - 1) * 16;
+        ip.get(at..)?.first_chunk()
+    }
+
     /// Whether `next_segment` answers `ip` from this memo, with `segment` as the segment
     /// that comes next: then an End SID that took a step for the frame that set the memo,
     /// to the same destination, takes the same step for `ip` (the checks read only the
-    /// memo's bytes, and the step's result is the segment). The express lane's run of End
-    /// frames of one policy takes it whole on this test (`EndRun`).
+    /// memo's bytes, and the step's result is the segment). The express lane's pass 2 takes
+    /// a run of End frames of one policy whole on this test.
     #[inline(always)]
     pub(super) fn answers_with(&self, ip: &[u8], segment: [u8; 16]) -> bool {
         let Some(head) = ip.first_chunk::<48>() else {
             return false;
         };
         let (key, packet_end) = Self::key_of(head);
-        let at = 48 + usize::from(self.segments_left.wrapping_sub(1)) * 16;
-        key == self.key
-            && self.segments_left != 0
-            && packet_end <= ip.len()
-            && ip.get(at..at + 16) == Some(&segment[..])
+        self.answered_segment(ip, key, packet_end) == Some(&segment)
     }
 }
 
