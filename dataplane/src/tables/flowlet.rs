@@ -458,7 +458,7 @@ fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
 /// The salt of a new flowlet's draw: its start time, folded to 32 bits. A flow's flowlets
 /// start at least a timeout apart, so each draws afresh (and a replay draws as it did before);
 /// unlike the entry's flowlet id, the time is at hand before the entry is read, so the draw
-/// runs beside that read instead of after it.
+/// comes before that read instead of after it.
 #[inline(always)]
 fn flowlet_salt(now: Picos) -> u32 {
     (now ^ (now >> 32)) as u32
@@ -964,7 +964,7 @@ impl GroupBalancer {
     /// on, counted for a packet of `len` bytes. With more flows than the table has entries
     /// that is close to a coin toss (two flows share each entry at 8192 flows, and the other
     /// may have sent moments ago), which the CPU cannot predict; so every packet draws a new
-    /// flowlet's member (a few instructions, beside the entry's load: the draw's salt is the
+    /// flowlet's member (a few instructions, before the entry's load: the draw's salt is the
     /// time, not the entry's flowlet id) and a select takes the entry's member or the draw's.
     /// Only a flowlet whose member went down branches (links rarely go down).
     #[inline(always)]
