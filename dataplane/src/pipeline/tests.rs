@@ -1824,6 +1824,24 @@ fn srh_frame(destination: &str, hop_limit: u8, srh: Vec<u8>, after: &[u8]) -> Ve
     )
 }
 
+/// `burst` through the lane of `lane_side` (port 6, at `T0`) and each of its frames alone
+/// through `plain`'s full pipeline: every frame's outcome must be the pipeline's (`label`
+/// names the burst in a failure). Returns the lane's express frames.
+fn lane_as_pipeline(
+    lane_side: &mut Forwarder,
+    plain: &mut Forwarder,
+    lane: &mut ExpressLane,
+    burst: &[Vec<u8>],
+    label: &str,
+) -> u64 {
+    let (outcomes, express) = through_lane(lane_side, lane, burst, 6, T0);
+    for (index, frame) in burst.iter().enumerate() {
+        let want = through_pipeline(plain, frame, 6, T0);
+        assert_eq!(outcomes[index], want, "{label} frame {index}");
+    }
+    express
+}
+
 #[test]
 fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole() {
     // Pass 2 takes an End frame's step from the frame before it when both go to one SID
@@ -1847,11 +1865,7 @@ fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole(
         frame(sid),
     ];
     let mut lane = ExpressLane::default();
-    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, 6, T0);
-    for (index, frame) in burst.iter().enumerate() {
-        let want = through_pipeline(&mut plain, frame, 6, T0);
-        assert_eq!(outcomes[index], want, "frame {index}");
-    }
+    let express = lane_as_pipeline(&mut lane_side, &mut plain, &mut lane, &burst, "End");
     assert_eq!(express, 0b10111, "express: {express:#b}");
     assert_eq!(
         lane.endpoints(),
@@ -1871,11 +1885,7 @@ fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole(
         psp_frame(srh(60, 2, 1, &[b, a]), &destination_options),
         psp_frame(srh(17, 1, 1, &[a, b]), &[]),
     ];
-    let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, 6, T0);
-    for (index, frame) in burst.iter().enumerate() {
-        let want = through_pipeline(&mut plain, frame, 6, T0);
-        assert_eq!(outcomes[index], want, "PSP frame {index}");
-    }
+    let express = lane_as_pipeline(&mut lane_side, &mut plain, &mut lane, &burst, "PSP");
     assert_eq!(
         lane.endpoints(),
         0b010,
@@ -1906,11 +1916,7 @@ fn an_end_run_stops_at_the_first_frame_that_is_not_of_it() {
     };
     let mut lane = ExpressLane::default();
     let mut check = |burst: &[Vec<u8>], express_want: u64, endpoints_want: u64| {
-        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, burst, 6, T0);
-        for (index, frame) in burst.iter().enumerate() {
-            let want = through_pipeline(&mut plain, frame, 6, T0);
-            assert_eq!(outcomes[index], want, "frame {index}");
-        }
+        let express = lane_as_pipeline(&mut lane_side, &mut plain, &mut lane, burst, "run");
         assert_eq!(express, express_want, "express: {express:#b}");
         assert_eq!(
             lane.endpoints(),
