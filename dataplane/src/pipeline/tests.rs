@@ -1388,8 +1388,7 @@ fn a_burst_takes_pass_3s_plain_or_endpoint_loop_only_when_every_frame_fits_it() 
     // engine takes it only for a burst of one family whose nexthops pass 2 found; a burst of
     // both families, or one with a member to choose in turn, takes `route_lane`. Its
     // endpoint loop applies each frame's SRv6 step, so it takes only bursts of endpoints.
-    let (mut lane_side, mut plain) = express_pair();
-    resolve_spines([&mut lane_side, &mut plain]);
+    let (mut lane_side, mut plain) = express_pair_with_spines();
     let uplink = 5u16;
     let v4 = |second: u8, third: u8| {
         let ip = ipv4([10, 0, 10, 5], [10, second, third, 3], 64, 17, 1000, 4791);
@@ -1757,8 +1756,7 @@ fn frames_to_one_end_sid_step_by_their_own_srh() {
     // header or by another shape, next to frames whose SRHs differ in one field: each frame
     // steps by its own SRH (a shortcut that took a step from the frame before would have to
     // hold to this) and gets what the pipeline gives it.
-    let (mut lane_side, mut plain) = express_pair();
-    resolve_spines([&mut lane_side, &mut plain]);
+    let (mut lane_side, mut plain) = express_pair_with_spines();
     let sid = "2001:db8:5::1";
     let frame = |srh: Vec<u8>, upper_len: usize| {
         let mut payload = srh;
@@ -1849,8 +1847,7 @@ fn an_end_step_is_taken_from_the_frame_before_only_to_its_destination_and_whole(
     // SRH to an address that is no SID, and one whose packet is cut short (its Payload
     // Length unchanged: pass 1 turns it away, and the memo would not answer for it), must
     // each get what the pipeline gives it alone.
-    let (mut lane_side, mut plain) = express_pair();
-    resolve_spines([&mut lane_side, &mut plain]);
+    let (mut lane_side, mut plain) = express_pair_with_spines();
     let srh = super::srv6_tests::srh;
     let (a, b) = ("2001:db8:e::a", "2001:db8:e::b");
     let frame = |destination: &str| srh_frame(destination, 64, srh(17, 2, 1, &[b, a]), &[]);
@@ -1902,8 +1899,7 @@ fn an_end_run_stops_at_the_first_frame_that_is_not_of_it() {
     // hold from an earlier burst: here slot 0 holds the SID's address (a PSP frame that the
     // lane turned away), and this burst's frame 0, one the lane does not take (hop limit 1),
     // has the run's SRH.
-    let (mut lane_side, mut plain) = express_pair();
-    resolve_spines([&mut lane_side, &mut plain]);
+    let (mut lane_side, mut plain) = express_pair_with_spines();
     let srh = super::srv6_tests::srh;
     let (a, b) = ("2001:db8:e::a", "2001:db8:e::b");
     let frame = |destination: &str, hop_limit: u8, segments_left: u8| {
@@ -2341,8 +2337,7 @@ fn a_lane_burst_routes_each_frame_as_the_pipeline_does_alone() {
     // frame of a burst through the lane gets the verdict and bytes the pipeline gives it
     // alone, whether it repeats the flow of the frame before it, shares its destination or
     // differs from it in one byte that the route or the hash reads.
-    let (mut lane_side, mut plain) = express_pair();
-    resolve_spines([&mut lane_side, &mut plain]);
+    let (mut lane_side, mut plain) = express_pair_with_spines();
     let uplink = 5u16;
     let mut next = xorshift(0x1234_5678_9abc_def1u64);
     let mut make = |kind: u64| -> Vec<u8> {
@@ -2501,8 +2496,7 @@ fn a_frame_to_the_destination_of_the_frame_before_it_takes_its_lookup_only_where
     // back to the local SID goes nowhere near the FIB; a step to the routed segment does, and
     // the next frame with the same step takes its lookup. Each gets what the pipeline gives
     // it alone.
-    let (mut lane_side, mut plain) = express_pair();
-    resolve_spines([&mut lane_side, &mut plain]);
+    let (mut lane_side, mut plain) = express_pair_with_spines();
     let sid = "2001:db8:5::1";
     let frame = |tag: Option<u16>, segment: &str, sport: u16| {
         let mut upper = vec![0u8; 8];
@@ -2567,6 +2561,13 @@ fn a_frame_to_the_destination_of_the_frame_before_it_takes_its_lookup_only_where
 /// pipeline unstaged.
 fn express_pair() -> (Forwarder, Forwarder) {
     forwarder_pair(&express_spec())
+}
+
+/// `express_pair` with the spines resolved in both (`resolve_spines`).
+fn express_pair_with_spines() -> (Forwarder, Forwarder) {
+    let (mut lane_side, mut plain) = express_pair();
+    resolve_spines([&mut lane_side, &mut plain]);
+    (lane_side, plain)
 }
 
 /// The staging spec plus what only some express frames reach: a nexthop behind a VLAN
