@@ -442,6 +442,35 @@ impl Forwarder {
             return 0;
         };
         let fib = fib.lookups();
+        let (ipv4, ipv6) = self.screen_burst(lane, frames, &fib, classes);
+        #[cfg(test)]
+        {
+            lane.taken = 0;
+        }
+        let (mut express, mut in_turn) = self.stage_ipv4(lane, frames, &fib, ipv4, now);
+        (lane.endpoint, lane.vrf) = (0, vrf);
+        if ipv6 != 0 {
+            let (express6, in_turn6) = self.stage_ipv6(lane, frames, vrf, ipv6);
+            express |= express6;
+            in_turn |= in_turn6;
+        }
+        (lane.express, lane.in_turn, lane.ipv6) = (express, in_turn, ipv6);
+        express
+    }
+
+    /// Pass 1 over `frames`: the IPv4 and the IPv6 frames the lane may take (bit i: frame
+    /// i), each with its destination (its first-level FIB entry prefetched, for IPv4) and
+    /// traffic class in the lane. Out of line: inlined, its loop shared the registers of the
+    /// function with pass 2's, and a change to either moved the other's spills.
+    #[inline(never)]
+    fn screen_burst(
+        &self,
+        lane: &mut ExpressLane,
+        frames: &[&[u8]],
+        fib: &Lpm4Lookups<'_>,
+        classes: &[u8; 64],
+    ) -> (u64, u64) {
+        let frames = &frames[..frames.len().min(MAX_BURST)];
         let router_mac = mac_word(self.router_mac);
         let max_len = self.lane_max_frame;
         let (mut ipv4, mut ipv6) = (0u64, 0u64);
@@ -461,19 +490,7 @@ impl Forwarder {
                 Screened::Not => {}
             }
         }
-        #[cfg(test)]
-        {
-            lane.taken = 0;
-        }
-        let (mut express, mut in_turn) = self.stage_ipv4(lane, frames, &fib, ipv4, now);
-        (lane.endpoint, lane.vrf) = (0, vrf);
-        if ipv6 != 0 {
-            let (express6, in_turn6) = self.stage_ipv6(lane, frames, vrf, ipv6);
-            express |= express6;
-            in_turn |= in_turn6;
-        }
-        (lane.express, lane.in_turn, lane.ipv6) = (express, in_turn, ipv6);
-        express
+        (ipv4, ipv6)
     }
 
     /// Pass 2 for the burst's IPv4 frames (`candidates`): each frame's route, hash and `hash`
