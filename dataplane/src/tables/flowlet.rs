@@ -446,13 +446,15 @@ struct MemberLoad {
 
 /// The draw of `random` choice over the flow hash, the seed and a salt that differs per flowlet
 /// (or per packet), spread by the golden ratio so consecutive salts land far apart. The flow
-/// hash already ends in MurmurHash3's full-avalanche finaliser, so half of that finaliser (one
-/// multiply, then the high half folded into the low bits the bucket index uses) is enough to
-/// make the salt's change reach every bit; it is on every new flowlet's path.
+/// hash already ends in MurmurHash3's full-avalanche finaliser, so one multiply is enough to
+/// make the salt's change reach the bucket index: the index (the low bits, at most 16 of them,
+/// `ecmp::MAX_BUCKETS`) is taken from the product's high half, rotated down, where each bit
+/// depends on every bit below it (multiplicative hashing). A rotate, not the finaliser's
+/// fold of the high half into the low: every packet of a random-choice group draws.
 #[inline]
 fn draw(hash: u32, seed: u32, salt: u32) -> u32 {
     let h = (hash ^ seed ^ salt.wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b);
-    h ^ (h >> 16)
+    h.rotate_left(16)
 }
 
 /// The salt of a new flowlet's draw: its start time, folded to 32 bits. A flow's flowlets
@@ -999,42 +1001,89 @@ impl GroupBalancer {
         let cell = self.table.entries.get(slot)?;
         let entry = cell.get();
         let last = entry.member;
-        let goes_on = (last != EMPTY) & (now.saturating_sub(entry.last_seen) <= self.spec.timeout);
-        let (last_id, last_up) = members
-            .get(last as usize)
-            .map_or((NO_MEMBER, false), |m| (m.id, m.up));
-        // A flowlet whose member went down moves at once, whatever its gap: a new flowlet
-        // whose move is counted as forced. (The bucket table holds live members only, so the
-        // draw is one.)
-        let forced = goes_on & !last_up;
-        let starts = !goes_on | forced;
-        let pick = |new, old| std::hint::select_unpredictable(starts, new, old);
-        let id = pick(drawn, last_id);
-        let member = pick(drawn_index, last);
+        // Within the timeout: `now - last_seen <= timeout`, as `FlowletTable::lookup` has it,
+        // put so that the bound does not wait for the entry's load.
+        let fresh = entry.last_seen >= now.saturating_sub(self.spec.timeout);
+        let starts = !fresh;
+        let member = std::hint::select_unpredictable(starts, drawn_index, last);
+        // The picked member is read, not the entry's: whether the flowlet goes on stays a
+        // select (with more flows than entries it is a coin toss, a branch on it mispredicted
+        // at full rate), and only a flowlet going on whose member went down (or an unused
+        // entry stamped within a timeout of now, at the start of virtual time) branches away:
+        // links rarely go down. The draw's member is always up.
+        let Some(picked) = members.get(member as usize).filter(|m| m.up) else {
+            return Some(self.restart_flowlet(cell, drawn, drawn_index, len, now));
+        };
+        let choice = RandomChoice {
+            id: picked.id,
+            member,
+            counters: None,
+            last,
+            drawn: drawn_index,
+            // A flowlet that starts takes the draw's member, so the move is counted from the
+            // draw rather than from the pick: the count then need not wait for the pick (A/B,
+            // three pairs of five-round runs: 0.874-0.900 against 0.858-0.878 of hashing).
+            moved: starts & (last != drawn_index) & (last != EMPTY),
+            forced: false,
+        };
+        Some(self.record_random(cell, entry, starts, choice, len, now))
+    }
+
+    /// `flowlet_random` for an entry within its timeout whose member is not up: a flowlet
+    /// whose member went down moves to the draw's (`drawn`, index `drawn_index`) at once, a
+    /// forced move; an unused entry starts its first flowlet there. (The entry is read
+    /// again here: passed, it would be kept in memory on the common path too.)
+    #[cold]
+    #[inline(never)]
+    fn restart_flowlet(
+        &self,
+        cell: &Cell<Entry>,
+        drawn: u32,
+        drawn_index: u32,
+        len: u32,
+        now: Picos,
+    ) -> RandomChoice<'_> {
+        let entry = cell.get();
+        let last = entry.member;
+        let forced = last != EMPTY;
+        self.counters.forced_moves.add(u64::from(forced));
+        let choice = RandomChoice {
+            id: drawn,
+            member: drawn_index,
+            counters: None,
+            last,
+            drawn: drawn_index,
+            moved: forced & (last != drawn_index),
+            forced,
+        };
+        self.record_random(cell, entry, true, choice, len, now)
+    }
+
+    /// The flowlet table's entry (`cell`, read as `entry`) and the counters after a random
+    /// choice for a packet of `len` bytes at `now`: `starts` when the choice starts a flowlet.
+    /// Returns the choice with the member's counters.
+    #[inline(always)]
+    fn record_random<'a>(
+        &'a self,
+        cell: &Cell<Entry>,
+        entry: Entry,
+        starts: bool,
+        mut choice: RandomChoice<'a>,
+        len: u32,
+        now: Picos,
+    ) -> RandomChoice<'a> {
         cell.set(Entry {
             last_seen: entry.last_seen.max(now),
-            member,
+            member: choice.member,
             flowlet_id: entry.flowlet_id.wrapping_add(u32::from(starts)),
         });
         self.counters.flowlets.add(u64::from(starts));
-        self.counters.forced_moves.add(u64::from(forced));
-        // A flowlet that starts takes the draw's member, so the move is counted from the draw
-        // rather than from the pick: the count then need not wait for the pick (A/B, three
-        // pairs of five-round runs: 0.874-0.900 against 0.858-0.878 of hashing).
-        let moved = self.count_move(last, drawn_index, starts);
-        let counters = self.counters.members.get(member as usize);
-        if let Some(counters) = counters {
+        self.counters.moves.add(u64::from(choice.moved));
+        choice.counters = self.counters.members.get(choice.member as usize);
+        if let Some(counters) = choice.counters {
             counters.count(1, len);
         }
-        Some(RandomChoice {
-            id,
-            member,
-            counters,
-            last,
-            drawn: drawn_index,
-            moved,
-            forced,
-        })
+        choice
     }
 
     /// The event log's part of a new flowlet: a move is noted. Out of line, so that the
