@@ -556,8 +556,10 @@ impl Forwarder {
             }
             // A frame may be placed ahead when every frame before it is express (tested only
             // for a group that places ahead: by instruction counts, a loop-carried flag cost
-            // the hash path 9 to 13 instructions a frame, a second loop 17, this 4).
-            let ahead = move || (express == (1 << index) - 1).then_some(now);
+            // the hash path 9 to 13 instructions a frame, a second loop 17, this 4). Frames
+            // come in order, so `express` holds only frames before this one, and all of them
+            // are express when it counts `index` frames: one popcount, not a mask built.
+            let ahead = move || (express.count_ones() as usize == index).then_some(now);
             let staged = self.stage_ipv4_frame(fib, destination, frame, seed, ahead);
             (head_to, head, head_member) = (destination, index, None);
             match staged {
