@@ -1646,6 +1646,94 @@ fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_
 }
 
 #[test]
+fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3() {
+    // A least-loaded choice reads the members' loads at the instant's first choice; in pass
+    // 3 that comes after the frames before it went to their queues, in pass 2 before any
+    // did. So the lane chooses in pass 2 for the burst's first frame, and for later ones
+    // (every frame before them express) only at an instant whose loads were read already;
+    // the frames of a flow that follow choose again (each counts in the member's load). A
+    // burst all of whose members pass 2 found takes pass 3's plain way; what each frame
+    // gets, the members' counts and loads are the full pipeline's.
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
+    let mut spec = staging_spec();
+    // 10.1.0.0/16 goes to group 0 (the two spines), 10.2.0.0/16 to spine 1 alone.
+    spec.groups[0].balance = BalanceSpec {
+        mode: BalanceMode::Flowlet,
+        choice: PathChoice::LeastLoaded,
+        ..Default::default()
+    };
+    let uplink = 5u16;
+    let to = |net: u8, sport: u16| {
+        let ip = ipv4([10, 0, 10, 5], [10, net, 0, 9], 64, 17, sport, 4791);
+        eth(ROUTER, SPINE1, None, 0x0800, &ip)
+    };
+    let (group, spine) = (|sport| to(1, sport), |sport| to(2, sport));
+    for (burst, placed_ahead, what) in [
+        (
+            vec![group(1), group(2), group(3), group(4)],
+            true,
+            "new flows",
+        ),
+        (
+            vec![spine(1), group(1), group(2)],
+            false,
+            "a frame queued first",
+        ),
+        (
+            vec![group(1), spine(1), group(2)],
+            true,
+            "a frame queued after the first choice",
+        ),
+        (
+            vec![group(1), group(1), group(2), group(1)],
+            true,
+            "a flow repeated",
+        ),
+        (vec![group(7); 4], false, "one flow"),
+    ] {
+        let (mut lane_side, mut plain) = forwarder_pair(&spec);
+        resolve_spines([&mut lane_side, &mut plain]);
+        let mut lane = ExpressLane::default();
+        let now = T0;
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
+        assert_eq!(express, (1 << burst.len()) - 1, "{what}: express frames");
+        assert_eq!(
+            lane_side.lane_plain_family(&lane).is_some(),
+            placed_ahead,
+            "{what}: every member found in pass 2"
+        );
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, now);
+            assert_eq!(outcomes[index], want, "{what}: frame {index}");
+        }
+        assert_same_member_counts(&lane_side, &plain);
+        assert_eq!(
+            lane_side.balancer_loads(),
+            plain.balancer_loads(),
+            "{what}: loads"
+        );
+        // The same burst again at the same instant: its loads were read, so every choice
+        // is made in pass 2 (the one flow's first frame, and its others in turn).
+        let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
+        assert_eq!(
+            lane_side.lane_plain_family(&lane).is_some(),
+            burst.iter().any(|f| *f != burst[0]),
+            "{what}, again: every member found in pass 2"
+        );
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, now);
+            assert_eq!(outcomes[index], want, "{what}, again: frame {index}");
+        }
+        assert_same_member_counts(&lane_side, &plain);
+        assert_eq!(
+            lane_side.balancer_loads(),
+            plain.balancer_loads(),
+            "{what}, again"
+        );
+    }
+}
+
+#[test]
 fn a_burst_led_by_a_frame_to_the_all_ones_address_stages_like_any_other() {
     // A unicast frame to the router MAC may carry any destination, 255.255.255.255 too; the
     // lane once took that destination for "no frame looked up yet" and then indexed past a

@@ -247,7 +247,7 @@ impl FlowletTable {
     /// flowlet id. Time never goes backward in an entry (live mode reads the TSC once per
     /// burst, so a later packet can carry an earlier `now`).
     #[inline]
-    pub fn record(&mut self, hash: u32, member: u32, now: Picos, new_flowlet: bool) {
+    pub fn record(&self, hash: u32, member: u32, now: Picos, new_flowlet: bool) {
         let cell = &self.entries[(hash & self.mask) as usize];
         let entry = cell.get();
         cell.set(Entry {
@@ -266,6 +266,29 @@ impl FlowletTable {
     pub fn clear(&mut self) {
         self.entries.fill(Cell::new(EMPTY_ENTRY));
     }
+}
+
+/// Which of a group's choices the express lane makes in pass 2, ahead of the frames' turn
+/// (`GroupBalancer::places_ahead`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceAhead {
+    /// None: every choice is made in turn.
+    No,
+    /// Random flowlet choices.
+    Random,
+    /// Least-loaded flowlet choices, where the loads read the same in either pass.
+    LeastLoaded,
+}
+
+/// A least-loaded flowlet choice (`GroupBalancer::flowlet_least_loaded`): the member (nexthop
+/// id, index in the group) and what the event log notes of the flowlet.
+#[derive(Clone, Copy)]
+struct LeastChoice {
+    id: u32,
+    member: u32,
+    last: u32,
+    moved: bool,
+    forced: bool,
 }
 
 /// A random flowlet choice (`GroupBalancer::flowlet_random`): the member (nexthop id, index
@@ -439,9 +462,6 @@ struct MemberLoad {
     dre_at: Picos,
     /// The cumulative byte count last folded into `dre`.
     seen: u64,
-    /// Load (queued + `dre`) as read at `GroupBalancer::snapshot_at`, plus the bytes this
-    /// group has sent to the member since.
-    snapshot: u64,
 }
 
 /// The draw of `random` choice over the flow hash, the seed and a salt that differs per flowlet
@@ -474,11 +494,11 @@ fn quantized(bytes: u64) -> u64 {
 
 /// The members of `eligible` (bit i: `loads[i]`) whose load is the least among them.
 #[inline]
-fn least_set(loads: &[MemberLoad], eligible: u64) -> u64 {
+fn least_set(loads: &[Cell<u64>], eligible: u64) -> u64 {
     // Without branches: which member is lighter is data, a branch on it mispredicted.
     let (mut least, mut set) = (u64::MAX, 0u64);
     for (i, load) in loads.iter().enumerate().take(64) {
-        let load = quantized(load.snapshot);
+        let load = quantized(load.get());
         let eligible = eligible >> i & 1 != 0;
         let lighter = eligible & (load < least);
         least = std::hint::select_unpredictable(lighter, load, least);
@@ -508,30 +528,36 @@ pub struct GroupBalancer {
     seed: u32,
     /// Packets placed in `per-packet` mode (the salt of their draws).
     placed: u32,
-    loads: Vec<MemberLoad>,
+    // Least-loaded state is in cells, as the flowlet table is: the express lane's pass 2
+    // chooses through a shared reference (`Self::place_flowlet_least_loaded`).
+    /// Per member: where its recent-transmission estimate stands.
+    loads: Box<[Cell<MemberLoad>]>,
+    /// Per member: its load (queued + `MemberLoad::dre`) as read at `snapshot_at`, plus the
+    /// bytes this group has sent to it since.
+    snapshots: Box<[Cell<u64>]>,
     /// When the members' loads were last read (`Picos::MAX`: never). Choices at the same
     /// instant (one RX burst in live mode; frames arriving together in replay) reuse that
     /// reading plus the group's own bytes since, so a burst of new flowlets reads the
     /// counters once and still spreads.
-    snapshot_at: Picos,
+    snapshot_at: Cell<Picos>,
     /// Least-loaded choice among equal weights: the eligible members at the least load when
     /// last scanned (`scan_least`), less each that has been sent bytes since (its load rose
     /// above the others'); empty when a scan is due. A choice takes the first of them from
     /// its start, which is what a scan of all members would pick.
-    least: u64,
+    least: Cell<u64>,
     /// The `EcmpGroup::generation` whose up flags that scan read.
-    least_generation: u64,
+    least_generation: Cell<u64>,
     /// Read with the loads: bit i set when member i's port is marking ECN and the group
     /// avoids such members while others are up; and whether all members weigh the same.
-    avoided: u64,
-    equal_weights: bool,
+    avoided: Cell<u64>,
+    equal_weights: Cell<bool>,
     /// Member index by nexthop id (`u16::MAX`: not a member), for counting bytes in `hash`
     /// mode where the bucket table names the nexthop.
     index_of: Box<[u16]>,
     counters: Arc<BalanceCounters>,
     record_events: bool,
     /// `Self::places_ahead`.
-    places_ahead: bool,
+    places_ahead: PlaceAhead,
     events: Vec<FlowletMove>,
 }
 
@@ -571,25 +597,29 @@ impl GroupBalancer {
             seed: draw(seed as u32 ^ (seed >> 32) as u32, group, 0x5eed),
             placed: 0,
             loads: (0..members.len())
-                .map(|i| MemberLoad {
-                    port: member_ports.get(i).copied().flatten(),
-                    dre: 0,
-                    dre_at: 0,
-                    seen: 0,
-                    snapshot: 0,
+                .map(|i| {
+                    Cell::new(MemberLoad {
+                        port: member_ports.get(i).copied().flatten(),
+                        dre: 0,
+                        dre_at: 0,
+                        seen: 0,
+                    })
                 })
                 .collect(),
-            snapshot_at: Picos::MAX,
-            least: 0,
-            least_generation: 0,
-            avoided: 0,
-            equal_weights: true,
+            snapshots: (0..members.len()).map(|_| Cell::new(0)).collect(),
+            snapshot_at: Cell::new(Picos::MAX),
+            least: Cell::new(0),
+            least_generation: Cell::new(0),
+            avoided: Cell::new(0),
+            equal_weights: Cell::new(true),
             index_of,
             counters: Arc::new(BalanceCounters::new(members.len())),
             record_events,
-            places_ahead: spec.mode == BalanceMode::Flowlet
-                && spec.choice == PathChoice::Random
-                && !record_events,
+            places_ahead: match spec.choice {
+                _ if spec.mode != BalanceMode::Flowlet || record_events => PlaceAhead::No,
+                PathChoice::Random => PlaceAhead::Random,
+                PathChoice::LeastLoaded => PlaceAhead::LeastLoaded,
+            },
             // Room for the usual run; a busier log grows (only with --events) up to
             // EVENT_CAPACITY.
             events: Vec::with_capacity(if record_events { 1024 } else { 0 }),
@@ -756,6 +786,23 @@ impl GroupBalancer {
         }
     }
 
+    /// Takes back a choice the express lane made in pass 2 for a frame of `len` bytes placed
+    /// on nexthop `id` that takes the full pipeline after all, which chooses for it again in
+    /// its turn (the flowlet it started goes on): its counters, and for a least-loaded
+    /// group its bytes in the member's load, which the second choice counts. The least-loaded
+    /// set stays as it is: the second choice raises the load as the first did, and takes the
+    /// member out of the set if the first did.
+    #[cold]
+    pub fn unplace(&self, id: u32, len: u32) {
+        self.uncount(id, len);
+        if self.places_ahead == PlaceAhead::LeastLoaded
+            && let Some(&index) = self.index_of.get(id as usize)
+            && let Some(snapshot) = self.snapshots.get(usize::from(index))
+        {
+            snapshot.set(snapshot.get().saturating_sub(u64::from(len)));
+        }
+    }
+
     /// `select_member` of a group that sprays per packet. Out of line: the modes of most
     /// groups inline theirs into the forwarding path, and this one would crowd it.
     #[inline(never)]
@@ -779,13 +826,13 @@ impl GroupBalancer {
     /// Each member's load as least-loaded choice reads it at the current instant.
     #[cfg(test)]
     pub(crate) fn load_snapshots(&self) -> Vec<u64> {
-        self.loads.iter().map(|l| l.snapshot).collect()
+        self.snapshots.iter().map(Cell::get).collect()
     }
 
     /// `count_choice` for a group whose choice is known to be least-loaded (`LEAST_LOADED`)
     /// or random.
     #[inline(always)]
-    fn count_chosen<const LEAST_LOADED: bool>(&mut self, index: u32, len: u32) {
+    fn count_chosen<const LEAST_LOADED: bool>(&self, index: u32, len: u32) {
         self.count(index as usize, len);
         if LEAST_LOADED {
             self.add_recent_bytes(index, len);
@@ -794,7 +841,7 @@ impl GroupBalancer {
 
     /// The counters of a flowlet or per-packet choice of member `index`.
     #[inline(always)]
-    fn count_choice(&mut self, index: u32, len: u32) {
+    fn count_choice(&self, index: u32, len: u32) {
         // Only least-loaded choice reads the loads.
         if self.spec.choice == PathChoice::LeastLoaded {
             self.count_chosen::<true>(index, len);
@@ -806,13 +853,15 @@ impl GroupBalancer {
     /// Least-loaded choice: member `index` was sent `len` bytes since the loads were read,
     /// so it leaves the least-loaded set if that raised its quantised load.
     #[inline(always)]
-    fn add_recent_bytes(&mut self, index: u32, len: u32) {
-        if let Some(load) = self.loads.get_mut(index as usize) {
-            let before = quantized(load.snapshot);
-            load.snapshot += u64::from(len);
-            let rose = quantized(load.snapshot) != before;
-            // (`loads` has at most 64 members.)
-            self.least &= !(u64::from(rose) << (index & 63));
+    fn add_recent_bytes(&self, index: u32, len: u32) {
+        if let Some(snapshot) = self.snapshots.get(index as usize) {
+            let before = snapshot.get();
+            let after = before + u64::from(len);
+            snapshot.set(after);
+            let rose = quantized(after) != quantized(before);
+            // (`snapshots` has at most 64 members.)
+            self.least
+                .set(self.least.get() & !(u64::from(rose) << (index & 63)));
         }
     }
 
@@ -824,14 +873,11 @@ impl GroupBalancer {
         }
     }
 
-    /// The member (nexthop id, index in the group) of flow `hash`'s flowlet at `now` in a
-    /// least-loaded group: the entry's while the flowlet goes on and its member is up, else
-    /// a new flowlet's choice; the choice's counters for a packet of `len` bytes included.
-    /// The entry is found once and written in place. Out of line: inlined, it lengthens the
-    /// worker loop that every other mode runs too, for no measurable gain (A/B rates: 0.97x
-    /// hashing for 1.03x least-loaded with the per-choice scan; 0.99-1.00x least-loaded with
-    /// the set). Unlike random choice it branches on whether the flowlet goes on: a new
-    /// flowlet's choice is a scan of the members, too dear to make for every packet.
+    /// `select_member` of a least-loaded flowlet group: [`Self::flowlet_least_loaded`], and
+    /// the event log's part of the flowlet when there is a log. Out of line: inlined, it
+    /// lengthens the worker loop that every other mode runs too, for no measurable gain (A/B
+    /// rates: 0.97x hashing for 1.03x least-loaded with the per-choice scan; 0.99-1.00x
+    /// least-loaded with the set).
     #[inline(never)]
     fn select_flowlet_least_loaded(
         &mut self,
@@ -841,58 +887,106 @@ impl GroupBalancer {
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<(u32, u32)> {
+        let choice = self.flowlet_least_loaded(ecmp, hash, len, now, egress)?;
+        if self.record_events {
+            let LeastChoice {
+                member,
+                last,
+                moved,
+                forced,
+                ..
+            } = choice;
+            self.log_new_flowlet(hash, last, member, moved, forced, now);
+        }
+        Some((choice.id, choice.member))
+    }
+
+    /// The member of flow `hash`'s flowlet at `now` in a least-loaded group: the entry's
+    /// while the flowlet goes on and its member is up, else a new flowlet's choice; the
+    /// choice's counters for a packet of `len` bytes included. The entry is found once and
+    /// written in place. Unlike random choice it branches on whether the flowlet goes on: a
+    /// new flowlet's choice is a scan of the members, too dear to make for every packet.
+    #[inline(always)]
+    fn flowlet_least_loaded(
+        &self,
+        ecmp: &EcmpGroup,
+        hash: u32,
+        len: u32,
+        now: Picos,
+        egress: &EgressLoad,
+    ) -> Option<LeastChoice> {
         debug_assert_eq!(self.spec.choice, PathChoice::LeastLoaded);
         let members = ecmp.members();
         let slot = (hash & self.table.mask) as usize;
-        let entry = self.table.entries.get(slot)?.get();
+        let cell = self.table.entries.get(slot)?;
+        let entry = cell.get();
         let last = entry.member;
         if last != EMPTY && now.saturating_sub(entry.last_seen) <= self.spec.timeout {
             let Some(m) = members.get(last as usize).filter(|m| m.up) else {
-                let (id, member) = self.forced_move(ecmp, hash, last, now, egress)?;
-                self.count_choice(member, len);
-                return Some((id, member));
+                return self.forced_move(ecmp, hash, last, len, now, egress);
             };
-            self.table.entries[slot].set(Entry {
+            cell.set(Entry {
                 last_seen: entry.last_seen.max(now),
                 ..entry
             });
             self.count_chosen::<true>(last, len);
-            return Some((m.id, last));
+            return Some(LeastChoice {
+                id: m.id,
+                member: last,
+                last,
+                moved: false,
+                forced: false,
+            });
         }
         // A new flowlet after a gap (or the entry's first): it may move, never by force.
         let previous = (last != EMPTY).then_some(last);
         let member = self.least_loaded_new_flowlet(ecmp, hash, previous, now, egress)?;
         let id = members.get(member as usize)?.id;
-        self.table.entries[slot].set(Entry {
+        cell.set(Entry {
             last_seen: entry.last_seen.max(now),
             member,
             flowlet_id: entry.flowlet_id.wrapping_add(1),
         });
         self.counters.flowlets.add(1);
-        self.count_new_flowlet(hash, last, member, true, false, now);
+        let moved = self.count_move(last, member, true);
         self.count_chosen::<true>(member, len);
-        Some((id, member))
+        Some(LeastChoice {
+            id,
+            member,
+            last,
+            moved,
+            forced: false,
+        })
     }
 
-    /// A flowlet's move count, and the event log's part, when `starts` (a new flowlet from
-    /// `last` to `member`). Only the event log's own flag is tested here: with
-    /// `record_events && moved` (or `&`) the compiler tested `moved` first, a mispredict for
-    /// every third new flowlet.
+    /// Whether the express lane may make a least-loaded choice of this group at `now` in
+    /// pass 2, for a frame before which every frame of the burst is express (`first`: it is
+    /// the burst's first). In pass 3 the loads are read at the instant's first choice, after
+    /// the frames before it went to their queues; in pass 2 none has, so only a frame with
+    /// none before it, or one at an instant whose loads were read already, may choose there.
+    /// (The bytes of choices made since the reading count either way: `add_recent_bytes`.)
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn count_new_flowlet(
-        &mut self,
+    pub fn may_place_least_loaded(&self, now: Picos, first: bool) -> bool {
+        first | (self.snapshot_at.get() == now)
+    }
+
+    /// The express lane's choice for a frame of flow `hash` and `len` bytes at `now` in a
+    /// least-loaded group that [`Self::places_ahead`], where [`Self::may_place_least_loaded`]
+    /// allows: what [`Self::select_member`] does, through a shared reference. Returns the
+    /// member's nexthop id, `None` when no member is live. A later frame of the flow in the
+    /// burst chooses again (its bytes count in the member's load).
+    #[inline(always)]
+    pub fn place_flowlet_least_loaded(
+        &self,
+        ecmp: &EcmpGroup,
         hash: u32,
-        last: u32,
-        member: u32,
-        starts: bool,
-        forced: bool,
+        len: u32,
         now: Picos,
-    ) {
-        let moved = self.count_move(last, member, starts);
-        if self.record_events {
-            self.log_new_flowlet(hash, last, member, moved, forced, now);
-        }
+        egress: &EgressLoad,
+    ) -> Option<u32> {
+        debug_assert_eq!(self.places_ahead, PlaceAhead::LeastLoaded);
+        self.flowlet_least_loaded(ecmp, hash, len, now, egress)
+            .map(|c| c.id)
     }
 
     /// Counts a move when `starts` (a new flowlet from `last` to `member`) changes member;
@@ -905,13 +999,16 @@ impl GroupBalancer {
         moved
     }
 
-    /// Whether the express lane may choose this group's members ahead of the frames' turn
-    /// ([`Self::place_flowlet_random`]): a `flowlet` group with `random` choice and no event
-    /// log. Such a choice reads and writes only the flowlet table and counters (no loads, no
-    /// queue depths), so choices made in burst order, at the burst's one `now`, are the same
-    /// whichever pass makes them.
+    /// Whether, and how, the express lane may choose this group's members ahead of the
+    /// frames' turn: a `flowlet` group without an event log (the log's order would follow
+    /// the passes). A random choice ([`Self::place_flowlet_random`]) reads and writes only
+    /// the flowlet table and counters, so choices made in burst order, at the burst's one
+    /// `now`, are the same whichever pass makes them. A least-loaded one
+    /// ([`Self::place_flowlet_least_loaded`]) reads the egress ports' loads too, once per
+    /// instant, and may be made ahead only where that reading comes out the same
+    /// ([`Self::may_place_least_loaded`]).
     #[inline(always)]
-    pub fn places_ahead(&self) -> bool {
+    pub fn places_ahead(&self) -> PlaceAhead {
         self.places_ahead
     }
 
@@ -929,7 +1026,7 @@ impl GroupBalancer {
         len: u32,
         now: Picos,
     ) -> Option<(u32, Option<&MemberCounters>)> {
-        debug_assert!(self.places_ahead);
+        debug_assert_eq!(self.places_ahead, PlaceAhead::Random);
         let choice = self.flowlet_random(ecmp, hash, len, now)?;
         Some((choice.id, choice.counters))
     }
@@ -1105,28 +1202,35 @@ impl GroupBalancer {
         }
     }
 
-    /// A flowlet whose member went down moves at once, whatever its gap: a new flowlet, its
-    /// move counted as forced. Out of line: links rarely go down.
+    /// A flowlet of a least-loaded group whose member went down moves at once, whatever its
+    /// gap: a new flowlet, its move counted as forced, with the counters for a packet of
+    /// `len` bytes. Out of line: links rarely go down.
     #[cold]
     #[inline(never)]
     fn forced_move(
-        &mut self,
+        &self,
         ecmp: &EcmpGroup,
         hash: u32,
         previous: u32,
+        len: u32,
         now: Picos,
         egress: &EgressLoad,
-    ) -> Option<(u32, u32)> {
+    ) -> Option<LeastChoice> {
         let member = self.choose(ecmp, hash, flowlet_salt(now), Some(previous), now, egress)?;
         self.table.record(hash, member, now, true);
         self.counters.flowlets.add(1);
         // A down member is never chosen, so this always moves; counted as the choice finds.
-        if member != previous {
-            self.counters.moves.add(1);
-            self.counters.forced_moves.add(1);
-            self.note_move(hash, previous, member, true, now);
-        }
-        Some((ecmp.members().get(member as usize)?.id, member))
+        let moved = member != previous;
+        self.counters.moves.add(u64::from(moved));
+        self.counters.forced_moves.add(u64::from(moved));
+        self.count_choice(member, len);
+        Some(LeastChoice {
+            id: ecmp.members().get(member as usize)?.id,
+            member,
+            last: previous,
+            moved,
+            forced: true,
+        })
     }
 
     /// A flowlet that moved: its entry in the event log, if there is one. Out of line: only
@@ -1153,7 +1257,7 @@ impl GroupBalancer {
     /// A live member for a new flowlet (index in the group), by the group's choice.
     #[inline]
     fn choose(
-        &mut self,
+        &self,
         ecmp: &EcmpGroup,
         hash: u32,
         salt: u32,
@@ -1176,7 +1280,7 @@ impl GroupBalancer {
     /// worker loop already, and a call would save and restore registers for each choice.
     #[inline(always)]
     fn least_loaded(
-        &mut self,
+        &self,
         ecmp: &EcmpGroup,
         hash: u32,
         previous: Option<u32>,
@@ -1186,22 +1290,22 @@ impl GroupBalancer {
         let members = ecmp.members();
         // The balancer was sized for the group's members; a group changed since (members are
         // only marked up or down today) is never indexed past either.
-        let n = members.len().min(self.loads.len());
+        let n = members.len().min(self.snapshots.len());
         if n == 0 {
             return None;
         }
-        if now != self.snapshot_at {
+        if now != self.snapshot_at.get() {
             self.refresh_loads(now, ecmp, egress);
         }
         let start = self.start(hash, previous, n);
         // Up or down is read per choice (a link event may land between two choices of an
         // instant: the group's generation tells); a marking member is avoided only while some
         // other member is up.
-        if self.equal_weights {
-            if self.least == 0 || self.least_generation != ecmp.generation() {
+        if self.equal_weights.get() {
+            if self.least.get() == 0 || self.least_generation.get() != ecmp.generation() {
                 self.scan_least(members, n, ecmp.generation());
             }
-            return first_from(self.least, start);
+            return first_from(self.least.get(), start);
         }
         let eligible = self.eligible(members, n);
         let best = self.least_loaded_weighted(members, n, start, eligible);
@@ -1214,16 +1318,19 @@ impl GroupBalancer {
     /// so that the reading and the scan do not take registers from every choice.
     #[inline(always)]
     fn least_loaded_new_flowlet(
-        &mut self,
+        &self,
         ecmp: &EcmpGroup,
         hash: u32,
         previous: Option<u32>,
         now: Picos,
         egress: &EgressLoad,
     ) -> Option<u32> {
-        if self.least != 0 && self.snapshot_at == now && self.least_generation == ecmp.generation()
+        let least = self.least.get();
+        if least != 0
+            && self.snapshot_at.get() == now
+            && self.least_generation.get() == ecmp.generation()
         {
-            return first_from(self.least, self.start(hash, previous, ecmp.members().len()));
+            return first_from(least, self.start(hash, previous, ecmp.members().len()));
         }
         self.least_loaded_anew(ecmp, hash, previous, now, egress)
     }
@@ -1232,7 +1339,7 @@ impl GroupBalancer {
     #[cold]
     #[inline(never)]
     fn least_loaded_anew(
-        &mut self,
+        &self,
         ecmp: &EcmpGroup,
         hash: u32,
         previous: Option<u32>,
@@ -1247,7 +1354,7 @@ impl GroupBalancer {
     /// that the bucket index does not use (multiply-shift: no division on this path).
     #[inline(always)]
     fn start(&self, hash: u32, previous: Option<u32>, members: usize) -> usize {
-        let n = members.min(self.loads.len());
+        let n = members.min(self.snapshots.len());
         match previous {
             Some(p) if (p as usize) < n => p as usize,
             _ => ((u64::from(hash >> 16) * n as u64) >> 16) as usize,
@@ -1262,8 +1369,9 @@ impl GroupBalancer {
             .iter()
             .enumerate()
             .fold(0u64, |mask, (i, m)| mask | u64::from(m.up) << i);
-        if up & !self.avoided != 0 {
-            up & !self.avoided
+        let avoided = self.avoided.get();
+        if up & !avoided != 0 {
+            up & !avoided
         } else {
             up
         }
@@ -1274,9 +1382,10 @@ impl GroupBalancer {
     /// chosen once (with equal frame sizes the loads stay within a frame of each other, so
     /// most of them tie), and a choice only picks from the set.
     #[inline(never)]
-    fn scan_least(&mut self, members: &[Member], n: usize, generation: u64) {
-        self.least = least_set(&self.loads[..n], self.eligible(members, n));
-        self.least_generation = generation;
+    fn scan_least(&self, members: &[Member], n: usize, generation: u64) {
+        self.least
+            .set(least_set(&self.snapshots[..n], self.eligible(members, n)));
+        self.least_generation.set(generation);
     }
 
     /// The first member at or after `start` (wrapping) among the eligible ones with the least
@@ -1299,7 +1408,7 @@ impl GroupBalancer {
             };
             let eligible = eligible >> i & 1 != 0;
             let (bytes, weight) = (
-                quantized(self.loads[i].snapshot),
+                quantized(self.snapshots[i].get()),
                 u64::from(members[i].weight),
             );
             // load_i / weight_i < load_b / weight_b, cross-multiplied; saturating only
@@ -1316,20 +1425,23 @@ impl GroupBalancer {
     /// Reads every member's load at `now`: its port's queued bytes plus its recent-bytes
     /// estimate, decayed to `now`. Out of line: once per instant, not per choice.
     #[inline(never)]
-    fn refresh_loads(&mut self, now: Picos, ecmp: &EcmpGroup, egress: &EgressLoad) {
-        self.snapshot_at = now;
-        self.least = 0;
+    fn refresh_loads(&self, now: Picos, ecmp: &EcmpGroup, egress: &EgressLoad) {
+        self.snapshot_at.set(now);
+        self.least.set(0);
         let members = ecmp.members();
-        self.equal_weights = members.iter().all(|m| m.weight == members[0].weight);
-        self.avoided = 0;
+        self.equal_weights
+            .set(members.iter().all(|m| m.weight == members[0].weight));
+        let mut avoided = 0;
         if self.spec.avoid_ecn {
             for (i, load) in self.loads.iter().enumerate() {
-                if load.port.is_some_and(|p| egress.marking(p)) {
-                    self.avoided |= 1 << i;
+                if load.get().port.is_some_and(|p| egress.marking(p)) {
+                    avoided |= 1 << i;
                 }
             }
         }
-        for (i, load) in self.loads.iter_mut().enumerate() {
+        self.avoided.set(avoided);
+        for (i, (cell, snapshot)) in self.loads.iter().zip(&self.snapshots).enumerate() {
+            let mut load = cell.get();
             let total = match load.port {
                 Some(port) => egress.transmitted_bytes(port),
                 None => self.counters.members[i].bytes.get(),
@@ -1350,7 +1462,8 @@ impl GroupBalancer {
             load.dre += total.saturating_sub(load.seen);
             load.seen = total;
             let queued = load.port.map_or(0, |p| egress.queued_bytes(p));
-            load.snapshot = queued.saturating_add(load.dre);
+            snapshot.set(queued.saturating_add(load.dre));
+            cell.set(load);
         }
     }
 }

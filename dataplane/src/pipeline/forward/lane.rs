@@ -50,7 +50,7 @@ use crate::dpdk::MAX_BURST;
 use crate::pipeline::spec::RouteTarget;
 use crate::tables::ecmp::EcmpGroup;
 use crate::tables::flowhash::flow_hash_v4_wire;
-use crate::tables::flowlet::{GroupBalancer, MemberCounters};
+use crate::tables::flowlet::{GroupBalancer, MemberCounters, PlaceAhead};
 use crate::tables::lpm4::Lpm4Lookups;
 use crate::wire::checksum;
 
@@ -402,6 +402,9 @@ enum Staged<'a> {
         id: u32,
         member: Option<&'a MemberCounters>,
     },
+    /// A least-loaded flowlet group's member, nexthop `id` (chosen and counted); the route
+    /// and flow hash for the frames of the flow that follow, which choose again.
+    Balanced { id: u32, route: u32, hash: u32 },
     /// A flowlet or per-packet group's route and the frame's flow hash.
     InTurn { route: u32, hash: u32 },
 }
@@ -560,7 +563,8 @@ impl Forwarder {
             // come in order, so `express` holds only frames before this one, and all of them
             // are express when it counts `index` frames: one popcount, not a mask built.
             let ahead = move || (express.count_ones() as usize == index).then_some(now);
-            let staged = self.stage_ipv4_frame(fib, destination, frame, seed, ahead);
+            let first = move || index == 0;
+            let staged = self.stage_ipv4_frame(fib, destination, frame, seed, ahead, first);
             (head_to, head, head_member) = (destination, index, None);
             match staged {
                 Staged::Not => continue,
@@ -568,6 +572,12 @@ impl Forwarder {
                 Staged::Hashed { id, member } => {
                     lane.nexthop[index] = id;
                     head_member = member;
+                }
+                Staged::Balanced { id, .. } => {
+                    lane.nexthop[index] = id;
+                    // The frames of the flow that follow choose again, each counting in the
+                    // member's load: none repeats this one.
+                    head = usize::MAX;
                 }
                 Staged::InTurn { route, hash } => {
                     lane.route[index] = route;
@@ -609,7 +619,7 @@ impl Forwarder {
             lane.taken = all & !1;
         }
         let seed = self.flow_hash_seed;
-        match self.stage_ipv4_frame(fib, destination, first, seed, || Some(now)) {
+        match self.stage_ipv4_frame(fib, destination, first, seed, || Some(now), || true) {
             Staged::Not => Some((0, 0)),
             Staged::Nexthop(id) => {
                 lane.nexthop[..n].fill(id);
@@ -623,6 +633,13 @@ impl Forwarder {
                 lane.nexthop[..n].fill(id);
                 lane.one_flow = Some(id);
                 Some((all, 0))
+            }
+            Staged::Balanced { id, route, hash } => {
+                // The first frame's member chosen; the others choose in turn.
+                lane.nexthop[0] = id;
+                lane.route[1..n].fill(route);
+                lane.hash[1..n].fill(hash);
+                Some((all, all & !1))
             }
             Staged::InTurn { route, hash } => {
                 lane.route[..n].fill(route);
@@ -646,7 +663,8 @@ impl Forwarder {
         destination: u32,
         frame: &[u8],
         seed: u32,
-        ahead: impl FnOnce() -> Option<Picos>,
+        ahead: impl Fn() -> Option<Picos> + Copy,
+        first: impl FnOnce() -> bool,
     ) -> Staged<'a> {
         let Some(seen) = frame.first_chunk::<IPV4_SEEN>() else {
             return Staged::Not;
@@ -667,6 +685,7 @@ impl Forwarder {
             frame.len(),
             &mut None,
             ahead,
+            first,
         )
     }
 
@@ -682,7 +701,8 @@ impl Forwarder {
         hash: impl FnOnce() -> u32,
         len: usize,
         last: &mut Option<LastGroup<'a>>,
-        ahead: impl FnOnce() -> Option<Picos>,
+        ahead: impl Fn() -> Option<Picos> + Copy,
+        first: impl FnOnce() -> bool,
     ) -> Staged<'a> {
         match route_value::decode(route) {
             RouteTarget::Nexthop(id) => Staged::Nexthop(id),
@@ -709,10 +729,22 @@ impl Forwarder {
                 let LastGroup { balancer, ecmp, .. } = cached;
                 let placed = if balancer.hashes_statically() {
                     balancer.place_by_hash(ecmp, hash, len as u32)
-                } else if balancer.places_ahead()
+                } else if balancer.places_ahead() == PlaceAhead::Random
                     && let Some(now) = ahead()
                 {
                     balancer.place_flowlet_random(ecmp, hash, len as u32, now)
+                } else if balancer.places_ahead() == PlaceAhead::LeastLoaded
+                    && let Some(now) = ahead()
+                {
+                    return self.stage_least_loaded(
+                        balancer,
+                        ecmp,
+                        route,
+                        hash,
+                        len as u32,
+                        now,
+                        first(),
+                    );
                 } else {
                     balancer.prefetch_slot(hash);
                     return Staged::InTurn { route, hash };
@@ -722,7 +754,7 @@ impl Forwarder {
                     Some((id, member)) if self.sends_express(id) => Staged::Hashed { id, member },
                     Some((id, _)) => {
                         // The full pipeline places it again, and counts it where it leaves.
-                        balancer.uncount(id, len as u32);
+                        balancer.unplace(id, len as u32);
                         Staged::Not
                     }
                     None => Staged::Not,
@@ -730,6 +762,40 @@ impl Forwarder {
             }
             // No route, local, connected, blackhole, an SRv6 policy: the full pipeline.
             _ => Staged::Not,
+        }
+    }
+
+    /// `stage_route` for a frame of `len` bytes and flow `hash` routed by `route` to the
+    /// least-loaded flowlet group `balancer` (over `ecmp`), every frame before which is
+    /// express, the burst's `first` or not, for pass 3 at `now`: chosen here where the
+    /// group's loads read the same as in pass 3 (`GroupBalancer::may_place_least_loaded`),
+    /// else in turn. Out of line: inlined, the choice crowds the registers of pass 2's loop,
+    /// which hashing and random choice take too.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn stage_least_loaded<'a>(
+        &'a self,
+        balancer: &'a GroupBalancer,
+        ecmp: &EcmpGroup,
+        route: u32,
+        hash: u32,
+        len: u32,
+        now: Picos,
+        first: bool,
+    ) -> Staged<'a> {
+        if !balancer.may_place_least_loaded(now, first) {
+            balancer.prefetch_slot(hash);
+            return Staged::InTurn { route, hash };
+        }
+        match balancer.place_flowlet_least_loaded(ecmp, hash, len, now, &self.egress_load) {
+            Some(id) if self.sends_express(id) => Staged::Balanced { id, route, hash },
+            Some(id) => {
+                // The full pipeline chooses again, and counts it where it leaves.
+                balancer.unplace(id, len);
+                Staged::Not
+            }
+            // No live member: the full pipeline drops the frame.
+            None => Staged::Not,
         }
     }
 
