@@ -1649,11 +1649,11 @@ fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_
 fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3() {
     // A least-loaded choice reads the members' loads at the instant's first choice; in pass
     // 3 that comes after the frames before it went to their queues, in pass 2 before any
-    // did. So the lane chooses in pass 2 for the burst's first frame, and for later ones
-    // (every frame before them express) only at an instant whose loads were read already;
-    // the frames of a flow that follow choose again (each counts in the member's load). A
-    // burst all of whose members pass 2 found takes pass 3's plain way; what each frame
-    // gets, the members' counts and loads are the full pipeline's.
+    // did. So the lane chooses in pass 2 (after its loop) for the burst's first frame, and
+    // for later ones (every frame before them express) only at an instant whose loads were
+    // read already; the frames of a flow that follow choose too (each counts in the
+    // member's load). A burst all of whose members pass 2 found takes pass 3's plain way;
+    // what each frame gets, the members' counts and loads are the full pipeline's.
     use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
     let mut spec = staging_spec();
     // 10.1.0.0/16 goes to group 0 (the two spines), 10.2.0.0/16 to spine 1 alone.
@@ -1668,6 +1668,18 @@ fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3(
         eth(ROUTER, SPINE1, None, 0x0800, &ip)
     };
     let (group, spine) = (|sport| to(1, sport), |sport| to(2, sport));
+    // A frame of the group with a header option (one word of NOPs): it takes the full
+    // pipeline, which chooses in its turn, so no frame after it is chosen ahead.
+    let with_option = |sport: u16| {
+        let ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
+        eth(
+            ROUTER,
+            SPINE1,
+            None,
+            0x0800,
+            &with_ipv4_options(ip, &[1, 1, 1, 1]),
+        )
+    };
     for (burst, placed_ahead, what) in [
         (
             vec![group(1), group(2), group(3), group(4)],
@@ -1689,14 +1701,24 @@ fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3(
             true,
             "a flow repeated",
         ),
-        (vec![group(7); 4], false, "one flow"),
+        (vec![group(7); 4], true, "one flow"),
+        (
+            vec![group(1), with_option(2), group(3)],
+            false,
+            "a frame the full pipeline takes",
+        ),
     ] {
         let (mut lane_side, mut plain) = forwarder_pair(&spec);
         resolve_spines([&mut lane_side, &mut plain]);
         let mut lane = ExpressLane::default();
         let now = T0;
         let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
-        assert_eq!(express, (1 << burst.len()) - 1, "{what}: express frames");
+        let plain_frames = burst.iter().map(|f| f[14] == 0x45);
+        let all_plain = plain_frames.clone().all(|plain| plain);
+        let expected: u64 = plain_frames
+            .rev()
+            .fold(0, |bits, p| bits << 1 | u64::from(p));
+        assert_eq!(express, expected, "{what}: express frames");
         assert_eq!(
             lane_side.lane_plain_family(&lane).is_some(),
             placed_ahead,
@@ -1713,11 +1735,11 @@ fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3(
             "{what}: loads"
         );
         // The same burst again at the same instant: its loads were read, so every choice
-        // is made in pass 2 (the one flow's first frame, and its others in turn).
+        // is made in pass 2, up to a frame the full pipeline takes.
         let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
         assert_eq!(
             lane_side.lane_plain_family(&lane).is_some(),
-            burst.iter().any(|f| *f != burst[0]),
+            all_plain,
             "{what}, again: every member found in pass 2"
         );
         for (index, frame) in burst.iter().enumerate() {
@@ -1729,6 +1751,33 @@ fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3(
             lane_side.balancer_loads(),
             plain.balancer_loads(),
             "{what}, again"
+        );
+    }
+    // An IPv6 frame to the group (2001:db8:e::/48) is chosen in turn, so no IPv4 frame after
+    // it is chosen ahead, even at an instant whose loads were read.
+    let to_group6 = eth(
+        ROUTER,
+        SPINE1,
+        None,
+        0x86dd,
+        &ipv6("2001:db8:10::5", "2001:db8:e::9", 64, 17, &[0; 8]),
+    );
+    let burst = [group(1), to_group6, group(2)];
+    let (mut lane_side, mut plain) = forwarder_pair(&spec);
+    resolve_spines([&mut lane_side, &mut plain]);
+    let mut lane = ExpressLane::default();
+    for round in 0..2 {
+        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, T0);
+        assert_eq!(express, 0b111, "round {round}");
+        assert_eq!(lane.in_turn(), 0b110, "round {round}: in turn");
+        for (index, frame) in burst.iter().enumerate() {
+            let want = through_pipeline(&mut plain, frame, uplink, T0);
+            assert_eq!(outcomes[index], want, "round {round}: frame {index}");
+        }
+        assert_eq!(
+            lane_side.balancer_loads(),
+            plain.balancer_loads(),
+            "round {round}"
         );
     }
 }

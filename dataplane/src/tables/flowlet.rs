@@ -787,11 +787,12 @@ impl GroupBalancer {
     }
 
     /// Takes back a choice the express lane made in pass 2 for a frame of `len` bytes placed
-    /// on nexthop `id` that takes the full pipeline after all, which chooses for it again in
-    /// its turn (the flowlet it started goes on): its counters, and for a least-loaded
-    /// group its bytes in the member's load, which the second choice counts. The least-loaded
-    /// set stays as it is: the second choice raises the load as the first did, and takes the
-    /// member out of the set if the first did.
+    /// on nexthop `id` that does not leave by the express path after all, so that it is
+    /// chosen again in its turn (by pass 3 or the full pipeline; the flowlet it started goes
+    /// on): its counters, and for a least-loaded group its bytes in the member's load, which
+    /// the second choice counts. The least-loaded set stays as it is: the second choice
+    /// raises the load as the first did, and takes the member out of the set if the first
+    /// did; no other choice of the group comes between the two.
     #[cold]
     pub fn unplace(&self, id: u32, len: u32) {
         self.uncount(id, len);

@@ -218,11 +218,9 @@ impl Forwarder {
             let with_ports = endpoint >> index & 1 == 0;
             let destination = lane.destination6[index].bytes();
             let hash = || flow_hash_ipv6_to(&frame[LANE_L3..], destination, with_ports, seed);
-            match self.stage_route(route, hash, frame.len(), &mut last_group, || None, || false) {
+            match self.stage_route(route, hash, frame.len(), &mut last_group, || None) {
                 Staged::Not => continue,
-                Staged::Nexthop(id) | Staged::Hashed { id, .. } | Staged::Balanced { id, .. } => {
-                    lane.nexthop[index] = id
-                }
+                Staged::Nexthop(id) | Staged::Hashed { id, .. } => lane.nexthop[index] = id,
                 Staged::InTurn { route, hash } => {
                     lane.route[index] = route;
                     lane.hash[index] = hash;
