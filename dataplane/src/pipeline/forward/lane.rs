@@ -494,33 +494,24 @@ impl Forwarder {
             .trailing_zeros()
             .min((in_turn & ipv6).trailing_zeros());
         let may = u64::MAX.checked_shr(64 - stop).unwrap_or(0);
-        let mut group: Option<LastGroup<'_>> = None;
+        // The route of the frame before and its group, when that places least-loaded
+        // choices ahead (a burst's frames mostly share one route).
+        let mut last: Option<(u32, &GroupBalancer, &EcmpGroup)> = None;
         for index in bits(in_turn & may) {
             let Some(frame) = frames.get(index) else {
                 break;
             };
-            let RouteTarget::Group(id) = route_value::decode(lane.route[index % MAX_BURST]) else {
-                continue;
-            };
-            let LastGroup { balancer, ecmp, .. } = match group {
-                Some(last) if last.group == id => last,
+            let route = lane.route[index % MAX_BURST];
+            let (balancer, ecmp) = match last {
+                Some((seen, balancer, ecmp)) if seen == route => (balancer, ecmp),
                 _ => {
-                    let (Some(balancer), Some(ecmp)) = (
-                        self.balancers.get(id as usize),
-                        self.groups.get(id as usize),
-                    ) else {
+                    let Some((balancer, ecmp)) = self.least_loaded_ahead_group(route) else {
                         continue;
                     };
-                    *group.insert(LastGroup {
-                        group: id,
-                        balancer,
-                        ecmp,
-                    })
+                    last = Some((route, balancer, ecmp));
+                    (balancer, ecmp)
                 }
             };
-            if balancer.places_ahead() != PlaceAhead::LeastLoaded {
-                continue;
-            }
             if !balancer.may_place_least_loaded(now, index == 0) {
                 break;
             }
@@ -576,6 +567,17 @@ impl Forwarder {
             }
         }
         (ipv4, ipv6)
+    }
+
+    /// The group of `route` and its members, when it is a least-loaded flowlet group that
+    /// places its choices ahead (`place_least_loaded_ahead`).
+    fn least_loaded_ahead_group(&self, route: u32) -> Option<(&GroupBalancer, &EcmpGroup)> {
+        let RouteTarget::Group(group) = route_value::decode(route) else {
+            return None;
+        };
+        let balancer = self.balancers.get(group as usize)?;
+        (balancer.places_ahead() == PlaceAhead::LeastLoaded)
+            .then_some((balancer, self.groups.get(group as usize)?))
     }
 
     /// Pass 2 for the burst's IPv4 frames (`candidates`): each frame's route, hash and `hash`
