@@ -430,6 +430,16 @@ impl EgressLoad {
             .map_or(0, |q| q.iter().map(|c| c.dequeued_bytes()).sum())
     }
 
+    /// `queued_bytes` and `transmitted_bytes` of `port`, in one pass over its classes.
+    #[inline]
+    pub fn queued_and_transmitted_bytes(&self, port: u16) -> (u64, u64) {
+        self.queues(port).map_or((0, 0), |q| {
+            q.iter().fold((0, 0), |(queued, sent), c| {
+                (queued + c.depth_bytes.get(), sent + c.dequeued_bytes())
+            })
+        })
+    }
+
     /// Whether some class of `port` holds at least its ECN Kmin (so arrivals get marked).
     #[inline]
     pub fn marking(&self, port: u16) -> bool {
@@ -1443,9 +1453,9 @@ impl GroupBalancer {
         self.avoided.set(avoided);
         for (i, (cell, snapshot)) in self.loads.iter().zip(&self.snapshots).enumerate() {
             let mut load = cell.get();
-            let total = match load.port {
-                Some(port) => egress.transmitted_bytes(port),
-                None => self.counters.members[i].bytes.get(),
+            let (queued, total) = match load.port {
+                Some(port) => egress.queued_and_transmitted_bytes(port),
+                None => (0, self.counters.members[i].bytes.get()),
             };
             let halvings = now.saturating_sub(load.dre_at) / DRE_HALF_LIFE;
             if halvings > 0 {
@@ -1462,7 +1472,6 @@ impl GroupBalancer {
             }
             load.dre += total.saturating_sub(load.seen);
             load.seen = total;
-            let queued = load.port.map_or(0, |p| egress.queued_bytes(p));
             snapshot.set(queued.saturating_add(load.dre));
             cell.set(load);
         }
