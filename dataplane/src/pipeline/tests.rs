@@ -1469,6 +1469,32 @@ fn a_burst_takes_pass_3s_plain_or_endpoint_loop_only_when_every_frame_fits_it() 
     assert_same_member_counts(&lane_side, &plain);
 }
 
+/// `staging_spec` with group 0 (10.1.0.0/16, the two spines) balanced by flowlets that
+/// choose by `choice`.
+fn flowlet_staging_spec(choice: crate::tables::flowlet::PathChoice) -> SwitchSpec {
+    use crate::tables::flowlet::{BalanceMode, BalanceSpec};
+    let mut spec = staging_spec();
+    spec.groups[0].balance = BalanceSpec {
+        mode: BalanceMode::Flowlet,
+        choice,
+        ..Default::default()
+    };
+    spec
+}
+
+/// A UDP frame from spine 1 to the router, 10.0.10.5 port `sport` to 10.`net`.0.9 port 4791;
+/// `with_option`: with a header option (one word of NOPs), which the express lane leaves to
+/// the full pipeline.
+fn from_uplink(net: u8, sport: u16, with_option: bool) -> Vec<u8> {
+    let ip = ipv4([10, 0, 10, 5], [10, net, 0, 9], 64, 17, sport, 4791);
+    let ip = if with_option {
+        with_ipv4_options(ip, &[1, 1, 1, 1])
+    } else {
+        ip
+    };
+    eth(ROUTER, SPINE1, None, 0x0800, &ip)
+}
+
 #[test]
 fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_takes() {
     // A random flowlet choice reads and writes only the flowlet table and counters, so the
@@ -1478,30 +1504,12 @@ fn random_flowlets_are_chosen_in_pass_2_up_to_the_first_frame_the_full_pipeline_
     // start their flowlets on different members show the order: whichever frame reaches the
     // entry first decides where both go. What each frame gets comes from the full pipeline
     // (the other forwarder of each pair), and is checked against that rule too.
-    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
-    let mut spec = staging_spec();
     // 10.1.0.0/16 goes to group 0: the two spines, behind routed ports 5 and 6.
-    spec.groups[0].balance = BalanceSpec {
-        mode: BalanceMode::Flowlet,
-        choice: PathChoice::Random,
-        ..Default::default()
-    };
+    let spec = flowlet_staging_spec(crate::tables::flowlet::PathChoice::Random);
     let uplink = 5u16;
-    let flow = |sport: u16| {
-        let ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
-        eth(ROUTER, SPINE1, None, 0x0800, &ip)
-    };
-    // The same flow with a header option (one word of NOPs): it takes the full pipeline.
-    let with_option = |sport: u16| {
-        let ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
-        eth(
-            ROUTER,
-            SPINE1,
-            None,
-            0x0800,
-            &with_ipv4_options(ip, &[1, 1, 1, 1]),
-        )
-    };
+    let flow = |sport: u16| from_uplink(1, sport, false);
+    // The same flow with a header option: it takes the full pipeline.
+    let with_option = |sport: u16| from_uplink(1, sport, true);
     let pair = || {
         let (mut a, mut b) = forwarder_pair(&spec);
         resolve_spines([&mut a, &mut b]);
@@ -1654,32 +1662,16 @@ fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3(
     // read already; the frames of a flow that follow choose too (each counts in the
     // member's load). A burst all of whose members pass 2 found takes pass 3's plain way;
     // what each frame gets, the members' counts and loads are the full pipeline's.
-    use crate::tables::flowlet::{BalanceMode, BalanceSpec, PathChoice};
-    let mut spec = staging_spec();
     // 10.1.0.0/16 goes to group 0 (the two spines), 10.2.0.0/16 to spine 1 alone.
-    spec.groups[0].balance = BalanceSpec {
-        mode: BalanceMode::Flowlet,
-        choice: PathChoice::LeastLoaded,
-        ..Default::default()
-    };
+    let spec = flowlet_staging_spec(crate::tables::flowlet::PathChoice::LeastLoaded);
     let uplink = 5u16;
-    let to = |net: u8, sport: u16| {
-        let ip = ipv4([10, 0, 10, 5], [10, net, 0, 9], 64, 17, sport, 4791);
-        eth(ROUTER, SPINE1, None, 0x0800, &ip)
-    };
-    let (group, spine) = (|sport| to(1, sport), |sport| to(2, sport));
-    // A frame of the group with a header option (one word of NOPs): it takes the full
-    // pipeline, which chooses in its turn, so no frame after it is chosen ahead.
-    let with_option = |sport: u16| {
-        let ip = ipv4([10, 0, 10, 5], [10, 1, 0, 9], 64, 17, sport, 4791);
-        eth(
-            ROUTER,
-            SPINE1,
-            None,
-            0x0800,
-            &with_ipv4_options(ip, &[1, 1, 1, 1]),
-        )
-    };
+    let (group, spine) = (
+        |sport| from_uplink(1, sport, false),
+        |sport| from_uplink(2, sport, false),
+    );
+    // A frame of the group with a header option: it takes the full pipeline, which chooses
+    // in its turn, so no frame after it is chosen ahead.
+    let with_option = |sport: u16| from_uplink(1, sport, true);
     for (burst, placed_ahead, what) in [
         (
             vec![group(1), group(2), group(3), group(4)],
@@ -1711,47 +1703,32 @@ fn least_loaded_flowlets_are_chosen_in_pass_2_where_the_loads_read_as_in_pass_3(
         let (mut lane_side, mut plain) = forwarder_pair(&spec);
         resolve_spines([&mut lane_side, &mut plain]);
         let mut lane = ExpressLane::default();
-        let now = T0;
-        let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
         let plain_frames = burst.iter().map(|f| f[14] == 0x45);
         let all_plain = plain_frames.clone().all(|plain| plain);
         let expected: u64 = plain_frames
             .rev()
             .fold(0, |bits, p| bits << 1 | u64::from(p));
-        assert_eq!(express, expected, "{what}: express frames");
-        assert_eq!(
-            lane_side.lane_plain_family(&lane).is_some(),
-            placed_ahead,
-            "{what}: every member found in pass 2"
-        );
-        for (index, frame) in burst.iter().enumerate() {
-            let want = through_pipeline(&mut plain, frame, uplink, now);
-            assert_eq!(outcomes[index], want, "{what}: frame {index}");
+        // Then the same burst again at the same instant: its loads were read, so every
+        // choice is made in pass 2, up to a frame the full pipeline takes.
+        for (round, ahead) in [("first", placed_ahead), ("again", all_plain)] {
+            let (outcomes, express) = through_lane(&mut lane_side, &mut lane, &burst, uplink, T0);
+            assert_eq!(express, expected, "{what}, {round}: express frames");
+            assert_eq!(
+                lane_side.lane_plain_family(&lane).is_some(),
+                ahead,
+                "{what}, {round}: every member found in pass 2"
+            );
+            for (index, frame) in burst.iter().enumerate() {
+                let want = through_pipeline(&mut plain, frame, uplink, T0);
+                assert_eq!(outcomes[index], want, "{what}, {round}: frame {index}");
+            }
+            assert_same_member_counts(&lane_side, &plain);
+            assert_eq!(
+                lane_side.balancer_loads(),
+                plain.balancer_loads(),
+                "{what}, {round}: loads"
+            );
         }
-        assert_same_member_counts(&lane_side, &plain);
-        assert_eq!(
-            lane_side.balancer_loads(),
-            plain.balancer_loads(),
-            "{what}: loads"
-        );
-        // The same burst again at the same instant: its loads were read, so every choice
-        // is made in pass 2, up to a frame the full pipeline takes.
-        let (outcomes, _) = through_lane(&mut lane_side, &mut lane, &burst, uplink, now);
-        assert_eq!(
-            lane_side.lane_plain_family(&lane).is_some(),
-            all_plain,
-            "{what}, again: every member found in pass 2"
-        );
-        for (index, frame) in burst.iter().enumerate() {
-            let want = through_pipeline(&mut plain, frame, uplink, now);
-            assert_eq!(outcomes[index], want, "{what}, again: frame {index}");
-        }
-        assert_same_member_counts(&lane_side, &plain);
-        assert_eq!(
-            lane_side.balancer_loads(),
-            plain.balancer_loads(),
-            "{what}, again"
-        );
     }
     // An IPv6 frame to the group (2001:db8:e::/48) is chosen in turn, so no IPv4 frame after
     // it is chosen ahead, even at an instant whose loads were read.
