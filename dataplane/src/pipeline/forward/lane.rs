@@ -475,9 +475,9 @@ impl Forwarder {
     /// queues). The first frame of such a group that may not, or the first IPv6 frame in turn
     /// (pass 3 routes those), stops them: it and every later one choose in turn, in order.
     /// Frames of other groups stay in turn (their choices read nothing a least-loaded choice
-    /// writes). Returns the frames left in turn. A pass of
-    /// its own, out of line: in pass 2's loop the choice's call moved the registers of the
-    /// loop every mode takes (hashing 545.5 instructions a frame against 541.6).
+    /// writes). Returns the frames left in turn. A pass of its own, out of line: in pass 2's
+    /// loop the choice's call moved the registers of the loop every mode takes (hashing
+    /// 545.5 instructions a frame against 541.6).
     #[inline(never)]
     fn place_least_loaded_ahead(
         &self,
