@@ -1128,10 +1128,11 @@ impl GroupBalancer {
             counters: None,
             last,
             drawn: drawn_index,
-            // A flowlet that starts takes the draw's member, so the move is counted from the
-            // draw rather than from the pick: the count then need not wait for the pick (A/B,
-            // three pairs of five-round runs: 0.874-0.900 against 0.858-0.878 of hashing).
-            moved: starts & (last != drawn_index) & (last != EMPTY),
+            // Only a flowlet that starts can take another member than its entry's (the
+            // draw's), so the pick tells the move without `starts`: 2 instructions a frame
+            // fewer than counting it from the draw and `starts`, whose registers the pass-2
+            // loop had to spill (rates, eight alternating rounds: no difference to tell).
+            moved: (member != last) & (last != EMPTY),
             forced: false,
         };
         Some(self.record_random(cell, entry, starts, choice, len, now))
@@ -1185,9 +1186,12 @@ impl GroupBalancer {
             member: choice.member,
             flowlet_id: entry.flowlet_id.wrapping_add(u32::from(starts)),
         });
-        self.counters.flowlets.add(u64::from(starts));
-        self.counters.moves.add(u64::from(choice.moved));
-        choice.counters = self.counters.members.get(choice.member as usize);
+        // Read once: the counters are atomics, which the compiler cannot tell from the
+        // balancer's own words, so each use through `self` would load the pointer again.
+        let counters: &'a BalanceCounters = &self.counters;
+        counters.flowlets.add(u64::from(starts));
+        counters.moves.add(u64::from(choice.moved));
+        choice.counters = counters.members.get(choice.member as usize);
         if let Some(counters) = choice.counters {
             counters.count(1, len);
         }
