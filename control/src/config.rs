@@ -1059,6 +1059,17 @@ impl Config {
             args.push("--file-prefix".to_owned());
             args.push(format!("ironclos-{}", self.name));
         }
+        // DPDK 22.11 leaves its hugepage files in hugetlbfs after the process exits, and the
+        // pages they hold stay taken until a run with the same prefix starts: a switch under
+        // another name, a test or a bench run would find them gone. Unlinked as soon as they
+        // are mapped, they go back to the kernel however the process ends. (Nothing here
+        // attaches as a secondary process, which would need the files.)
+        let keeps_no_files = args
+            .iter()
+            .any(|a| a == "--no-huge" || a == "--in-memory" || a.starts_with("--huge-unlink"));
+        if !keeps_no_files {
+            args.push("--huge-unlink".to_owned());
+        }
         args
     }
 
@@ -4038,6 +4049,37 @@ mtu = 9100
             "0000:3b:0.0",
         ] {
             assert!(check_devargs(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn hugepage_files_are_unlinked_unless_the_eal_keeps_none_or_says_otherwise() {
+        let mut config = parse(GOOD).unwrap();
+        let unlinks = |args: Vec<String>| args.iter().filter(|a| *a == "--huge-unlink").count();
+        config.eal = vec!["-m".to_owned(), "1024".to_owned()];
+        assert_eq!(unlinks(config.eal_args(&[])), 1);
+        for kept in [
+            "--no-huge",
+            "--in-memory",
+            "--huge-unlink=never",
+            "--huge-unlink",
+        ] {
+            config.eal = vec![kept.to_owned()];
+            assert_eq!(
+                config
+                    .eal_args(&[])
+                    .iter()
+                    .filter(|a| a.starts_with("--huge-unlink"))
+                    .count(),
+                usize::from(kept.starts_with("--huge-unlink")),
+                "{kept}"
+            );
+            config.eal = vec![];
+            assert_eq!(
+                unlinks(config.eal_args(&[kept.to_owned()])),
+                usize::from(kept == "--huge-unlink"),
+                "{kept} given on the command line"
+            );
         }
     }
 

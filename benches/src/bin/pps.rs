@@ -138,7 +138,9 @@ fn hugepages_available() -> bool {
 
 fn eal_memory(huge: bool) -> Vec<String> {
     let mut args: Vec<String> = if huge {
-        vec!["-m".into(), "1024".into()]
+        // Unlinked once mapped: DPDK would leave each run's files, and the pages they hold,
+        // in hugetlbfs (ironclos adds this itself; the C loops need it said).
+        vec!["-m".into(), "1024".into(), "--huge-unlink".into()]
     } else {
         vec!["--no-huge".into(), "-m".into(), "1536".into()]
     };
