@@ -42,7 +42,8 @@ command -v cg_annotate > /dev/null || { echo "needs valgrind: apt-get install va
 [[ -x $binary ]] || { echo "$binary: not built (cargo build --release)" >&2; exit 2; }
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The C loop leaves DPDK's runtime directory behind (ironclos removes its own).
+trap 'rm -rf "$work" "/var/run/dpdk/instructions-c-l3-$$"' EXIT
 
 # One run: instruction counts by function in $work/$1.fn, frames received in $work/$1.frames.
 measure() {
