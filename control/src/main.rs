@@ -680,7 +680,8 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     if !(seconds > 0.0 && seconds.is_finite()) {
         return Err("must be a positive number of seconds".to_owned());
     }
-    Ok(Duration::from_secs_f64(seconds))
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("`{text}` seconds is more than a duration can hold"))
 }
 
 /// `gen-trace --frame-len`: `tracegen::MIN_FRAME_LEN..=MAX_FRAME_LEN` bytes, however large
@@ -1627,5 +1628,30 @@ fn demo(dir: Option<PathBuf>) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_RUNTIME)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_positive_seconds_that_fit_and_refuse_the_rest() {
+        assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(
+            parse_seconds("1e19"),
+            Ok(Duration::from_secs(10_000_000_000_000_000_000))
+        );
+        for bad in [
+            "0",
+            "-1",
+            "nan",
+            "inf",
+            "abc",
+            "1e300",
+            "18446744073709551616",
+        ] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
     }
 }
