@@ -1269,6 +1269,7 @@ impl Forwarder {
         if total_len > ip.len() {
             return Verdict::Drop(DropReason::Truncated);
         }
+        let ip = trim_to_packet(frame, l3, total_len);
         if checksum::sum(&ip[..header_len]) != 0xffff {
             return Verdict::Drop(DropReason::BadIpv4Checksum);
         }
@@ -1367,6 +1368,7 @@ impl Forwarder {
         if packet_len > ip.len() {
             return Verdict::Drop(DropReason::Truncated);
         }
+        let ip = trim_to_packet(frame, l3, packet_len);
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
@@ -1941,4 +1943,20 @@ fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
         u128::MAX << (128 - u32::from(len.min(128)))
     };
     Ipv6Addr::from(bits & mask)
+}
+
+/// Ethernet's smallest frame without its FCS: a shorter packet is padded up to it.
+const MIN_ETHERNET_FRAME: usize = 60;
+
+/// The routed frame cut to its IP packet (at `l3`, `packet_len` bytes by its header) where
+/// bytes follow it beyond Ethernet's padding, as Linux trims a packet on input: they are no
+/// part of the packet, would be sent on with it, and would not count against the egress MTU,
+/// which is checked on the packet's length. Returns the frame's bytes from `l3`.
+#[inline(always)]
+fn trim_to_packet<'f>(frame: &'f mut Frame<'_>, l3: usize, packet_len: usize) -> &'f [u8] {
+    let end = (l3 + packet_len).max(MIN_ETHERNET_FRAME);
+    if frame.len() > end {
+        frame.truncate(end);
+    }
+    &frame[l3..]
 }

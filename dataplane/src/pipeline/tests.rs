@@ -2994,7 +2994,8 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
             return eth(dst_mac, src_mac, vlan, ethertype, &ip6);
         }
         let mut frame = eth(dst_mac, src_mac, vlan, ethertype, &ip);
-        // Ethernet padding beyond the IP total length, sometimes.
+        // Bytes beyond Ethernet's padding (to 60 bytes) after the IP packet, sometimes: the
+        // full pipeline cuts them, and the lane leaves such frames to it.
         frame.resize(frame.len() + [0, 0, 6][pick(next, 3) as usize], 0);
         if mutation == 3 && sport.is_multiple_of(2) {
             // A total length at the frame's edge: all the bytes it holds, or one more (the
@@ -3173,11 +3174,12 @@ fn lane_frames_get_the_verdict_bytes_and_counts_of_the_full_pipeline() {
         assert_eq!(x.member_bytes(), p.member_bytes());
         assert_eq!(x.member_packets(), p.member_packets());
     }
-    // About one frame in ten passes every check (half the destinations are routes to
+    // About one frame in eighteen passes every check (half the destinations are routes to
     // nexthops or groups, half the TTLs are above 1, most headers and L2 headers are valid,
-    // three bursts in four are on the uplink).
+    // three bursts in four are on the uplink, and one IPv4 frame in three has bytes after
+    // its padding, which the full pipeline cuts).
     assert!(
-        express_frames * 14 > frames,
+        express_frames * 22 > frames,
         "only {express_frames} of {frames} frames were express"
     );
     assert!(

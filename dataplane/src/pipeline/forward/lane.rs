@@ -276,7 +276,7 @@ fn screen(frame: &[u8], router_mac: u64, max_len: usize) -> Screened {
 
 /// The destination of an IPv4 frame of `len` bytes whose first bytes are `seen`, with
 /// version 4 and a 20-byte header (options take the full pipeline), a total length from 20 to
-/// what the frame holds, a valid header checksum and a TTL above 1 (the addresses are
+/// what the frame holds (no bytes after the packet but padding: `ends_at_packet`), a valid header checksum and a TTL above 1 (the addresses are
 /// screened once per flow in pass 2).
 #[inline(always)]
 fn express_ipv4_destination(len: usize, seen: &[u8; IPV4_SEEN]) -> Option<u32> {
@@ -284,8 +284,10 @@ fn express_ipv4_destination(len: usize, seen: &[u8; IPV4_SEEN]) -> Option<u32> {
     let total_len = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     // One combined test: every frame of a routed burst passes them all. 20 <= total_len <=
     // len - 14 as one unsigned comparison (`len` is at least `IPV4_SEEN`).
-    let express =
-        (ip[0] == 0x45) & (ip[8] > 1) & (total_len.wrapping_sub(20) <= len - LANE_L3 - 20);
+    let express = (ip[0] == 0x45)
+        & (ip[8] > 1)
+        & (total_len.wrapping_sub(20) <= len - LANE_L3 - 20)
+        & ends_at_packet(len, LANE_L3 + total_len);
     (express && checksum::ipv4_header_sums_to_ones(ip))
         .then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
@@ -316,7 +318,16 @@ const LANE_IPV6_FIRST_BYTE: [bool; 256] = {
     table
 };
 
-/// The destination of an IPv6 frame with version 6, its payload within the frame, both
+/// Whether a frame of `len` bytes whose IP packet ends at `packet_end` has no bytes after
+/// the packet but Ethernet's padding: the full pipeline cuts any others (`trim_to_packet`),
+/// so a frame with them is left to it.
+#[inline(always)]
+fn ends_at_packet(len: usize, packet_end: usize) -> bool {
+    len <= packet_end.max(super::MIN_ETHERNET_FRAME)
+}
+
+/// The destination of an IPv6 frame with version 6, its payload within the frame (and no
+/// bytes after it but padding), both
 /// addresses outside ::/8, fe00::/8 and ff00::/8 (`LANE_IPV6_FIRST_BYTE`) and a hop limit
 /// above 1.
 #[inline(always)]
@@ -327,6 +338,7 @@ fn express_ipv6_destination(frame: &[u8]) -> Option<WireAddr6> {
     let destination = WireAddr6::from_bytes(*ip[24..].first_chunk().expect("16 bytes"));
     let express = (ip[0] >> 4 == 6)
         & (40 + payload_len <= frame.len() - LANE_L3)
+        & ends_at_packet(frame.len(), LANE_L3 + 40 + payload_len)
         & LANE_IPV6_FIRST_BYTE[usize::from(ip[8])]
         & LANE_IPV6_FIRST_BYTE[usize::from(ip[24])]
         & (ip[7] > 1);

@@ -184,6 +184,54 @@ fn the_lane_leaves_frames_longer_than_the_smallest_mtu_to_the_pipeline() {
 }
 
 /// IPv6 UDP from host A to `dst`, `len` bytes from the IP header on.
+/// Runs `frame` through the pipeline and returns the verdict and the frame as it would leave
+/// (its window, which trimming shortens).
+fn process_window(f: &mut Forwarder, mut frame: Vec<u8>) -> (Verdict, Vec<u8>) {
+    let mut window = Frame::whole(&mut frame);
+    let verdict = f.process_frame(&mut window, 0, T0);
+    let (start, end) = (window.start(), window.end());
+    (verdict, frame[start..end].to_vec())
+}
+
+#[test]
+fn bytes_after_the_ip_packet_are_cut_before_routing_so_the_mtu_holds_for_what_leaves() {
+    let mut f = leaf_with_mtus();
+    let forward = Verdict::Forward {
+        port: 5,
+        tag: TagOp::Keep,
+    };
+    // RFC 1812 5.2.2 / Linux's ip_rcv: the packet is what its Total Length says; bytes after
+    // it (600 here, the frame 114 bytes over the uplink's 1500) are not sent on.
+    let packet = v4_to_uplink(1000, true);
+    let mut longer = packet.clone();
+    longer.extend(std::iter::repeat_n(0xee, 600));
+    let (verdict, out) = process_window(&mut f, longer);
+    assert_eq!(verdict, forward);
+    assert_eq!(out, expected_routed_v4(&packet, 14, SPINE1));
+    // Ethernet padding up to 60 bytes stays: a 20-byte packet in a minimum frame.
+    let small = v4_to_uplink(20, true);
+    let mut padded = small.clone();
+    padded.resize(60, 0);
+    let (verdict, out) = process_window(&mut f, padded.clone());
+    assert_eq!(verdict, forward);
+    assert_eq!(out, expected_routed_v4(&padded, 14, SPINE1));
+    // Past the padding it is cut to the minimum frame, not below.
+    padded.resize(61, 0);
+    let (_, out) = process_window(&mut f, padded.clone());
+    assert_eq!(out, expected_routed_v4(&padded[..60], 14, SPINE1));
+    // IPv6: the Payload Length (RFC 8200 3) bounds the packet.
+    let v6 = v6_from_a("2001:db8:b::7", 1000);
+    let mut longer = v6.clone();
+    longer.extend(std::iter::repeat_n(0xee, 600));
+    let (verdict, out) = process_window(&mut f, longer);
+    assert_eq!(verdict, forward);
+    assert_eq!(out.len(), v6.len());
+    let mut header = v6[14..54].to_vec();
+    header[7] -= 1; // the hop limit
+    assert_eq!(out[14..54], header[..]);
+    assert_eq!(out[54..], v6[54..]);
+}
+
 fn v6_from_a(dst: &str, len: usize) -> Vec<u8> {
     eth(
         ROUTER,
