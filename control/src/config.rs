@@ -458,6 +458,42 @@ pub fn eal_option_from_config(arg: &str) -> Option<&'static str> {
     }
 }
 
+/// Longest `switch.name`: it names DPDK's runtime directory, `/var/run/dpdk/ironclos-NAME`,
+/// whose multi-process socket path must fit the 108 bytes of a Unix socket address.
+const MAX_NAME_LEN: usize = 64;
+
+/// EAL options that take their value as the next argument (DPDK 22.11's `eal_long_options`
+/// and short options with a required argument), as a config's `eal` list may end with one.
+const EAL_OPTIONS_WITH_A_VALUE: &[&str] = &[
+    "-m",
+    "-n",
+    "-a",
+    "-b",
+    "-d",
+    "-r",
+    "--allow",
+    "--block",
+    "--file-prefix",
+    "--log-level",
+    "--socket-mem",
+    "--socket-limit",
+    "--huge-dir",
+    "--proc-type",
+    "--iova-mode",
+    "--base-virtaddr",
+    "--vfio-intr",
+    "--vfio-vf-token",
+    "--mbuf-pool-ops-name",
+    "--trace",
+    "--trace-dir",
+    "--trace-bufsz",
+    "--trace-mode",
+    "--service-corelist",
+    "--service-coremask",
+    "-s",
+    "-S",
+];
+
 /// Checks EAL arguments (the config's `eal`, or those given after `--`) for options ironclos
 /// sets itself; the error names the argument and what sets its option.
 pub fn check_eal_arg(arg: &str) -> Result<(), String> {
@@ -521,6 +557,17 @@ impl Config {
                 raw.switch.name.span(),
                 "switch.name",
                 "must be non-empty letters, digits, '-' or '_' (it names DPDK files)".to_owned(),
+            ));
+        }
+        if name.len() > MAX_NAME_LEN {
+            return Err(at(
+                raw.switch.name.span(),
+                "switch.name",
+                format!(
+                    "is {} characters; at most {MAX_NAME_LEN} (it names DPDK's runtime directory, \
+                     whose socket path must fit a Unix socket address)",
+                    name.len()
+                ),
             ));
         }
 
@@ -634,11 +681,26 @@ impl Config {
         )? as u16;
 
         let mut eal = Vec::new();
-        for (index, arg) in dp.eal.iter().flat_map(|l| l.get_ref()).enumerate() {
+        let eal_list: Vec<_> = dp.eal.iter().flat_map(|l| l.get_ref()).collect();
+        for (index, arg) in eal_list.iter().enumerate() {
             if let Err(problem) = check_eal_arg(arg.get_ref()) {
                 return Err(at(arg.span(), &format!("dataplane.eal[{index}]"), problem));
             }
             eal.push(arg.get_ref().clone());
+        }
+        // An option whose value should be the next word, last in the list: DPDK would take
+        // the first argument given after `--` on the command line as its value, or fail.
+        if let Some((index, last)) = eal_list.iter().enumerate().last()
+            && EAL_OPTIONS_WITH_A_VALUE.contains(&last.get_ref().as_str())
+        {
+            return Err(at(
+                last.span(),
+                &format!("dataplane.eal[{index}]"),
+                format!(
+                    "`{}` needs its value as the next item of the list",
+                    last.get_ref()
+                ),
+            ));
         }
 
         if raw.ports.is_empty() {
@@ -3869,6 +3931,18 @@ mtu = 9100
                 "dataplane.burst",
                 2,
                 "out of range",
+            ),
+            (
+                "[switch]\nname = \"qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq\"\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "switch.name",
+                2,
+                "at most 64",
+            ),
+            (
+                "[dataplane]\neal = [\"--no-huge\", \"--file-prefix\"]\n[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n",
+                "dataplane.eal[1]",
+                2,
+                "needs its value",
             ),
             (
                 "[[port]]\nname = \"a\"\ndevargs = \"net_null0\"\n[[port]]\nname = \"b\"\ndevargs = \"bogus0\"\n",
