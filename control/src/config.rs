@@ -690,12 +690,12 @@ impl Config {
         }
         // An option whose value should be the next word, last in the list: DPDK would take
         // the first argument given after `--` on the command line as its value, or fail.
-        if let Some((index, last)) = eal_list.iter().enumerate().last()
+        if let Some(last) = eal_list.last()
             && EAL_OPTIONS_WITH_A_VALUE.contains(&last.get_ref().as_str())
         {
             return Err(at(
                 last.span(),
-                &format!("dataplane.eal[{index}]"),
+                &format!("dataplane.eal[{}]", eal_list.len() - 1),
                 format!(
                     "`{}` needs its value as the next item of the list",
                     last.get_ref()
