@@ -2481,11 +2481,16 @@ fn ecmp_member_counters_count_what_each_member_sent() {
             &[3; 8],
         );
         let frame = ethernet(ROUTER, HOST_A, None, 0x0800, &packet);
-        if flow % 2 == 0 {
-            trace.send(0, frame);
+        let mut frame = if flow % 2 == 0 {
+            frame
         } else {
-            trace.send(3, tagged(&frame, 10));
+            tagged(&frame, 10)
+        };
+        if flow % 4 < 2 {
+            // Bytes after the packet beyond the padding: cut before routing, never counted.
+            frame.extend([0xee; 20]);
         }
+        trace.send(if flow % 2 == 0 { 0 } else { 3 }, frame);
     }
     for flow in 0..8u16 {
         let packet = ipv4_udp(

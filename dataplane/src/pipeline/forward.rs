@@ -1269,7 +1269,11 @@ impl Forwarder {
         if total_len > ip.len() {
             return Verdict::Drop(DropReason::Truncated);
         }
-        let ip = trim_to_packet(frame, l3, total_len);
+        // The member counters count the frame as it leaves, without the bytes cut.
+        self.frame_len = self
+            .frame_len
+            .saturating_sub(trim_to_packet(frame, l3, total_len) as u32);
+        let ip = &frame[l3..];
         if checksum::sum(&ip[..header_len]) != 0xffff {
             return Verdict::Drop(DropReason::BadIpv4Checksum);
         }
@@ -1368,7 +1372,11 @@ impl Forwarder {
         if packet_len > ip.len() {
             return Verdict::Drop(DropReason::Truncated);
         }
-        let ip = trim_to_packet(frame, l3, packet_len);
+        // The member counters count the frame as it leaves, without the bytes cut.
+        self.frame_len = self
+            .frame_len
+            .saturating_sub(trim_to_packet(frame, l3, packet_len) as u32);
+        let ip = &frame[l3..];
         let src: [u8; 16] = ip[8..24].try_into().expect("16 bytes");
         let dst_bytes: [u8; 16] = ip[24..40].try_into().expect("16 bytes");
         let dst = Ipv6Addr::from(dst_bytes);
@@ -1945,18 +1953,20 @@ fn mask6(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
     Ipv6Addr::from(bits & mask)
 }
 
-/// Ethernet's smallest frame without its FCS: a shorter packet is padded up to it.
-const MIN_ETHERNET_FRAME: usize = 60;
+/// Ethernet's smallest payload: a shorter packet is padded up to it (to 60 bytes untagged,
+/// 64 with an 802.1Q tag, without the FCS).
+const MIN_ETHERNET_PAYLOAD: usize = 46;
 
-/// The routed frame cut to its IP packet (at `l3`, `packet_len` bytes by its header) where
+/// Cuts the routed frame to its IP packet (at `l3`, `packet_len` bytes by its header) where
 /// bytes follow it beyond Ethernet's padding, as Linux trims a packet on input: they are no
 /// part of the packet, would be sent on with it, and would not count against the egress MTU,
-/// which is checked on the packet's length. Returns the frame's bytes from `l3`.
+/// which is checked on the packet's length. Returns how many bytes it cut.
 #[inline(always)]
-fn trim_to_packet<'f>(frame: &'f mut Frame<'_>, l3: usize, packet_len: usize) -> &'f [u8] {
-    let end = (l3 + packet_len).max(MIN_ETHERNET_FRAME);
-    if frame.len() > end {
+fn trim_to_packet(frame: &mut Frame<'_>, l3: usize, packet_len: usize) -> usize {
+    let end = l3 + packet_len.max(MIN_ETHERNET_PAYLOAD);
+    let cut = frame.len().saturating_sub(end);
+    if cut > 0 {
         frame.truncate(end);
     }
-    &frame[l3..]
+    cut
 }

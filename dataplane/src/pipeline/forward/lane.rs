@@ -323,7 +323,7 @@ const LANE_IPV6_FIRST_BYTE: [bool; 256] = {
 /// so a frame with them is left to it.
 #[inline(always)]
 fn ends_at_packet(len: usize, packet_end: usize) -> bool {
-    len <= packet_end.max(super::MIN_ETHERNET_FRAME)
+    len <= packet_end.max(LANE_L3 + super::MIN_ETHERNET_PAYLOAD)
 }
 
 /// The destination of an IPv6 frame with version 6, its payload within the frame (and no
